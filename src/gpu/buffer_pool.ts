@@ -1,0 +1,67 @@
+import { formatBytes, GpuError } from "./errors.ts";
+
+/**
+ * Recycles storage buffers by size class. Buffers are rounded up to a size class (powers of two
+ * split in quarters) so that tensors of slightly different sizes share buffers. Returning a buffer
+ * while commands that use it are still pending is safe: WebGPU runs a queue's work in order, and
+ * every CPU write goes through the same queue.
+ */
+export class BufferPool {
+  #free = new Map<number, GPUBuffer[]>();
+  #inUseBytes = 0;
+  #peakBytes = 0;
+
+  constructor(
+    private readonly device: GPUDevice,
+    private readonly maxBufferSize: number,
+    private readonly usage: GPUBufferUsageFlags = GPUBufferUsage.STORAGE |
+      GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST,
+  ) {}
+
+  /** Size class for a byte count: at least 16 bytes, then 4 steps per power of two. */
+  static sizeClass(bytes: number): number {
+    const b = Math.max(16, Math.ceil(bytes / 4) * 4);
+    const p = 2 ** Math.floor(Math.log2(b));
+    if (p === b) return b;
+    const step = Math.max(4, p / 4);
+    return Math.ceil(b / step) * step;
+  }
+
+  acquire(bytes: number, label = "tensor"): GPUBuffer {
+    const size = BufferPool.sizeClass(bytes);
+    if (size > this.maxBufferSize) {
+      throw new GpuError(
+        `buffer "${label}" of ${formatBytes(bytes)} exceeds the device limit maxBufferSize ` +
+          `(${formatBytes(this.maxBufferSize)})`,
+      );
+    }
+    const list = this.#free.get(size);
+    const buf = list?.pop() ?? this.device.createBuffer({ size, usage: this.usage, label });
+    this.#inUseBytes += size;
+    this.#peakBytes = Math.max(this.#peakBytes, this.#inUseBytes);
+    return buf;
+  }
+
+  release(buf: GPUBuffer): void {
+    this.#inUseBytes -= buf.size;
+    let list = this.#free.get(buf.size);
+    if (!list) this.#free.set(buf.size, list = []);
+    list.push(buf);
+  }
+
+  /** Destroys every free buffer (after a phase that used unusual sizes). */
+  trim(): void {
+    for (const list of this.#free.values()) for (const b of list) b.destroy();
+    this.#free.clear();
+  }
+
+  get inUseBytes(): number {
+    return this.#inUseBytes;
+  }
+  get peakBytes(): number {
+    return this.#peakBytes;
+  }
+  resetPeak(): void {
+    this.#peakBytes = this.#inUseBytes;
+  }
+}

@@ -1,0 +1,196 @@
+import { BufferPool } from "./buffer_pool.ts";
+import { formatBytes, GpuError } from "./errors.ts";
+import { type KernelSpec, PipelineCache } from "./pipelines.ts";
+import { Recorder } from "./recorder.ts";
+
+export interface GpuOptions {
+  powerPreference?: GPUPowerPreference;
+  /** Ignore `shader-f16` even where the adapter has it (f32 everywhere). */
+  disableF16?: boolean;
+  /** Use this adapter instead of asking navigator.gpu (tests, the browser page). */
+  adapter?: GPUAdapter;
+}
+
+/** Buffer bindings of one dispatch: a whole buffer or a byte range of it. */
+export type Binding = GPUBuffer | { buffer: GPUBuffer; offset?: number; size?: number };
+
+export interface DispatchOptions {
+  /** Uniform parameters, bound at @binding(0); each field 4 bytes (see `packParams`). */
+  params?: ArrayBuffer;
+  /** Storage buffers, bound at @binding(1), @binding(2), ... (or from 0 when no params). */
+  buffers: Binding[];
+  workgroups: [number, number?, number?];
+}
+
+/**
+ * One GPU device with everything the kernels share: the adapter's limits, a buffer pool, the
+ * pipeline cache and a recorder that batches dispatches into one command encoder. Readbacks cost
+ * about 11 ms in Deno whatever the adapter, so the API makes them explicit and rare: work is only
+ * submitted by `flush()` (or a readback), never per op.
+ */
+export class Gpu {
+  readonly hasF16: boolean;
+  readonly hasTimestamps: boolean;
+  readonly limits: GPUSupportedLimits;
+  readonly pool: BufferPool;
+  readonly pipelines: PipelineCache;
+  readonly recorder: Recorder;
+  #failure: Error | null = null;
+
+  private constructor(
+    readonly adapter: GPUAdapter,
+    readonly device: GPUDevice,
+    readonly adapterName: string,
+    useF16: boolean,
+  ) {
+    this.hasF16 = useF16;
+    this.hasTimestamps = device.features.has("timestamp-query");
+    this.limits = device.limits;
+    this.pool = new BufferPool(device, device.limits.maxBufferSize);
+    this.pipelines = new PipelineCache(device);
+    this.recorder = new Recorder(device, () => this.throwIfFailed());
+    device.lost.then((info) => {
+      this.#failure ??= new GpuError(
+        `GPU device lost (${info.reason ?? "unknown"}): ${info.message || "no message"}`,
+      );
+      this.recorder.fail(this.#failure);
+    });
+    device.addEventListener("uncapturederror", (ev) => {
+      const err = (ev as GPUUncapturedErrorEvent).error;
+      this.#failure ??= new GpuError(`GPU error: ${err.message}`);
+    });
+  }
+
+  static async create(options: GpuOptions = {}): Promise<Gpu> {
+    const nav = (globalThis as { navigator?: Navigator }).navigator;
+    const adapter = options.adapter ??
+      await nav?.gpu?.requestAdapter({ powerPreference: options.powerPreference });
+    if (!adapter) {
+      throw new GpuError(
+        "no WebGPU adapter: navigator.gpu is missing or returned no adapter (in a browser, enable " +
+          "WebGPU; on Linux without a GPU, install Mesa's Vulkan driver (mesa-vulkan-drivers))",
+      );
+    }
+    const wantF16 = adapter.features.has("shader-f16") && !options.disableF16;
+    const features: GPUFeatureName[] = [];
+    if (wantF16) features.push("shader-f16");
+    if (adapter.features.has("timestamp-query")) features.push("timestamp-query");
+    // The defaults are far below what server GPUs offer; ask for the adapter's own limits.
+    const requiredLimits: Record<string, number> = {};
+    for (
+      const k of [
+        "maxBufferSize",
+        "maxStorageBufferBindingSize",
+        "maxComputeWorkgroupStorageSize",
+        "maxComputeInvocationsPerWorkgroup",
+        "maxComputeWorkgroupSizeX",
+        "maxComputeWorkgroupSizeY",
+        "maxComputeWorkgroupSizeZ",
+        "maxComputeWorkgroupsPerDimension",
+        "maxStorageBuffersPerShaderStage",
+      ] as const
+    ) requiredLimits[k] = adapter.limits[k];
+    const device = await adapter.requestDevice({ requiredFeatures: features, requiredLimits });
+    const info = adapter.info;
+    const name = [info?.vendor, info?.architecture, info?.device, info?.description]
+      .filter((s) => s && s !== "0").join(" ") || "unknown adapter";
+    return new Gpu(adapter, device, name, wantF16);
+  }
+
+  /** Throws the first asynchronous GPU failure (device loss, validation error) seen so far. */
+  throwIfFailed(): void {
+    if (this.#failure) throw this.#failure;
+  }
+
+  /** Checks a storage binding against the device limit, naming the limit and the size. */
+  checkBinding(bytes: number, label: string): void {
+    const max = this.limits.maxStorageBufferBindingSize;
+    if (bytes > max) {
+      throw new GpuError(
+        `${label}: ${formatBytes(bytes)} exceeds maxStorageBufferBindingSize (${formatBytes(max)})`,
+      );
+    }
+  }
+
+  pipeline(spec: KernelSpec): GPUComputePipeline {
+    return this.pipelines.get(spec);
+  }
+
+  /** Records one compute dispatch into the current command encoder. */
+  dispatch(spec: KernelSpec, options: DispatchOptions): void {
+    this.throwIfFailed();
+    const [x, y = 1, z = 1] = options.workgroups;
+    if (x === 0 || y === 0 || z === 0) return;
+    const max = this.limits.maxComputeWorkgroupsPerDimension;
+    if (x > max || y > max || z > max) {
+      throw new GpuError(
+        `${spec.shader}: dispatch [${x}, ${y}, ${z}] exceeds maxComputeWorkgroupsPerDimension (${max})`,
+      );
+    }
+    this.recorder.dispatch(this.pipeline(spec), options.params, options.buffers, [x, y, z]);
+  }
+
+  /** Copies CPU data into a buffer, ordered after every command recorded so far. */
+  upload(dst: GPUBuffer, data: ArrayBufferView, dstOffset = 0): void {
+    this.throwIfFailed();
+    this.recorder.upload(dst, data, dstOffset);
+  }
+
+  copy(src: GPUBuffer, srcOffset: number, dst: GPUBuffer, dstOffset: number, size: number): void {
+    this.recorder.copy(src, srcOffset, dst, dstOffset, size);
+  }
+
+  /** Submits everything recorded so far (no wait). */
+  flush(): void {
+    this.throwIfFailed();
+    this.recorder.flush();
+  }
+
+  /** Reads byte ranges of several buffers back in one round trip. */
+  async read(
+    ranges: { buffer: GPUBuffer; offset?: number; size: number }[],
+  ): Promise<ArrayBuffer[]> {
+    this.throwIfFailed();
+    const out = await this.recorder.read(ranges);
+    this.throwIfFailed();
+    return out;
+  }
+
+  /** Waits until all submitted work has finished (or the device is lost). */
+  async sync(): Promise<void> {
+    this.flush();
+    await this.recorder.idle();
+    this.throwIfFailed();
+  }
+
+  destroy(): void {
+    this.pool.trim();
+    this.device.destroy();
+  }
+}
+
+let current: Gpu | null = null;
+
+/** Creates the process-wide GPU (once) and returns it. */
+export async function initGpu(options: GpuOptions = {}): Promise<Gpu> {
+  current ??= await Gpu.create(options);
+  return current;
+}
+
+/** The GPU set up by `initGpu()`; ops use it implicitly. */
+export function gpu(): Gpu {
+  if (!current) throw new GpuError("the GPU is not initialised: call `await initGpu()` first");
+  return current;
+}
+
+/** Packs uniform fields; a plain number is a u32, `{ f32 }` / `{ i32 }` choose the type. */
+export function packParams(fields: (number | { f32: number } | { i32: number })[]): ArrayBuffer {
+  const buf = new ArrayBuffer(Math.max(16, Math.ceil(fields.length / 4) * 16));
+  const view = new DataView(buf);
+  fields.forEach((f, i) => {
+    if (typeof f === "number") view.setUint32(i * 4, f >>> 0, true);
+    else if ("f32" in f) view.setFloat32(i * 4, f.f32, true);
+    else view.setInt32(i * 4, f.i32, true);
+  });
+  return buf;
+}

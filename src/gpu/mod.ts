@@ -1,0 +1,13 @@
+export {
+  type Binding,
+  type DispatchOptions,
+  Gpu,
+  gpu,
+  type GpuOptions,
+  initGpu,
+  packParams,
+} from "./device.ts";
+export { formatBytes, GpuError } from "./errors.ts";
+export { BufferPool } from "./buffer_pool.ts";
+export { kernelKey, type KernelSpec, PipelineCache } from "./pipelines.ts";
+export { type Defines, registerShaderSources, shaderSource, specialize } from "./shader_source.ts";

@@ -1,0 +1,48 @@
+import { type Defines, shaderSource, specialize } from "./shader_source.ts";
+
+/** What identifies a compute pipeline: shader file, entry point and specialisation values. */
+export interface KernelSpec {
+  shader: string; // file name in shaders/, without .wgsl
+  entry?: string; // default "main"
+  defines?: Defines;
+  f16?: boolean; // prepend `enable f16;`
+}
+
+export function kernelKey(spec: KernelSpec): string {
+  const defs = Object.entries(spec.defines ?? {}).sort(([a], [b]) => a < b ? -1 : 1)
+    .map(([k, v]) => `${k}=${v}`).join(",");
+  return `${spec.shader}:${spec.entry ?? "main"}:${spec.f16 ? "f16" : ""}:${defs}`;
+}
+
+/** Creates each (shader, entry, defines) pipeline once; modules are shared between entries. */
+export class PipelineCache {
+  #pipelines = new Map<string, GPUComputePipeline>();
+  #modules = new Map<string, GPUShaderModule>();
+
+  constructor(private readonly device: GPUDevice) {}
+
+  get size(): number {
+    return this.#pipelines.size;
+  }
+
+  get(spec: KernelSpec): GPUComputePipeline {
+    const key = kernelKey(spec);
+    let p = this.#pipelines.get(key);
+    if (p) return p;
+    const modKey = `${spec.shader}:${spec.f16 ? "f16" : ""}:${key.split(":").slice(3).join(":")}`;
+    let module = this.#modules.get(modKey);
+    if (!module) {
+      let code = specialize(shaderSource(spec.shader), spec.shader, spec.defines);
+      if (spec.f16) code = `enable f16;\n${code}`;
+      module = this.device.createShaderModule({ code, label: spec.shader });
+      this.#modules.set(modKey, module);
+    }
+    p = this.device.createComputePipeline({
+      layout: "auto",
+      compute: { module, entryPoint: spec.entry ?? "main" },
+      label: key,
+    });
+    this.#pipelines.set(key, p);
+    return p;
+  }
+}

@@ -1,0 +1,175 @@
+import type { Binding } from "./device.ts";
+import { GpuError } from "./errors.ts";
+
+const ARENA_BYTES = 256 * 1024; // uniform arena: 1024 dispatches of 256-byte slots per submit
+const SLOT = 256; // minUniformBufferOffsetAlignment on every adapter we target
+
+/**
+ * Records dispatches, copies and uploads into one command encoder and submits them together.
+ * Uniform parameters of all dispatches in a submit share one arena buffer written just before the
+ * submit, so a kernel launch allocates nothing. Bind groups are cached by pipeline and buffers.
+ */
+export class Recorder {
+  #encoder: GPUCommandEncoder | null = null;
+  #pass: GPUComputePassEncoder | null = null;
+  #commands = 0;
+  #arena: GPUBuffer;
+  #arenaCpu = new Uint8Array(ARENA_BYTES);
+  #arenaUsed = 0;
+  #staging: GPUBuffer[] = [];
+  #bindGroups = new Map<string, GPUBindGroup>();
+  #ids = new WeakMap<object, number>();
+  #nextId = 1;
+  #failure: Error | null = null;
+  #lostSignal: Promise<never>;
+  #rejectLost!: (e: Error) => void;
+  /** Number of submits so far (benchmarks and tests count them). */
+  submits = 0;
+
+  constructor(private readonly device: GPUDevice, private readonly check: () => void) {
+    this.#arena = device.createBuffer({
+      size: ARENA_BYTES,
+      usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST,
+      label: "uniform-arena",
+    });
+    this.#lostSignal = new Promise<never>((_, reject) => this.#rejectLost = reject);
+    this.#lostSignal.catch(() => {});
+  }
+
+  fail(err: Error): void {
+    this.#failure = err;
+    this.#rejectLost(err);
+  }
+
+  #id(o: object): number {
+    let id = this.#ids.get(o);
+    if (id === undefined) this.#ids.set(o, id = this.#nextId++);
+    return id;
+  }
+
+  #encoderNow(): GPUCommandEncoder {
+    return this.#encoder ??= this.device.createCommandEncoder();
+  }
+
+  #endPass(): void {
+    this.#pass?.end();
+    this.#pass = null;
+  }
+
+  dispatch(
+    pipeline: GPUComputePipeline,
+    params: ArrayBuffer | undefined,
+    buffers: Binding[],
+    [x, y, z]: [number, number, number],
+  ): void {
+    if (params && this.#arenaUsed + SLOT > ARENA_BYTES) this.flush();
+    const entries: GPUBindGroupEntry[] = [];
+    let key = `${this.#id(pipeline)}`;
+    let binding = 0;
+    if (params) {
+      if (params.byteLength > SLOT) throw new GpuError(`uniform params over ${SLOT} bytes`);
+      const offset = this.#arenaUsed;
+      this.#arenaCpu.set(new Uint8Array(params), offset);
+      this.#arenaUsed += SLOT;
+      const size = Math.ceil(params.byteLength / 16) * 16;
+      entries.push({ binding: binding++, resource: { buffer: this.#arena, offset, size } });
+      key += `|u${offset}:${size}`;
+    }
+    for (const b of buffers) {
+      const r = b instanceof GPUBuffer ? { buffer: b } : b;
+      entries.push({ binding: binding++, resource: r });
+      key += `|${this.#id(r.buffer)}:${r.offset ?? 0}:${r.size ?? -1}`;
+    }
+    let group = this.#bindGroups.get(key);
+    if (!group) {
+      if (this.#bindGroups.size > 8192) this.#bindGroups.clear();
+      group = this.device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries });
+      this.#bindGroups.set(key, group);
+    }
+    this.#pass ??= this.#encoderNow().beginComputePass();
+    this.#pass.setPipeline(pipeline);
+    this.#pass.setBindGroup(0, group);
+    this.#pass.dispatchWorkgroups(x, y, z);
+    this.#commands++;
+  }
+
+  upload(dst: GPUBuffer, data: ArrayBufferView, dstOffset: number): void {
+    const bytes = new Uint8Array(data.buffer as ArrayBuffer, data.byteOffset, data.byteLength);
+    const size = Math.ceil(bytes.byteLength / 4) * 4;
+    if (this.#commands === 0) {
+      // Nothing pending that could read dst: the queue's own write is ordered correctly.
+      if (size === bytes.byteLength) this.device.queue.writeBuffer(dst, dstOffset, bytes);
+      else {
+        const padded = new Uint8Array(size);
+        padded.set(bytes);
+        this.device.queue.writeBuffer(dst, dstOffset, padded);
+      }
+      return;
+    }
+    // Pending commands may still use dst's old contents: stage the data and copy in order.
+    const staging = this.device.createBuffer({
+      size,
+      usage: GPUBufferUsage.COPY_SRC,
+      mappedAtCreation: true,
+    });
+    new Uint8Array(staging.getMappedRange()).set(bytes);
+    staging.unmap();
+    this.#staging.push(staging);
+    this.copy(staging, 0, dst, dstOffset, size);
+  }
+
+  copy(src: GPUBuffer, srcOffset: number, dst: GPUBuffer, dstOffset: number, size: number): void {
+    this.#endPass();
+    this.#encoderNow().copyBufferToBuffer(src, srcOffset, dst, dstOffset, size);
+    this.#commands++;
+  }
+
+  flush(): void {
+    if (this.#failure) throw this.#failure;
+    if (!this.#encoder) return;
+    this.#endPass();
+    if (this.#arenaUsed > 0) {
+      this.device.queue.writeBuffer(this.#arena, 0, this.#arenaCpu, 0, this.#arenaUsed);
+    }
+    this.device.queue.submit([this.#encoder.finish()]);
+    this.submits++;
+    this.#encoder = null;
+    this.#commands = 0;
+    this.#arenaUsed = 0;
+    for (const s of this.#staging) s.destroy();
+    this.#staging = [];
+  }
+
+  async read(
+    ranges: { buffer: GPUBuffer; offset?: number; size: number }[],
+  ): Promise<ArrayBuffer[]> {
+    let total = 0;
+    const offsets = ranges.map((r) => {
+      const o = total;
+      total += Math.ceil(r.size / 4) * 4;
+      return o;
+    });
+    const staging = this.device.createBuffer({
+      size: Math.max(4, total),
+      usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
+    });
+    ranges.forEach((r, i) =>
+      this.copy(r.buffer, r.offset ?? 0, staging, offsets[i], Math.ceil(r.size / 4) * 4)
+    );
+    this.flush();
+    try {
+      await Promise.race([staging.mapAsync(GPUMapMode.READ), this.#lostSignal]);
+      this.check();
+      const all = staging.getMappedRange();
+      const out = ranges.map((r, i) => all.slice(offsets[i], offsets[i] + r.size));
+      staging.unmap();
+      return out;
+    } finally {
+      staging.destroy();
+    }
+  }
+
+  async idle(): Promise<void> {
+    await Promise.race([this.device.queue.onSubmittedWorkDone(), this.#lostSignal]);
+  }
+}

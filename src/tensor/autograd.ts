@@ -1,0 +1,156 @@
+import { fmtShape, type Tensor } from "./tensor.ts";
+import { accumulate, clone, fill } from "./ops/basic.ts";
+
+/** One recorded op: its inputs and how to turn the output's gradient into theirs. */
+export interface Node {
+  name: string;
+  inputs: readonly Tensor[];
+  /** Gradients for each input (null where an input needs none). */
+  backward: (gradOut: Tensor) => (Tensor | null)[];
+}
+
+/** The registry of differentiable primitives (name -> doc); ops add themselves on import. */
+export const OPS = new Map<string, string>();
+
+export function registerOp(name: string, doc: string): void {
+  OPS.set(name, doc);
+}
+
+let gradEnabled = true;
+
+export function isGradEnabled(): boolean {
+  return gradEnabled;
+}
+
+/** Runs fn with the tape off: nothing is recorded (rollout, reference and old-logprob passes). */
+export function noGrad<T>(fn: () => T): T {
+  const prev = gradEnabled;
+  gradEnabled = false;
+  try {
+    return fn();
+  } finally {
+    gradEnabled = prev;
+  }
+}
+
+export async function noGradAsync<T>(fn: () => Promise<T>): Promise<T> {
+  const prev = gradEnabled;
+  gradEnabled = false;
+  try {
+    return await fn();
+  } finally {
+    gradEnabled = prev;
+  }
+}
+
+/**
+ * Attaches a backward to `out` when the tape is on and an input needs a gradient. Returns `out`, so
+ * an op ends with `return record("name", [a, b], out, (g) => [...])`.
+ */
+export function record(
+  name: string,
+  inputs: readonly Tensor[],
+  out: Tensor,
+  backward: (gradOut: Tensor) => (Tensor | null)[],
+): Tensor {
+  if (gradEnabled && inputs.some((t) => t.requiresGrad)) {
+    out.requiresGrad = true;
+    out.node = { name, inputs, backward };
+  }
+  return out;
+}
+
+function topoOrder(root: Tensor): Tensor[] {
+  const order: Tensor[] = [];
+  const seen = new Set<Tensor>();
+  const stack: [Tensor, boolean][] = [[root, false]];
+  while (stack.length) {
+    const [t, done] = stack.pop()!;
+    if (done) {
+      order.push(t);
+      continue;
+    }
+    if (seen.has(t)) continue;
+    seen.add(t);
+    stack.push([t, true]);
+    for (const i of t.node?.inputs ?? []) {
+      if (i.requiresGrad && !seen.has(i)) stack.push([i, false]);
+    }
+  }
+  return order; // inputs before outputs
+}
+
+/**
+ * Back-propagates from `loss` (a scalar unless `gradSeed` is given). Leaf tensors with
+ * `requiresGrad` accumulate into `.grad` (so micro-batches add up until the optimizer zeroes them);
+ * intermediate gradients are released as soon as their node has run, and the graph is cut.
+ */
+export function backward(loss: Tensor, gradSeed?: Tensor): void {
+  if (!loss.requiresGrad) throw new Error(`backward: ${loss} does not require grad`);
+  if (!gradSeed && loss.size !== 1) {
+    throw new Error(`backward: loss must be a scalar, got shape ${fmtShape(loss.shape)}`);
+  }
+  const order = topoOrder(loss);
+  const grads = new Map<Tensor, Tensor>();
+  grads.set(loss, gradSeed ?? fill(loss.shape, 1));
+  const prev = gradEnabled;
+  gradEnabled = false;
+  try {
+    for (let k = order.length - 1; k >= 0; k--) {
+      const t = order[k];
+      const g = grads.get(t);
+      if (!g) continue;
+      grads.delete(t);
+      if (!t.node) {
+        accumulateLeaf(t, g);
+        continue;
+      }
+      const node = t.node;
+      const inGrads = node.backward(g);
+      node.inputs.forEach((input, i) => {
+        const gi = inGrads[i];
+        if (!gi || !input.requiresGrad) {
+          if (gi && gi !== g && !inGrads.slice(i + 1).includes(gi)) gi.dispose();
+          return;
+        }
+        checkGradShape(node.name, input, gi);
+        const prevG = grads.get(input);
+        if (prevG) {
+          accumulate(prevG, gi);
+          gi.dispose();
+        } else grads.set(input, inGrads.indexOf(gi) < i ? clone(gi) : gi);
+      });
+      if (g !== gradSeed && !inGrads.includes(g)) g.dispose();
+      t.node = null;
+    }
+  } finally {
+    gradEnabled = prev;
+    for (const g of grads.values()) g.dispose();
+  }
+}
+
+function checkGradShape(op: string, input: Tensor, g: Tensor): void {
+  if (g.size !== input.size) {
+    throw new Error(
+      `backward of ${op}: gradient ${fmtShape(g.shape)} does not match input ${input}`,
+    );
+  }
+}
+
+function accumulateLeaf(t: Tensor, g: Tensor): void {
+  if (t.grad) {
+    accumulate(t.grad, g);
+    g.dispose();
+  } else {
+    t.grad = (g.shape.length === t.shape.length ? g : g.reshape(t.shape)).keep();
+    if (t.grad !== g) g.dispose();
+  }
+}
+
+/** Drops the gradients of the given tensors (the optimizer calls it after a step). */
+export function zeroGrad(params: Iterable<Tensor>): void {
+  for (const p of params) {
+    p.grad?.dispose();
+    p.grad = null;
+  }
+}

@@ -1,0 +1,85 @@
+import assert from "node:assert/strict";
+import { gpu } from "../gpu/device.ts";
+import { assertClose, gpuTest, randomArray } from "../testing/mod.ts";
+import {
+  accumulate,
+  backward,
+  clone,
+  fill,
+  noGrad,
+  record,
+  scope,
+  Tensor,
+  zeroGrad,
+} from "./mod.ts";
+
+// A test-only differentiable op built from the core kernels: out = 2 * x (copy, then add x again).
+function double(x: Tensor): Tensor {
+  const out = clone(x, "double");
+  accumulate(out, x);
+  return record("double_test", [x], out, (g) => {
+    const gx = clone(g);
+    accumulate(gx, g);
+    return [gx];
+  });
+}
+
+// out = a + b (same shape), the gradient passes through to both inputs.
+function addSame(a: Tensor, b: Tensor): Tensor {
+  const out = clone(a, "add");
+  accumulate(out, b);
+  return record("add_test", [a, b], out, (g) => [g, g]);
+}
+
+gpuTest("tensor round-trips f32, i32, u32 and f16 data", async () => {
+  const x = randomArray(1000, 1);
+  assertClose(await Tensor.from(x, [10, 100]).toArray(), x, { atol: 0, rtol: 0 });
+  const i = Int32Array.from([-3, 0, 7, 2 ** 30]);
+  assert.deepEqual([...await Tensor.from(i, [4], "i32").toArray()], [...i]);
+  const h = await Tensor.from([1, -2.5, 65504, 1e-3], [4], "f16").toArray();
+  assertClose(h, [1, -2.5, 65504, 1e-3], { rtol: 1e-3 });
+});
+
+gpuTest("gradients flow through shared inputs and accumulate across micro-batches", async () => {
+  const x = Tensor.from([1, 2, 3], [3]).keep();
+  x.requiresGrad = true;
+  for (let micro = 0; micro < 2; micro++) {
+    scope(() => {
+      const y = addSame(double(x), x); // y = 3x, seeded with ones -> grad 3 per micro-batch
+      backward(y, fill([3], 1));
+    });
+  }
+  assertClose(await x.grad!.toArray(), [6, 6, 6]);
+  zeroGrad([x]);
+  assert.equal(x.grad, null);
+  x.dispose();
+});
+
+gpuTest("noGrad records nothing and backward rejects a non-scalar loss", () => {
+  const x = Tensor.from([1, 2], [2]);
+  x.requiresGrad = true;
+  const y = noGrad(() => double(x));
+  assert.equal(y.node, null);
+  const z = double(x);
+  assert.throws(() => backward(z), /loss must be a scalar, got shape \[2\]/);
+});
+
+gpuTest("scopes release intermediates and keep results", () => {
+  const before = gpu().pool.inUseBytes;
+  const kept = scope(() => {
+    fill([1024], 1);
+    return fill([16], 2);
+  });
+  assert.equal(gpu().pool.inUseBytes - before, kept.byteSize < 64 ? 64 : kept.byteSize);
+  assert.throws(() => Tensor.from([1, 2, 3], [2, 2]), /3 values do not fill shape \[2, 2\]/);
+  kept.dispose();
+  assert.throws(() => kept.buffer, /used after dispose/);
+});
+
+gpuTest("oversize buffers name the limit and the size", () => {
+  const limit = gpu().limits.maxStorageBufferBindingSize;
+  assert.throws(
+    () => Tensor.empty([limit / 4 + 16], "f32", "huge"),
+    /huge.*exceeds maxStorageBufferBindingSize/,
+  );
+});

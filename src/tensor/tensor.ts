@@ -1,0 +1,222 @@
+import { gpu } from "../gpu/device.ts";
+import { trackTensor, untrackTensor } from "./scope.ts";
+import type { Node } from "./autograd.ts";
+
+export type DType = "f32" | "f16" | "i32" | "u32";
+export const DTYPE_BYTES: Record<DType, number> = { f32: 4, f16: 2, i32: 4, u32: 4 };
+export type TypedArray = Float32Array | Int32Array | Uint32Array | Uint16Array;
+
+/** Reference-counted GPU buffer shared by a tensor and its reshaped views. */
+class Storage {
+  refs = 1;
+  constructor(public buffer: GPUBuffer | null, readonly bytes: number) {}
+}
+
+let nextId = 1;
+
+export function shapeSize(shape: readonly number[]): number {
+  let n = 1;
+  for (const d of shape) {
+    if (!Number.isInteger(d) || d < 0) throw new Error(`invalid shape [${shape}]: bad dim ${d}`);
+    n *= d;
+  }
+  return n;
+}
+
+export function fmtShape(shape: readonly number[]): string {
+  return `[${shape.join(", ")}]`;
+}
+
+/**
+ * A GPU buffer view with a shape and a dtype. Tensors created inside `scope()` are released when
+ * the scope ends unless returned or `keep()`-ed; parameters are kept for their whole life.
+ */
+export class Tensor {
+  readonly id = nextId++;
+  readonly size: number;
+  requiresGrad = false;
+  grad: Tensor | null = null;
+  /** The autograd node that produced this tensor (null for leaves and after backward). */
+  node: Node | null = null;
+  #storage: Storage;
+  #disposed = false;
+
+  private constructor(
+    readonly shape: readonly number[],
+    readonly dtype: DType,
+    storage: Storage,
+    readonly label: string,
+  ) {
+    this.size = shapeSize(shape);
+    this.#storage = storage;
+    trackTensor(this);
+  }
+
+  /** An uninitialised tensor (contents are whatever the pooled buffer held). */
+  static empty(shape: readonly number[], dtype: DType = "f32", label = "tensor"): Tensor {
+    const bytes = shapeSize(shape) * DTYPE_BYTES[dtype];
+    const g = gpu();
+    g.checkBinding(bytes, `tensor "${label}" ${fmtShape(shape)} ${dtype}`);
+    return new Tensor([...shape], dtype, new Storage(g.pool.acquire(bytes, label), bytes), label);
+  }
+
+  /** Uploads typed-array data; f16 tensors take a Float32Array and are converted on the CPU. */
+  static from(
+    data: ArrayLike<number> | TypedArray,
+    shape: readonly number[],
+    dtype: DType = "f32",
+    label = "tensor",
+  ): Tensor {
+    const n = shapeSize(shape);
+    if (data.length !== n) {
+      throw new Error(
+        `Tensor.from: ${data.length} values do not fill shape ${fmtShape(shape)} (${n} elements)`,
+      );
+    }
+    const t = Tensor.empty(shape, dtype, label);
+    if (n > 0) gpu().upload(t.buffer, toDtypeArray(data, dtype));
+    return t;
+  }
+
+  get buffer(): GPUBuffer {
+    const b = this.#storage.buffer;
+    if (this.#disposed || !b) {
+      throw new Error(`tensor "${this.label}" ${fmtShape(this.shape)} used after dispose`);
+    }
+    return b;
+  }
+
+  get byteSize(): number {
+    return this.size * DTYPE_BYTES[this.dtype];
+  }
+
+  get disposed(): boolean {
+    return this.#disposed;
+  }
+
+  get rank(): number {
+    return this.shape.length;
+  }
+
+  /** A view with another shape over the same buffer. */
+  reshape(shape: readonly number[]): Tensor {
+    const resolved = resolveShape(shape, this.size, this.shape);
+    this.buffer; // throws when disposed
+    this.#storage.refs++;
+    const view = new Tensor(resolved, this.dtype, this.#storage, this.label);
+    return view;
+  }
+
+  /** Reads the values back (one GPU round trip; keep it out of inner loops). */
+  async toArray(): Promise<Float32Array | Int32Array | Uint32Array> {
+    const [bytes] = await gpu().read([{ buffer: this.buffer, size: this.byteSize }]);
+    return fromBytes(bytes, this.dtype);
+  }
+
+  /** Removes the tensor from the enclosing scope so it outlives it. */
+  keep(): this {
+    untrackTensor(this);
+    return this;
+  }
+
+  dispose(): void {
+    if (this.#disposed) return;
+    this.#disposed = true;
+    this.node = null;
+    untrackTensor(this);
+    const s = this.#storage;
+    if (--s.refs === 0 && s.buffer) {
+      gpu().pool.release(s.buffer);
+      s.buffer = null;
+    }
+  }
+
+  toString(): string {
+    return `Tensor(${fmtShape(this.shape)}, ${this.dtype}, "${this.label}")`;
+  }
+}
+
+function resolveShape(shape: readonly number[], size: number, from: readonly number[]): number[] {
+  const out = [...shape];
+  const infer = out.indexOf(-1);
+  if (infer >= 0) {
+    const rest = out.reduce((a, d, i) => i === infer ? a : a * d, 1);
+    out[infer] = rest === 0 ? 0 : size / rest;
+  }
+  if (shapeSize(out) !== size) {
+    throw new Error(`cannot reshape ${fmtShape(from)} (${size} elements) to ${fmtShape(shape)}`);
+  }
+  return out;
+}
+
+export function toDtypeArray(data: ArrayLike<number>, dtype: DType): TypedArray {
+  switch (dtype) {
+    case "f32":
+      return data instanceof Float32Array ? data : Float32Array.from(data);
+    case "i32":
+      return data instanceof Int32Array ? data : Int32Array.from(data);
+    case "u32":
+      return data instanceof Uint32Array ? data : Uint32Array.from(data);
+    case "f16": {
+      const out = new Uint16Array(data.length);
+      for (let i = 0; i < data.length; i++) out[i] = f32ToF16Bits(data[i]);
+      return out;
+    }
+  }
+}
+
+function fromBytes(bytes: ArrayBuffer, dtype: DType): Float32Array | Int32Array | Uint32Array {
+  switch (dtype) {
+    case "f32":
+      return new Float32Array(bytes);
+    case "i32":
+      return new Int32Array(bytes);
+    case "u32":
+      return new Uint32Array(bytes);
+    case "f16": {
+      const h = new Uint16Array(bytes);
+      const out = new Float32Array(h.length);
+      for (let i = 0; i < h.length; i++) out[i] = f16BitsToF32(h[i]);
+      return out;
+    }
+  }
+}
+
+const f32 = new Float32Array(1);
+const u32 = new Uint32Array(f32.buffer);
+
+/** IEEE half from float, round to nearest even; NaN and infinities kept. */
+export function f32ToF16Bits(v: number): number {
+  f32[0] = v;
+  const x = u32[0];
+  const sign = (x >>> 16) & 0x8000;
+  const exp = (x >>> 23) & 0xff;
+  let mant = x & 0x7fffff;
+  if (exp === 0xff) return sign | 0x7c00 | (mant ? 0x200 : 0);
+  let e = exp - 127 + 15;
+  if (e >= 0x1f) return sign | 0x7c00;
+  if (e <= 0) {
+    if (e < -10) return sign;
+    mant |= 0x800000;
+    const shift = 14 - e;
+    let half = mant >>> shift;
+    const rem = mant & ((1 << shift) - 1);
+    const mid = 1 << (shift - 1);
+    if (rem > mid || (rem === mid && (half & 1))) half++;
+    return sign | half;
+  }
+  let half = (e << 10) | (mant >>> 13);
+  const rem = mant & 0x1fff;
+  if (rem > 0x1000 || (rem === 0x1000 && (half & 1))) half++;
+  e = half; // rounding may carry into the exponent, which is still correct
+  return sign | e;
+}
+
+export function f16BitsToF32(h: number): number {
+  const sign = h & 0x8000 ? -1 : 1;
+  const exp = (h >>> 10) & 0x1f;
+  const mant = h & 0x3ff;
+  if (exp === 0) return sign * mant * 2 ** -24;
+  if (exp === 0x1f) return mant ? NaN : sign * Infinity;
+  return sign * (1 + mant / 1024) * 2 ** (exp - 15);
+}

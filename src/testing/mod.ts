@@ -1,0 +1,93 @@
+/**
+ * Shared test helpers: a GPU test wrapper (one device per process, intermediates released per
+ * test), tolerance checks that name the worst element, a seeded PRNG and finite differences.
+ */
+import { initGpu } from "../gpu/device.ts";
+import { scopeAsync } from "../tensor/scope.ts";
+
+/** Registers a Deno test that runs on the GPU (the CPU adapter in CI). */
+export function gpuTest(name: string, fn: () => Promise<void> | void): void {
+  Deno.test({
+    name,
+    sanitizeOps: false,
+    sanitizeResources: false,
+    fn: async () => {
+      await initGpu();
+      await scopeAsync(async () => {
+        await fn();
+      });
+    },
+  });
+}
+
+/** Asserts |a - e| <= atol + rtol * |e| elementwise; the message names the worst index. */
+export function assertClose(
+  actual: ArrayLike<number>,
+  expected: ArrayLike<number>,
+  options: { atol?: number; rtol?: number; label?: string } = {},
+): void {
+  const { atol = 1e-5, rtol = 1e-4, label = "values" } = options;
+  if (actual.length !== expected.length) {
+    throw new Error(`${label}: length ${actual.length} != expected ${expected.length}`);
+  }
+  let worst = -1;
+  let worstExcess = 0;
+  for (let i = 0; i < actual.length; i++) {
+    const a = actual[i], e = expected[i];
+    if (Number.isNaN(a) !== Number.isNaN(e)) {
+      throw new Error(`${label}[${i}]: got ${a}, expected ${e}`);
+    }
+    if (Number.isNaN(e) || a === e) continue;
+    const excess = Math.abs(a - e) - (atol + rtol * Math.abs(e));
+    if (!(excess <= worstExcess)) {
+      worstExcess = excess;
+      worst = i;
+    }
+  }
+  if (worst >= 0) {
+    throw new Error(
+      `${label}[${worst}]: got ${actual[worst]}, expected ${expected[worst]} ` +
+        `(atol ${atol}, rtol ${rtol}, ${actual.length} elements)`,
+    );
+  }
+}
+
+/** Mulberry32: a small deterministic PRNG for test data. */
+export function rng(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** Uniform values in [lo, hi). */
+export function randomArray(n: number, seed: number, lo = -1, hi = 1): Float32Array {
+  const r = rng(seed);
+  const out = new Float32Array(n);
+  for (let i = 0; i < n; i++) out[i] = lo + (hi - lo) * r();
+  return out;
+}
+
+/** Central finite differences of a scalar function of x (f64), for gradient checks. */
+export function finiteDiff(
+  f: (x: Float64Array) => number,
+  x: ArrayLike<number>,
+  eps = 1e-3,
+): Float64Array {
+  const xs = Float64Array.from(x);
+  const g = new Float64Array(xs.length);
+  for (let i = 0; i < xs.length; i++) {
+    const v = xs[i];
+    xs[i] = v + eps;
+    const fp = f(xs);
+    xs[i] = v - eps;
+    const fm = f(xs);
+    xs[i] = v;
+    g[i] = (fp - fm) / (2 * eps);
+  }
+  return g;
+}

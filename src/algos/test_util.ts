@@ -1,0 +1,65 @@
+/**
+ * Assertion helpers for the algos tests (numeric closeness, PRNG data).
+ *
+ * @module
+ */
+
+import assert from "node:assert/strict";
+
+/** Asserts |a - e| <= tol·max(1, |e|) element-wise, with a readable message. */
+export function assertClose(
+  actual: ArrayLike<number> | number,
+  expected: ArrayLike<number> | number,
+  tol = 1e-6,
+  what = "value",
+): void {
+  const a = typeof actual === "number" ? [actual] : Array.from(actual);
+  const e = typeof expected === "number" ? [expected] : Array.from(expected);
+  assert.equal(a.length, e.length, `${what}: length ${a.length} != ${e.length}`);
+  for (let i = 0; i < a.length; i++) {
+    const ok = Math.abs(a[i] - e[i]) <= tol * Math.max(1, Math.abs(e[i]));
+    assert.ok(
+      ok,
+      `${what}[${i}]: got ${a[i]}, expected ${e[i]} (tol ${tol})\n  got ${a}\n  exp ${e}`,
+    );
+  }
+}
+
+/** Asserts no element is NaN or infinite. */
+export function assertFinite(x: ArrayLike<number>, what = "value"): void {
+  for (let i = 0; i < x.length; i++) assert.ok(Number.isFinite(x[i]), `${what}[${i}] = ${x[i]}`);
+}
+
+/** Deterministic uniform [0, 1) generator (mulberry32). */
+export function rng(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/**
+ * Central finite difference of `f` at `x` (f64) for every coordinate:
+ * g_i ≈ (f(x + h e_i) - f(x - h e_i)) / 2h.
+ */
+export function finiteDiff(
+  f: (x: Float64Array) => number,
+  x: Float64Array,
+  h = 1e-6,
+): Float64Array {
+  const g = new Float64Array(x.length);
+  for (let i = 0; i < x.length; i++) {
+    const xi = x[i];
+    x[i] = xi + h;
+    const up = f(x);
+    x[i] = xi - h;
+    const down = f(x);
+    x[i] = xi;
+    g[i] = (up - down) / (2 * h);
+  }
+  return g;
+}

@@ -63,3 +63,10 @@ export function finiteDiff(
   }
   return g;
 }
+
+/** Σ x_i of any numeric array. */
+export function sum(x: ArrayLike<number>): number {
+  let s = 0;
+  for (let i = 0; i < x.length; i++) s += x[i];
+  return s;
+}

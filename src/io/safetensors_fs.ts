@@ -150,7 +150,11 @@ export async function readSafetensorsFolder(
     for (const name of names ?? file.entries.keys()) {
       if (wanted && !wanted.has(name)) continue;
       if (!file.entries.has(name)) {
-        throw new SafetensorsError(path, `listed in ${INDEX_FILE} but missing from the shard`, name);
+        throw new SafetensorsError(
+          path,
+          `listed in ${INDEX_FILE} but missing from the shard`,
+          name,
+        );
       }
       out.set(name, await file.read(name));
     }

@@ -63,13 +63,21 @@ Deno.test("parse: corrupt and truncated files name the file and the tensor", () 
   const good = { w: { dtype: "F32", shape: [2], data_offsets: [0, 8] } };
   const cases: [string, Uint8Array, RegExp][] = [
     ["shorter than the length prefix", new Uint8Array(5), /shard\.safetensors: truncated/],
-    ["header length past the end", craftFile(good, 8, 4096), /shard\.safetensors: header length 4096/],
+    [
+      "header length past the end",
+      craftFile(good, 8, 4096),
+      /shard\.safetensors: header length 4096/,
+    ],
     [
       "bad JSON",
       craftFile(good, 8).map((b, i) => (i === 9 ? 0x7b : b)),
       /shard\.safetensors: header is not valid JSON/,
     ],
-    ["header not an object", craftFile([1, 2], 0), /shard\.safetensors: header is not a JSON object/],
+    [
+      "header not an object",
+      craftFile([1, 2], 0),
+      /shard\.safetensors: header is not a JSON object/,
+    ],
     [
       "truncated data",
       craftFile(good, 8).subarray(0, 8 + JSON.stringify(good).length + 5),

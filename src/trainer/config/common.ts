@@ -1,0 +1,77 @@
+/** Sections shared by several schemas (optimizer, checkpoint contents, KL estimators). */
+import { float, floatList, int, oneOf, oneOfOrNull, section, strList } from "./schema.ts";
+
+/** Loss aggregation modes of verl's `agg_loss`. */
+export const LOSS_AGG_MODES = [
+  "token-mean",
+  "seq-mean-token-sum",
+  "seq-mean-token-mean",
+  "seq-mean-token-sum-norm",
+] as const;
+
+/** KL estimators; a trailing `+` is the straight-through variant (k2 gradient, given value). */
+export const KL_ESTIMATORS = [
+  "kl",
+  "k1",
+  "abs",
+  "mse",
+  "k2",
+  "low_var_kl",
+  "k3",
+  "kl+",
+  "k1+",
+  "abs+",
+  "mse+",
+  "k2+",
+  "low_var_kl+",
+  "k3+",
+] as const;
+
+/** Learning-rate schedules. */
+export const LR_SCHEDULES = ["constant", "cosine"] as const;
+
+/** AdamW settings and the warmup/decay schedule of one model. */
+export function optimSection(lr: number) {
+  return section("AdamW optimizer and learning-rate schedule.", {
+    lr: float(lr, "Peak learning rate.", { min: 0 }),
+    lr_warmup_steps: int(
+      -1,
+      "Linear warmup steps; a negative value defers to lr_warmup_steps_ratio.",
+    ),
+    lr_warmup_steps_ratio: float(
+      0.0,
+      "Warmup length as a fraction of total_training_steps (used when lr_warmup_steps < 0).",
+      { min: 0, max: 1 },
+    ),
+    lr_scheduler_type: oneOf(LR_SCHEDULES, "constant", "Schedule after warmup."),
+    warmup_style: oneOfOrNull(
+      LR_SCHEDULES,
+      "Deprecated alias of lr_scheduler_type kept for older verl configs; wins when set.",
+    ),
+    min_lr_ratio: float(0.0, "Cosine schedule floor as a fraction of lr.", { min: 0, max: 1 }),
+    num_cycles: float(0.5, "Cosine cycles over the run (0.5 = one half-wave down to the floor)."),
+    weight_decay: float(0.01, "Decoupled (AdamW) weight decay.", { min: 0 }),
+    betas: floatList([0.9, 0.999], "Adam beta1 and beta2.", { length: 2, min: 0, max: 1 }),
+    total_training_steps: int(
+      -1,
+      "Steps the schedule spans; -1 lets the trainer fill it in from the data and epochs.",
+    ),
+  });
+}
+
+/** What a checkpoint of one model holds. */
+export function checkpointSection() {
+  const parts = ["model", "optimizer", "extra", "hf_model"] as const;
+  return section("Checkpoint contents.", {
+    save_contents: strList(
+      ["model", "optimizer", "extra"],
+      "Parts written at save_freq: model, optimizer, extra (RNG, loader position), hf_model.",
+      { choices: parts },
+    ),
+    load_contents: strList(
+      ["model", "optimizer", "extra"],
+      "Parts restored on resume.",
+      { choices: parts },
+    ),
+  });
+}

@@ -1,0 +1,19 @@
+/**
+ * Typed configs with verl's key names: the PPO/GRPO trainer, the generator, the SFT trainer and
+ * the evaluator. `loadConfig(name, {files, overrides})` merges defaults, YAML files and dotted
+ * overrides and rejects anything it cannot use, naming the key.
+ */
+export { ConfigError } from "./errors.ts";
+export { expandHome, loadConfig, type LoadOptions, schemaByName } from "./load.ts";
+export { parseOverride } from "./overrides.ts";
+export { type ConfigByName, type SchemaName, SCHEMAS } from "./registry.ts";
+export type { ConfigSchema, Field, FieldSpec, Infer, Section } from "./schema.ts";
+export { configFromYaml, configToYaml, formatConfig, schemaToYaml } from "./yaml_io.ts";
+export { LOGGERS, type PpoConfig, ppoTrainerSchema } from "./ppo_trainer.ts";
+export { criticEnabled } from "./ppo_checks.ts";
+export { ADV_ESTIMATORS } from "./ppo_critic.ts";
+export { POLICY_LOSS_MODES } from "./ppo_actor.ts";
+export { KL_ESTIMATORS, LOSS_AGG_MODES } from "./common.ts";
+export { type GenerationConfig, generationSchema } from "./generation.ts";
+export { type SftConfig, sftTrainerSchema } from "./sft_trainer.ts";
+export { type EvaluationConfig, evaluationSchema } from "./evaluation.ts";

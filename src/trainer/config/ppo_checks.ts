@@ -1,0 +1,117 @@
+/** Cross-key rules of the PPO/GRPO config, each naming the keys at fault. */
+import { ConfigError } from "./errors.ts";
+import type { PpoConfig } from "./ppo_trainer.ts";
+
+/** Estimators that compare samples of one prompt and so need rollout.n > 1. */
+const GROUP_ESTIMATORS = new Set(["grpo", "rloo", "opo", "gpg"]);
+
+/** Whether the critic runs: explicit critic.enable, else exactly for GAE. */
+export function criticEnabled(cfg: PpoConfig): boolean {
+  return cfg.critic.enable ?? cfg.algorithm.adv_estimator === "gae";
+}
+
+/** Copies deprecated aliases onto their successors so consumers read one key. */
+export function normalizePpo(cfg: PpoConfig): void {
+  for (const optim of [cfg.actor_rollout_ref.actor.optim, cfg.critic.optim]) {
+    if (optim.warmup_style !== null) optim.lr_scheduler_type = optim.warmup_style;
+  }
+}
+
+export function checkPpo(cfg: PpoConfig): void {
+  const { actor, rollout } = cfg.actor_rollout_ref;
+  if (cfg.algorithm.use_kl_in_reward && actor.use_kl_loss) {
+    throw new ConfigError(
+      "algorithm.use_kl_in_reward",
+      "algorithm.use_kl_in_reward=true and actor_rollout_ref.actor.use_kl_loss=true both " +
+        "apply a KL penalty; choose one (GRPO usually uses use_kl_loss).",
+    );
+  }
+  const n = rollout.n;
+  checkBatches(cfg.data.train_batch_size, n, {
+    mini: actor.ppo_mini_batch_size,
+    micro: actor.ppo_micro_batch_size_per_gpu,
+    prefix: "actor_rollout_ref.actor",
+  });
+  if (criticEnabled(cfg)) {
+    checkBatches(cfg.data.train_batch_size, n, {
+      mini: cfg.critic.ppo_mini_batch_size,
+      micro: cfg.critic.ppo_micro_batch_size_per_gpu,
+      prefix: "critic",
+    });
+  }
+  if (actor.clip_ratio_c <= 1) {
+    throw new ConfigError(
+      "actor_rollout_ref.actor.clip_ratio_c",
+      `actor_rollout_ref.actor.clip_ratio_c must be > 1 (dual-clip bound), got ${actor.clip_ratio_c}`,
+    );
+  }
+  if (GROUP_ESTIMATORS.has(cfg.algorithm.adv_estimator) && n < 2) {
+    throw new ConfigError(
+      "actor_rollout_ref.rollout.n",
+      `algorithm.adv_estimator=${cfg.algorithm.adv_estimator} compares responses to the same ` +
+        `prompt: set actor_rollout_ref.rollout.n to 2 or more (got ${n})`,
+    );
+  }
+  const val = rollout.val_kwargs;
+  if (val.do_sample && val.temperature <= 0) {
+    throw new ConfigError(
+      "actor_rollout_ref.rollout.val_kwargs.temperature",
+      "actor_rollout_ref.rollout.val_kwargs.temperature must be > 0 when val_kwargs.do_sample=true",
+    );
+  }
+  if (cfg.reward_model.enable) {
+    throw new ConfigError(
+      "reward_model.enable",
+      "reward_model.enable=true: model-based rewards are not supported; use built-in scorers " +
+        "or custom_reward_function.path",
+    );
+  }
+  if (cfg.trainer.resume_mode === "resume_path" && cfg.trainer.resume_from_path === null) {
+    throw new ConfigError(
+      "trainer.resume_from_path",
+      "trainer.resume_mode=resume_path needs trainer.resume_from_path",
+    );
+  }
+}
+
+/**
+ * verl counts ppo_mini_batch_size in prompts and multiplies it by rollout.n; the micro-batch
+ * counts samples. So a step's train_batch_size*n samples split into mini*n-sample mini-batches,
+ * each split into micro-batches.
+ */
+function checkBatches(
+  train: number,
+  n: number,
+  o: { mini: number; micro: number; prefix: string },
+): void {
+  const miniKey = `${o.prefix}.ppo_mini_batch_size`;
+  const microKey = `${o.prefix}.ppo_micro_batch_size_per_gpu`;
+  if (o.mini > train) {
+    throw new ConfigError(
+      miniKey,
+      `${miniKey}=${o.mini} is larger than data.train_batch_size=${train}`,
+    );
+  }
+  if ((train * n) % (o.mini * n) !== 0) {
+    throw new ConfigError(
+      miniKey,
+      `data.train_batch_size * rollout.n = ${train} * ${n} = ${train * n} is not divisible by ` +
+        `${miniKey} * rollout.n = ${o.mini} * ${n} = ${o.mini * n}`,
+    );
+  }
+  const miniSamples = o.mini * n;
+  if (o.micro > miniSamples) {
+    throw new ConfigError(
+      microKey,
+      `${microKey}=${o.micro} is larger than the mini-batch (${miniKey} * rollout.n = ` +
+        `${miniSamples} samples)`,
+    );
+  }
+  if (miniSamples % o.micro !== 0) {
+    throw new ConfigError(
+      microKey,
+      `the mini-batch (${miniKey} * rollout.n = ${miniSamples} samples) is not divisible by ` +
+        `${microKey}=${o.micro}`,
+    );
+  }
+}

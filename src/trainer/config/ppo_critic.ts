@@ -1,0 +1,97 @@
+/** `critic.*`, `reward_model.*`, `custom_reward_function.*` and `algorithm.*`. */
+import { checkpointSection, KL_ESTIMATORS, LOSS_AGG_MODES, optimSection } from "./common.ts";
+import { bool, float, int, map, oneOf, ref, section, str } from "./schema.ts";
+
+/** Advantage estimators; all but gae group samples by uid. */
+export const ADV_ESTIMATORS = [
+  "gae",
+  "grpo",
+  "rloo",
+  "reinforce_plus_plus",
+  "reinforce_plus_plus_baseline",
+  "remax",
+  "opo",
+  "gpg",
+] as const;
+
+export const ppoCritic = section("The value model (PPO with GAE).", {
+  enable: bool(null, "Train a critic; null enables it exactly when adv_estimator is gae."),
+  optim: optimSection(1e-5),
+  model: section("The value model: the policy trunk plus a scalar head.", {
+    path: str(
+      ref("actor_rollout_ref.model.path"),
+      "Model folder to start the critic from; null builds the tiny model.",
+      { isPath: true },
+    ).orNull(),
+    enable_gradient_checkpointing: bool(false, "Recompute activations in the backward pass."),
+    use_remove_padding: bool(false, "Skip pad tokens in forward passes by packing sequences."),
+  }),
+  ppo_mini_batch_size: int(
+    ref("actor_rollout_ref.actor.ppo_mini_batch_size"),
+    "Prompts per critic optimizer step (times rollout.n samples).",
+    { min: 1 },
+  ),
+  ppo_micro_batch_size_per_gpu: int(
+    ref("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu"),
+    "Samples per critic forward/backward pass.",
+    { min: 1 },
+  ),
+  forward_micro_batch_size_per_gpu: int(
+    ref("critic.ppo_micro_batch_size_per_gpu"),
+    "Samples per forward pass when computing values.",
+    { min: 1 },
+  ),
+  ppo_epochs: int(ref("actor_rollout_ref.actor.ppo_epochs"), "Passes over each batch.", {
+    min: 1,
+  }),
+  shuffle: bool(ref("actor_rollout_ref.actor.shuffle"), "Shuffle before mini-batching."),
+  grad_clip: float(1.0, "Clip the critic's global gradient norm.", { min: 0 }),
+  cliprange_value: float(0.5, "Clip range of the value loss around the old values.", { min: 0 }),
+  loss_agg_mode: oneOf(
+    LOSS_AGG_MODES,
+    ref("actor_rollout_ref.actor.loss_agg_mode"),
+    "How token value losses reduce to a scalar.",
+  ),
+  checkpoint: checkpointSection(),
+});
+
+export const ppoRewardModel = section("Reward computation.", {
+  enable: bool(false, "Score with a reward model; only rule-based rewards exist, keep false."),
+  reward_manager: oneOf(
+    ["naive"],
+    "naive",
+    "naive: call compute_score once per sample and put the score on its last token.",
+  ),
+});
+
+export const ppoCustomReward = section("A user reward function run in a sandboxed worker.", {
+  path: str(null, "TS/JS module exporting the function; null uses the built-in scorers.", {
+    isPath: true,
+  }),
+  name: str("compute_score", "Exported function name."),
+  reward_kwargs: map("Extra options passed to the function as a fifth argument."),
+  timeout_s: float(10, "Per-sample time limit; a call over it is counted in reward/timeouts.", {
+    min: 0,
+  }),
+});
+
+export const ppoAlgorithm = section("Advantage estimation and KL control.", {
+  gamma: float(1.0, "Discount factor.", { min: 0, max: 1 }),
+  lam: float(1.0, "GAE lambda.", { min: 0, max: 1 }),
+  adv_estimator: oneOf(ADV_ESTIMATORS, "gae", "Advantage estimator."),
+  norm_adv_by_std_in_grpo: bool(
+    true,
+    "Divide GRPO advantages by the group std; false gives Dr.GRPO.",
+  ),
+  use_kl_in_reward: bool(
+    false,
+    "Subtract beta * KL(policy || ref) from the token rewards (exclusive with use_kl_loss).",
+  ),
+  kl_penalty: oneOf(KL_ESTIMATORS, "kl", "KL estimator of the in-reward penalty."),
+  kl_ctrl: section("Coefficient of the in-reward KL penalty.", {
+    type: oneOf(["fixed", "adaptive"], "fixed", "fixed keeps kl_coef; adaptive tracks target_kl."),
+    kl_coef: float(0.001, "Initial KL coefficient beta.", { min: 0 }),
+    horizon: int(10000, "Adaptive controller horizon in samples.", { min: 1 }),
+    target_kl: float(0.1, "KL the adaptive controller aims for.", { min: 0 }),
+  }),
+});

@@ -1,0 +1,45 @@
+/** `data.*` of the PPO/GRPO trainer: which parquet files, which columns, batch and length limits. */
+import { bool, int, oneOf, paths, section, str } from "./schema.ts";
+
+/** How prompts longer than data.max_prompt_length are handled. */
+export const TRUNCATIONS = ["error", "left", "right", "middle"] as const;
+
+export const ppoData = section("Prompts: files, columns, lengths and batch sizes.", {
+  tokenizer: str(
+    null,
+    "Tokenizer folder (tokenizer.json + tokenizer_config.json); null uses the actor model's.",
+  ),
+  train_files: paths(
+    "data/arithmetic/train.parquet",
+    "Training parquet file, or a list of files read in order (verl row schema).",
+  ),
+  val_files: paths(
+    "data/arithmetic/val.parquet",
+    "Validation parquet file or list of files.",
+  ),
+  prompt_key: str("prompt", "Column holding the chat messages [{role, content}] of each prompt."),
+  reward_fn_key: str(
+    "data_source",
+    "Column that selects the reward function and names the validation metrics.",
+  ),
+  max_prompt_length: int(512, "Longest prompt in tokens after the chat template.", { min: 1 }),
+  max_response_length: int(512, "Most tokens generated per response.", { min: 1 }),
+  train_batch_size: int(1024, "Prompts per training step (each sampled rollout.n times).", {
+    min: 1,
+  }),
+  val_batch_size: int(null, "Prompts per validation batch; null runs the whole set at once.", {
+    min: 1,
+  }),
+  return_raw_chat: bool(false, "Keep the raw chat messages in the batch (for agent loops)."),
+  shuffle: bool(true, "Shuffle the training prompts every epoch."),
+  seed: int(1, "Seed of the training-set shuffle."),
+  filter_overlong_prompts: bool(
+    false,
+    "Drop prompts longer than max_prompt_length when loading instead of truncating them.",
+  ),
+  truncation: oneOf(
+    TRUNCATIONS,
+    "error",
+    "Overlong prompts: error (stop, naming file and row), left/right (cut that side), middle.",
+  ),
+});

@@ -1,0 +1,208 @@
+/**
+ * Building blocks of a config schema: every key is a `Field` with a kind, a default and a doc
+ * string, grouped into `Section`s. The TypeScript type of a resolved config is derived from the
+ * schema (`Infer`), so the schema is the only place where a key is declared.
+ */
+
+/** The value kinds a config key can hold. */
+export type FieldKind = "int" | "float" | "bool" | "str" | "enum" | "list" | "paths" | "map";
+
+/** A default that copies another key, written `${a.b.c}` as OmegaConf does in verl's YAML. */
+export interface Ref {
+  readonly ref: string;
+}
+
+/** Everything the loader needs to know about one key. */
+export interface FieldSpec {
+  kind: FieldKind;
+  doc: string;
+  default: unknown;
+  nullable: boolean;
+  /** Allowed values of an `enum`, or of each item of a `list`. */
+  choices?: readonly string[];
+  /** Item kind of a `list`. */
+  item?: "str" | "int" | "float";
+  min?: number;
+  max?: number;
+  /** Whether a string value names a file or folder that must exist. */
+  isPath?: boolean;
+  /** Exact length of a `list` (e.g. Adam betas). */
+  length?: number;
+}
+
+/** One config key; `T` is the type of its resolved value. */
+export class Field<T> {
+  declare readonly __type?: T;
+  constructor(readonly spec: FieldSpec) {}
+
+  /** The same key, also accepting `null` (keeps the current default). */
+  orNull(): Field<T | null> {
+    return new Field<T | null>({ ...this.spec, nullable: true });
+  }
+}
+
+/** A mapping of keys to fields or nested sections. */
+export type Fields = { readonly [key: string]: Field<unknown> | Section<Fields> };
+
+/** A nested group of keys, such as `actor_rollout_ref.actor`. */
+export class Section<F extends Fields> {
+  constructor(readonly doc: string, readonly fields: F) {}
+}
+
+/** The resolved value type of a field or section. */
+export type Infer<S> = S extends Field<infer T> ? T
+  : S extends Section<infer F> ? { -readonly [K in keyof F]: Infer<F[K]> }
+  : never;
+
+/** A named schema plus the cross-key checks that run after type validation. */
+export interface ConfigSchema<S extends Section<Fields> = Section<Fields>> {
+  name: string;
+  /** First lines of the generated YAML file. */
+  title: string;
+  root: S;
+  /** Cross-key rules; throw `ConfigError` naming the keys. */
+  check?: (cfg: Infer<S>) => void;
+  /** Keys rewritten after loading, e.g. a deprecated alias copied onto its successor. */
+  normalize?: (cfg: Infer<S>) => void;
+  /** Path keys checked only when a predicate on the config holds. */
+  conditionalPaths?: { key: string; when: (cfg: Infer<S>) => boolean }[];
+}
+
+/** Builds a `${key}` default. */
+export function ref(key: string): Ref {
+  return { ref: key };
+}
+
+/** True for a `${key}` default. */
+export function isRef(v: unknown): v is Ref {
+  return typeof v === "object" && v !== null && !Array.isArray(v) &&
+    typeof (v as Ref).ref === "string" && Object.keys(v).length === 1;
+}
+
+interface NumOpts {
+  min?: number;
+  max?: number;
+}
+
+function make<T>(spec: Omit<FieldSpec, "nullable">): Field<T> {
+  return new Field<T>({ ...spec, nullable: spec.default === null });
+}
+
+/** An integer key. A `null` default makes the key nullable. */
+export function int(def: null, doc: string, o?: NumOpts): Field<number | null>;
+export function int(def: number | Ref, doc: string, o?: NumOpts): Field<number>;
+export function int(def: number | Ref | null, doc: string, o: NumOpts = {}) {
+  return make({ kind: "int", default: def, doc, ...o });
+}
+
+/** A floating-point key (integers are accepted). */
+export function float(def: null, doc: string, o?: NumOpts): Field<number | null>;
+export function float(def: number | Ref, doc: string, o?: NumOpts): Field<number>;
+export function float(def: number | Ref | null, doc: string, o: NumOpts = {}) {
+  return make({ kind: "float", default: def, doc, ...o });
+}
+
+/** A boolean key. */
+export function bool(def: null, doc: string): Field<boolean | null>;
+export function bool(def: boolean | Ref, doc: string): Field<boolean>;
+export function bool(def: boolean | Ref | null, doc: string) {
+  return make({ kind: "bool", default: def, doc });
+}
+
+/** A string key; `isPath` makes the loader check that it exists. */
+export function str(def: null, doc: string, o?: { isPath?: boolean }): Field<string | null>;
+export function str(def: string | Ref, doc: string, o?: { isPath?: boolean }): Field<string>;
+export function str(def: string | Ref | null, doc: string, o: { isPath?: boolean } = {}) {
+  return make({ kind: "str", default: def, doc, ...o });
+}
+
+/** A string restricted to `choices`. */
+export function oneOf<const C extends readonly string[]>(
+  choices: C,
+  def: C[number] | Ref,
+  doc: string,
+): Field<C[number]> {
+  return make({ kind: "enum", default: def, doc, choices });
+}
+
+/** Like `oneOf` with a `null` default. */
+export function oneOfOrNull<const C extends readonly string[]>(
+  choices: C,
+  doc: string,
+): Field<C[number] | null> {
+  return make({ kind: "enum", default: null, doc, choices });
+}
+
+/** A list of strings, optionally restricted to `choices`. */
+export function strList<const C extends readonly string[]>(
+  def: C[number][],
+  doc: string,
+  o: { choices?: C } = {},
+): Field<C[number][]> {
+  return make({ kind: "list", item: "str", default: def, doc, choices: o.choices });
+}
+
+/** A list of numbers, optionally of fixed length. */
+export function floatList(
+  def: number[],
+  doc: string,
+  o: NumOpts & { length?: number } = {},
+): Field<number[]> {
+  return make({ kind: "list", item: "float", default: def, doc, ...o });
+}
+
+/** One path or a list of paths (verl accepts both for `data.train_files`); each must exist. */
+export function paths(def: string | string[], doc: string): Field<string | string[]> {
+  return make({ kind: "paths", default: def, doc, isPath: true });
+}
+
+/** A free-form mapping passed through unchecked (e.g. extra keyword arguments). */
+export function map(doc: string): Field<Record<string, unknown>> {
+  return make({ kind: "map", default: {}, doc });
+}
+
+/** Groups keys under a doc string. */
+export function section<const F extends Fields>(doc: string, fields: F): Section<F> {
+  return new Section(doc, fields);
+}
+
+/** Visits every field with its dotted key, in declaration order. */
+export function walkFields(
+  node: Section<Fields>,
+  visit: (key: string, field: Field<unknown>) => void,
+  prefix = "",
+): void {
+  for (const [name, child] of Object.entries(node.fields)) {
+    const key = prefix ? `${prefix}.${name}` : name;
+    if (child instanceof Section) walkFields(child, visit, key);
+    else visit(key, child);
+  }
+}
+
+/** Looks a dotted key up in the schema; returns the field, the section, or undefined. */
+export function lookup(
+  root: Section<Fields>,
+  key: string,
+): Field<unknown> | Section<Fields> | undefined {
+  let node: Field<unknown> | Section<Fields> = root;
+  for (const part of key.split(".")) {
+    if (!(node instanceof Section) || !Object.hasOwn(node.fields, part)) return undefined;
+    node = node.fields[part];
+  }
+  return node;
+}
+
+/** The tree of raw defaults (refs written as `${key}` strings), a fresh copy each call. */
+export function rawDefaults(node: Section<Fields>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [name, child] of Object.entries(node.fields)) {
+    if (child instanceof Section) out[name] = rawDefaults(child);
+    else out[name] = defaultText(child.spec.default);
+  }
+  return out;
+}
+
+function defaultText(v: unknown): unknown {
+  if (isRef(v)) return `\${${v.ref}}`;
+  return structuredClone(v);
+}

@@ -1,0 +1,103 @@
+/** The SFT trainer schema (verl's sft_trainer.yaml): masked cross-entropy on responses. */
+import { checkpointSection } from "./common.ts";
+import { ConfigError } from "./errors.ts";
+import { TRUNCATIONS } from "./ppo_data.ts";
+import {
+  bool,
+  type ConfigSchema,
+  float,
+  floatList,
+  type Infer,
+  int,
+  oneOf,
+  paths,
+  section,
+  str,
+  strList,
+} from "./schema.ts";
+import { LOGGERS } from "./ppo_trainer.ts";
+
+export const sftRoot = section("Supervised fine-tuning.", {
+  data: section("Prompt/response pairs.", {
+    train_files: paths("data/arithmetic/train.parquet", "Training parquet file or list."),
+    val_files: paths("data/arithmetic/val.parquet", "Validation parquet file or list."),
+    prompt_key: str("prompt", "Prompt column: a string, or chat messages [{role, content}]."),
+    response_key: str(
+      "extra_info",
+      "Response column: a string, or a struct read through response_dict_keys.",
+    ),
+    prompt_dict_keys: strList([], "Path into a struct prompt column (empty = use as is)."),
+    response_dict_keys: strList(["answer"], "Path into a struct response column."),
+    max_length: int(1024, "Longest prompt + response in tokens.", { min: 2 }),
+    truncation: oneOf(TRUNCATIONS, "error", "Overlong samples: error, left, right or middle."),
+    train_batch_size: int(256, "Samples per optimizer step.", { min: 1 }),
+    micro_batch_size_per_gpu: int(4, "Samples per forward/backward pass.", { min: 1 }),
+    shuffle: bool(true, "Shuffle every epoch."),
+    seed: int(1, "Seed of the shuffle."),
+  }),
+  model: section("The model to fine-tune.", {
+    partial_pretrain: str(null, "Hugging Face model folder; null builds the tiny model.", {
+      isPath: true,
+    }),
+    dtype: oneOf(["float32", "float16"], "float32", "Parameter dtype on the GPU."),
+    enable_gradient_checkpointing: bool(false, "Recompute activations in the backward pass."),
+    lora_rank: int(0, "LoRA rank; 0 trains all weights.", { min: 0 }),
+    lora_alpha: float(16, "LoRA scaling numerator."),
+    target_modules: str("all-linear", "Modules that get LoRA adapters."),
+  }),
+  optim: section("AdamW and schedule.", {
+    lr: float(1e-5, "Peak learning rate.", { min: 0 }),
+    betas: floatList([0.9, 0.95], "Adam beta1 and beta2.", { length: 2, min: 0, max: 1 }),
+    weight_decay: float(0.01, "Decoupled weight decay.", { min: 0 }),
+    warmup_steps_ratio: float(0.1, "Warmup as a fraction of all steps.", { min: 0, max: 1 }),
+    clip_grad: float(1.0, "Clip the global gradient norm.", { min: 0 }),
+    lr_scheduler: oneOf(["constant", "cosine"], "cosine", "Schedule after warmup."),
+  }),
+  trainer: section("Run control.", {
+    default_local_dir: str(
+      "checkpoints/${trainer.project_name}/${trainer.experiment_name}",
+      "Checkpoint root.",
+    ),
+    resume_path: str(null, "global_step_N folder to resume from.", { isPath: true }),
+    project_name: str("webrl_sft", "Project name."),
+    experiment_name: str("arithmetic", "Run name."),
+    total_epochs: int(4, "Passes over the training set.", { min: 1 }),
+    total_training_steps: int(null, "Stop after this many steps; null = total_epochs.", {
+      min: 1,
+    }),
+    logger: strList(["console"], "Metric sinks: console, file, tensorboard.", {
+      choices: LOGGERS,
+    }),
+    seed: int(1, "Seed of model init and shuffles."),
+    save_freq: int(-1, "Checkpoint every N steps; -1 = end only.", { min: -1 }),
+    test_freq: int(-1, "Validate every N steps; -1 = end only.", { min: -1 }),
+    max_ckpt_to_keep: int(null, "Keep only the newest N checkpoints.", { min: 1 }),
+    nnodes: int(1, "Machines (only 1 is supported).", { min: 1, max: 1 }),
+    n_gpus_per_node: int(1, "GPUs per machine (only 1 is supported).", { min: 1, max: 1 }),
+    device: oneOf(["webgpu", "cpu"], "webgpu", "webgpu or the CPU reference path."),
+    checkpoint: checkpointSection(),
+  }),
+});
+
+export type SftConfig = Infer<typeof sftRoot>;
+
+export const sftTrainerSchema: ConfigSchema<typeof sftRoot> = {
+  name: "sft_trainer",
+  title: "SFT trainer config (deno task sft): masked cross-entropy on responses.",
+  root: sftRoot,
+  check: (cfg) => {
+    const { train_batch_size: b, micro_batch_size_per_gpu: m } = cfg.data;
+    if (m > b) {
+      throw new ConfigError(
+        "data.micro_batch_size_per_gpu",
+        `data.micro_batch_size_per_gpu=${m} is larger than data.train_batch_size=${b}`,
+      );
+    }
+    if (b % m !== 0) {
+      throw new ConfigError(
+        "data.micro_batch_size_per_gpu",
+        `data.train_batch_size=${b} is not divisible by data.micro_batch_size_per_gpu=${m}`,
+      );
+    }
+  },
+};

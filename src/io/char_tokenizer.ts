@@ -1,0 +1,128 @@
+/**
+ * The character-level tokenizer of the synthetic tasks, written as standard Hugging Face files: a
+ * BPE model without merges behind a pre-tokenizer that splits every character, so each character
+ * is one token. The same {@link HfTokenizer} (and `transformers`' PreTrainedTokenizerFast) loads it.
+ *
+ * Regenerate the committed copy with `deno run -A src/io/char_tokenizer.ts [dir]`.
+ */
+import { HfTokenizer } from "./tokenizer.ts";
+
+/** Special tokens, in id order. There is no BOS: prompts start with a role marker instead. */
+export const CHAR_SPECIAL_TOKENS = [
+  "<pad>",
+  "<eos>",
+  "<unk>",
+  "<|system|>",
+  "<|user|>",
+  "<|assistant|>",
+] as const;
+
+/**
+ * Characters after the special tokens: enough for arithmetic prompts and short lowercase words, and
+ * 64 ids in total, a friendly size for GPU tiles. Anything else encodes as `<unk>`.
+ */
+export const CHAR_ALPHABET = "\n 0123456789+-*/=#().,?:!'%<>_^|abcdefghijklmnopqrstuvwxyz";
+
+/** Each turn is a role marker, the content and `<eos>`, so a reply ends on the model's stop token. */
+export const CHAR_CHAT_TEMPLATE = "{%- for message in messages %}" +
+  "{%- if message.role not in ['system', 'user', 'assistant'] %}" +
+  "{{- raise_exception('unknown role: ' + message.role) }}{%- endif %}" +
+  "{{- '<|' + message.role + '|>' + message.content + eos_token }}" +
+  "{%- endfor %}" +
+  "{%- if add_generation_prompt %}{{- '<|assistant|>' }}{%- endif %}";
+
+export interface CharTokenizerFiles {
+  tokenizerJson: Record<string, unknown>;
+  tokenizerConfig: Record<string, unknown>;
+}
+
+/** Builds tokenizer.json and tokenizer_config.json for `alphabet` (default {@link CHAR_ALPHABET}). */
+export function charTokenizerFiles(options: { alphabet?: string } = {}): CharTokenizerFiles {
+  const chars = [...(options.alphabet ?? CHAR_ALPHABET)];
+  if (new Set(chars).size !== chars.length) throw new Error("alphabet has repeated characters");
+  const vocab: Record<string, number> = {};
+  const added = CHAR_SPECIAL_TOKENS.map((content, id) => {
+    vocab[content] = id;
+    return {
+      id,
+      content,
+      single_word: false,
+      lstrip: false,
+      rstrip: false,
+      normalized: false,
+      special: true,
+    };
+  });
+  chars.forEach((c, i) => (vocab[c] = CHAR_SPECIAL_TOKENS.length + i));
+  const tokenizerJson = {
+    version: "1.0",
+    truncation: null,
+    padding: null,
+    added_tokens: added,
+    normalizer: null,
+    // "[\s\S]" rather than "." so newlines split too (Oniguruma's "." excludes "\n").
+    pre_tokenizer: {
+      type: "Split",
+      pattern: { Regex: "[\\s\\S]" },
+      behavior: "Isolated",
+      invert: false,
+    },
+    post_processor: null,
+    // Without a decoder, tokenizers joins tokens with spaces; Fuse concatenates them.
+    decoder: { type: "Fuse" },
+    model: {
+      type: "BPE",
+      dropout: null,
+      unk_token: "<unk>",
+      continuing_subword_prefix: null,
+      end_of_word_suffix: null,
+      fuse_unk: false,
+      byte_fallback: false,
+      ignore_merges: false,
+      vocab,
+      merges: [],
+    },
+  };
+  const tokenizerConfig = {
+    added_tokens_decoder: Object.fromEntries(
+      added.map(({ id, ...rest }) => [String(id), rest]),
+    ),
+    additional_special_tokens: CHAR_SPECIAL_TOKENS.slice(3),
+    bos_token: null,
+    chat_template: CHAR_CHAT_TEMPLATE,
+    // Cleaning would eat the space in "3 ." and break round trips.
+    clean_up_tokenization_spaces: false,
+    eos_token: "<eos>",
+    model_max_length: 4096,
+    pad_token: "<pad>",
+    tokenizer_class: "PreTrainedTokenizerFast",
+    unk_token: "<unk>",
+  };
+  return { tokenizerJson, tokenizerConfig };
+}
+
+/** The two files as text, in the form committed under assets/char_tokenizer/. */
+export function charTokenizerTexts(
+  options: { alphabet?: string } = {},
+): { "tokenizer.json": string; "tokenizer_config.json": string } {
+  const files = charTokenizerFiles(options);
+  return {
+    "tokenizer.json": JSON.stringify(files.tokenizerJson, null, 2) + "\n",
+    "tokenizer_config.json": JSON.stringify(files.tokenizerConfig, null, 2) + "\n",
+  };
+}
+
+/** The character tokenizer, ready to use. */
+export function charTokenizer(options: { alphabet?: string } = {}): HfTokenizer {
+  const files = charTokenizerFiles(options);
+  return new HfTokenizer(files.tokenizerJson, files.tokenizerConfig, { source: "char_tokenizer" });
+}
+
+if (import.meta.main) {
+  const dir = Deno.args[0] ?? new URL("../../assets/char_tokenizer", import.meta.url).pathname;
+  await Deno.mkdir(dir, { recursive: true });
+  for (const [name, text] of Object.entries(charTokenizerTexts())) {
+    await Deno.writeTextFile(`${dir}/${name}`, text);
+  }
+  console.log(`wrote ${dir}`);
+}

@@ -60,10 +60,10 @@ export function record(
   return out;
 }
 
-function topoOrder(root: Tensor): Tensor[] {
+function topoOrder(roots: Tensor[]): Tensor[] {
   const order: Tensor[] = [];
   const seen = new Set<Tensor>();
-  const stack: [Tensor, boolean][] = [[root, false]];
+  const stack: [Tensor, boolean][] = roots.map((r) => [r, false]);
   while (stack.length) {
     const [t, done] = stack.pop()!;
     if (done) {
@@ -85,14 +85,24 @@ function topoOrder(root: Tensor): Tensor[] {
  * `requiresGrad` accumulate into `.grad` (so micro-batches add up until the optimizer zeroes them);
  * intermediate gradients are released as soon as their node has run, and the graph is cut.
  */
-export function backward(loss: Tensor, gradSeed?: Tensor): void {
-  if (!loss.requiresGrad) throw new Error(`backward: ${loss} does not require grad`);
-  if (!gradSeed && loss.size !== 1) {
-    throw new Error(`backward: loss must be a scalar, got shape ${fmtShape(loss.shape)}`);
-  }
-  const order = topoOrder(loss);
+export function backward(loss: Tensor | Tensor[], gradSeed?: Tensor | Tensor[]): void {
+  const roots = Array.isArray(loss) ? loss : [loss];
+  const seeds = gradSeed === undefined ? [] : Array.isArray(gradSeed) ? gradSeed : [gradSeed];
   const grads = new Map<Tensor, Tensor>();
-  grads.set(loss, gradSeed ?? fill(loss.shape, 1));
+  roots.forEach((root, i) => {
+    if (!root.requiresGrad) throw new Error(`backward: ${root} does not require grad`);
+    const seed = seeds[i];
+    if (!seed && root.size !== 1) {
+      throw new Error(`backward: loss must be a scalar, got shape ${fmtShape(root.shape)}`);
+    }
+    if (seed && seed.size !== root.size) {
+      throw new Error(
+        `backward: seed ${fmtShape(seed.shape)} does not match ${fmtShape(root.shape)}`,
+      );
+    }
+    grads.set(root, seed ? clone(seed) : fill(root.shape, 1));
+  });
+  const order = topoOrder(roots);
   const prev = gradEnabled;
   gradEnabled = false;
   try {
@@ -120,7 +130,7 @@ export function backward(loss: Tensor, gradSeed?: Tensor): void {
           gi.dispose();
         } else grads.set(input, inGrads.indexOf(gi) < i ? clone(gi) : gi);
       });
-      if (g !== gradSeed && !inGrads.includes(g)) g.dispose();
+      if (!inGrads.includes(g)) g.dispose();
       t.node = null;
     }
   } finally {

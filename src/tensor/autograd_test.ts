@@ -83,3 +83,14 @@ gpuTest("oversize buffers name the limit and the size", () => {
     /huge.*exceeds maxStorageBufferBindingSize/,
   );
 });
+
+gpuTest("one backward seeds several outputs that share a graph", async () => {
+  const x = Tensor.from([1, 2], [2]).keep();
+  x.requiresGrad = true;
+  const h = double(x); // shared branch
+  const a = double(h), b = addSame(h, x);
+  backward([a, b], [fill([2], 1), fill([2], 10)]);
+  // d/dx: a = 4x -> 4 ; b = 3x -> 3 * 10 = 30 ; total 34
+  assertClose(await x.grad!.toArray(), [34, 34]);
+  x.dispose();
+});

@@ -1,0 +1,120 @@
+/**
+ * The controller's typed batch: per-sample fields and `[B, *]` arrays held on the CPU between
+ * stages (each stage uploads what it needs in micro-batches). B = prompts x rollout.n samples,
+ * P = prompt tokens (left-padded), R = response tokens (right-padded).
+ */
+export interface Batch {
+  size: number; // B
+  promptLength: number; // P
+  responseLength: number; // R
+  uid: string[]; // [B] one per prompt, shared by its n samples
+  dataSource: string[]; // [B]
+  groundTruth: string[]; // [B]
+  extraInfo: Record<string, unknown>[]; // [B]
+  prompts: Int32Array; // [B, P] left-padded ids
+  promptMask: Int32Array; // [B, P] 1 = real prompt token
+  responses: Int32Array; // [B, R] right-padded ids
+  responseMask: Int32Array; // [B, R] 1 = token the policy generated
+  rolloutLogProbs?: Float32Array; // [B, R] log-probs under the sampling distribution
+  tokenLevelScores?: Float32Array; // [B, R] score at the last valid response token
+  tokenLevelRewards?: Float32Array; // [B, R] scores minus beta * KL when use_kl_in_reward
+  oldLogProbs?: Float32Array; // [B, R]
+  entropys?: Float32Array; // [B, R]
+  refLogProbs?: Float32Array; // [B, R]
+  values?: Float32Array; // [B, R]
+  advantages?: Float32Array; // [B, R]
+  returns?: Float32Array; // [B, R]
+  responseTexts?: string[]; // [B] decoded responses
+  rewardExtraInfo?: Record<string, (number | string | null)[]>; // column -> [B]
+}
+
+/** Model inputs for prompt + response: `[B, P + R]` ids, mask and positions. */
+export interface SequenceInputs {
+  rows: number;
+  length: number; // T = P + R
+  inputIds: Int32Array; // [rows, T]
+  attentionMask: Int32Array; // [rows, T]
+  positionIds: Int32Array; // [rows, T] cumsum(mask) - 1, clamped at 0
+  /** For the logits at position t: the next token id where t + 1 is a response position, else -100. */
+  targets: Int32Array; // [rows, T]
+}
+
+/**
+ * Joins prompts and responses of the given rows into one sequence each. The logits at position
+ * P - 1 + r predict response token r, so `targets` marks exactly those positions.
+ */
+export function sequenceInputs(batch: Batch, rows: readonly number[]): SequenceInputs {
+  const P = batch.promptLength, R = batch.responseLength, T = P + R;
+  const n = rows.length;
+  const inputIds = new Int32Array(n * T), attentionMask = new Int32Array(n * T);
+  const positionIds = new Int32Array(n * T), targets = new Int32Array(n * T).fill(-100);
+  rows.forEach((b, i) => {
+    inputIds.set(batch.prompts.subarray(b * P, b * P + P), i * T);
+    attentionMask.set(batch.promptMask.subarray(b * P, b * P + P), i * T);
+    inputIds.set(batch.responses.subarray(b * R, b * R + R), i * T + P);
+    attentionMask.set(batch.responseMask.subarray(b * R, b * R + R), i * T + P);
+    let pos = -1;
+    for (let t = 0; t < T; t++) {
+      pos += attentionMask[i * T + t];
+      positionIds[i * T + t] = Math.max(0, pos);
+    }
+    for (let r = 0; r < R; r++) {
+      if (batch.responseMask[b * R + r]) targets[i * T + P - 1 + r] = batch.responses[b * R + r];
+    }
+  });
+  return { rows: n, length: T, inputIds, attentionMask, positionIds, targets };
+}
+
+/** Picks rows [rows] x R out of a full [B, R] array. */
+export function gatherRows(src: Float32Array, R: number, rows: readonly number[]): Float32Array {
+  const out = new Float32Array(rows.length * R);
+  rows.forEach((b, i) => out.set(src.subarray(b * R, b * R + R), i * R));
+  return out;
+}
+
+/** Picks the response slice out of per-position values `[rows, T]` -> `[rows, R]`. */
+export function responseSlice(
+  full: Float32Array,
+  rows: number,
+  P: number,
+  R: number,
+): Float32Array {
+  const T = P + R;
+  const out = new Float32Array(rows * R);
+  for (let i = 0; i < rows; i++) out.set(full.subarray(i * T + P - 1, i * T + P - 1 + R), i * R);
+  return out;
+}
+
+/** Spreads `[rows, R]` values back to per-position `[rows, T]` (zeros elsewhere). */
+export function responseScatter(
+  part: Float32Array,
+  rows: number,
+  P: number,
+  R: number,
+): Float32Array {
+  const T = P + R;
+  const out = new Float32Array(rows * T);
+  for (let i = 0; i < rows; i++) out.set(part.subarray(i * R, i * R + R), i * T + P - 1);
+  return out;
+}
+
+/** Writes `[rows, R]` values into a full `[B, R]` array at the given rows. */
+export function scatterRows(
+  dst: Float32Array,
+  part: Float32Array,
+  R: number,
+  rows: readonly number[],
+): void {
+  rows.forEach((b, i) => dst.set(part.subarray(i * R, i * R + R), b * R));
+}
+
+/** Splits 0..n-1 into consecutive chunks of `size` (the last may be shorter). */
+export function chunks(indices: readonly number[], size: number): number[][] {
+  const out: number[][] = [];
+  for (let i = 0; i < indices.length; i += size) out.push(indices.slice(i, i + size));
+  return out;
+}
+
+export function range(n: number): number[] {
+  return Array.from({ length: n }, (_, i) => i);
+}

@@ -117,20 +117,26 @@ export function backward(loss: Tensor | Tensor[], gradSeed?: Tensor | Tensor[]):
       }
       const node = t.node;
       const inGrads = node.backward(g);
+      // A backward may pass g through or return one tensor for several inputs: store each
+      // tensor once, clone on reuse, and dispose only what nothing holds.
+      const stored = new Set<Tensor>();
+      const spent = new Set<Tensor>([g]);
       node.inputs.forEach((input, i) => {
         const gi = inGrads[i];
-        if (!gi || !input.requiresGrad) {
-          if (gi && gi !== g && !inGrads.slice(i + 1).includes(gi)) gi.dispose();
-          return;
-        }
+        if (!gi) return;
+        if (!input.requiresGrad) return void spent.add(gi);
         checkGradShape(node.name, input, gi);
         const prevG = grads.get(input);
         if (prevG) {
           accumulate(prevG, gi);
-          gi.dispose();
-        } else grads.set(input, inGrads.indexOf(gi) < i ? clone(gi) : gi);
+          spent.add(gi);
+        } else if (stored.has(gi)) grads.set(input, clone(gi));
+        else {
+          grads.set(input, gi);
+          stored.add(gi);
+        }
       });
-      if (!inGrads.includes(g)) g.dispose();
+      for (const d of spent) if (!stored.has(d)) d.dispose();
       t.node = null;
     }
   } finally {

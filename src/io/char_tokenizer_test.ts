@@ -1,0 +1,68 @@
+import assert from "node:assert/strict";
+import {
+  CHAR_ALPHABET,
+  CHAR_SPECIAL_TOKENS,
+  charTokenizer,
+  charTokenizerTexts,
+} from "./char_tokenizer.ts";
+import { loadTokenizer } from "./hf_folder.ts";
+
+const ASSETS = new URL("../../assets/char_tokenizer/", import.meta.url);
+
+Deno.test("char tokenizer: the committed assets match the generator", async () => {
+  for (const [name, text] of Object.entries(charTokenizerTexts())) {
+    assert.equal(
+      await Deno.readTextFile(new URL(name, ASSETS)),
+      text,
+      `assets/char_tokenizer/${name} is stale: run deno run -A src/io/char_tokenizer.ts`,
+    );
+  }
+});
+
+Deno.test("char tokenizer: loads through the HF loader and round-trips", async () => {
+  const tok = await loadTokenizer(ASSETS.pathname);
+  assert.equal(tok.vocabSize, 64);
+  assert.equal(CHAR_SPECIAL_TOKENS.length + [...CHAR_ALPHABET].length, 64);
+  assert.equal(tok.padTokenId, 0);
+  assert.equal(tok.eosTokenId, 1);
+  assert.equal(tok.bosTokenId, null);
+  const texts = ["12+7=19", "what is (3*4)-5?\n#### 7", "  a  b  ", "x/y = 0.5, ok!", ""];
+  for (const text of texts) {
+    const ids = tok.encode(text);
+    assert.equal(ids.length, [...text].length, "one token per character");
+    assert.equal(tok.decode(ids), text);
+  }
+  assert.deepEqual(tok.encode("0+"), [8, 18]);
+  // Characters outside the alphabet become <unk> rather than vanishing.
+  assert.deepEqual(tok.encode("A9"), [2, 17]);
+});
+
+Deno.test("char tokenizer: chat template and special tokens", () => {
+  const tok = charTokenizer();
+  const prompt = tok.applyChatTemplate(
+    [{ role: "system", content: "add" }, { role: "user", content: "2+2=" }],
+    { addGenerationPrompt: true },
+  );
+  assert.equal(prompt, "<|system|>add<eos><|user|>2+2=<eos><|assistant|>");
+  const ids = tok.encode(prompt);
+  assert.deepEqual(ids.slice(0, 1), [3]);
+  assert.equal(ids.at(-1), 5);
+  assert.equal(ids.filter((id) => id === tok.eosTokenId).length, 2);
+  assert.equal(tok.decode(ids), prompt);
+  assert.equal(tok.decode(ids, { skipSpecialTokens: true }), "add2+2=");
+  assert.equal(
+    tok.applyChatTemplate([{ role: "assistant", content: "4" }]),
+    "<|assistant|>4<eos>",
+  );
+  assert.throws(
+    () => tok.applyChatTemplate([{ role: "tool", content: "x" }]),
+    /unknown role: tool/,
+  );
+});
+
+Deno.test("char tokenizer: custom alphabets are checked", () => {
+  assert.throws(() => charTokenizer({ alphabet: "aa" }), /repeated/);
+  const small = charTokenizer({ alphabet: "01" });
+  assert.equal(small.vocabSize, CHAR_SPECIAL_TOKENS.length + 2);
+  assert.deepEqual(small.encode("10"), [7, 6]);
+});

@@ -1,0 +1,25 @@
+/**
+ * Model and tokenizer interop: safetensors, Hugging Face config.json and model folders, tokenizers
+ * with chat templates, and the synthetic tasks' character tokenizer.
+ *
+ * Browser-safe (no file system): dtype, safetensors, shards, hf_config, hf_weights, tokenizer,
+ * char_tokenizer. Deno-only: safetensors_fs and hf_folder.
+ */
+export type { ChatMessage, Tokenizer } from "./tokenizer_types.ts";
+export * from "./dtype.ts";
+export * from "./safetensors.ts";
+export * from "./shards.ts";
+export * from "./safetensors_fs.ts";
+export * from "./hf_config.ts";
+export * from "./hf_weights.ts";
+export * from "./hf_folder.ts";
+export * from "./tokenizer.ts";
+export {
+  CHAR_ALPHABET,
+  CHAR_CHAT_TEMPLATE,
+  CHAR_SPECIAL_TOKENS,
+  charTokenizer,
+  type CharTokenizerFiles,
+  charTokenizerFiles,
+  charTokenizerTexts,
+} from "./char_tokenizer.ts";

@@ -1,5 +1,5 @@
 /**
- * `config.json` and `generation_config.json` of the Qwen2 / Llama family, typed and checked, and
+ * `config.json` of the Qwen2 / Llama family, typed and checked, and
  * written back in the shape `transformers` loads. Pure: callers pass text or parsed objects.
  */
 
@@ -63,7 +63,8 @@ const TYPED_KEYS = new Set([
 
 type Json = Record<string, unknown>;
 
-function parseObject(source: string | object, file: string): Json {
+/** Parses JSON text (or takes an object) that must be an object; `file` names it in errors. */
+export function parseJsonObject(source: string | object, file: string): Record<string, unknown> {
   let raw: unknown = source;
   if (typeof source === "string") {
     try {
@@ -139,7 +140,7 @@ export function parseModelConfig(
   options: { file?: string } = {},
 ): ModelConfig {
   const file = options.file ?? "config.json";
-  const json = parseObject(source, file);
+  const json = parseJsonObject(source, file);
   const r = new KeyReader(json, file);
   const modelType = json.model_type;
   if (!SUPPORTED_MODEL_TYPES.includes(modelType as ModelType)) {
@@ -285,49 +286,4 @@ export function modelConfigToJson(config: ModelConfig): Record<string, unknown> 
 /** config.json text: two-space indented like transformers, with a trailing newline. */
 export function serializeModelConfig(config: ModelConfig): string {
   return JSON.stringify(modelConfigToJson(config), null, 2) + "\n";
-}
-
-/** Defaults for `generate()`; fields left undefined are not written. */
-export interface GenerationConfig {
-  bosTokenId?: number | null;
-  eosTokenId?: number | number[];
-  padTokenId?: number | null;
-  doSample?: boolean;
-  temperature?: number;
-  topP?: number;
-  topK?: number;
-  repetitionPenalty?: number;
-  maxNewTokens?: number;
-}
-
-const GENERATION_KEYS: [keyof GenerationConfig, string][] = [
-  ["bosTokenId", "bos_token_id"],
-  ["eosTokenId", "eos_token_id"],
-  ["padTokenId", "pad_token_id"],
-  ["doSample", "do_sample"],
-  ["temperature", "temperature"],
-  ["topP", "top_p"],
-  ["topK", "top_k"],
-  ["repetitionPenalty", "repetition_penalty"],
-  ["maxNewTokens", "max_new_tokens"],
-];
-
-/** generation_config.json content. */
-export function generationConfigToJson(config: GenerationConfig): Record<string, unknown> {
-  const out: Json = {};
-  for (const [field, key] of GENERATION_KEYS) {
-    if (config[field] !== undefined) out[key] = config[field];
-  }
-  return out;
-}
-
-/** Reads the keys of generation_config.json that sampling needs; others are ignored. */
-export function parseGenerationConfig(
-  source: string | object,
-  options: { file?: string } = {},
-): GenerationConfig {
-  const json = parseObject(source, options.file ?? "generation_config.json");
-  const out: Record<string, unknown> = {};
-  for (const [field, key] of GENERATION_KEYS) if (json[key] !== undefined) out[field] = json[key];
-  return out as GenerationConfig;
 }

@@ -1,9 +1,7 @@
 import assert from "node:assert/strict";
 import {
-  generationConfigToJson,
   makeModelConfig,
   modelConfigToJson,
-  parseGenerationConfig,
   parseModelConfig,
   serializeModelConfig,
 } from "./hf_config.ts";
@@ -130,26 +128,4 @@ Deno.test("config: a fresh tiny model gets transformers' defaults", () => {
   assert.equal(json.max_window_layers, 2);
   assert.equal(json.hidden_act, "silu");
   assert.equal("attention_bias" in json, false);
-});
-
-Deno.test("generation config: written with HF keys, read back", () => {
-  const g = {
-    eosTokenId: [151645, 151643],
-    padTokenId: 151643,
-    doSample: true,
-    temperature: 0.7,
-    topP: 0.8,
-  };
-  const json = generationConfigToJson(g);
-  assert.deepEqual(json, {
-    eos_token_id: [151645, 151643],
-    pad_token_id: 151643,
-    do_sample: true,
-    temperature: 0.7,
-    top_p: 0.8,
-  });
-  assert.deepEqual(
-    parseGenerationConfig(JSON.stringify({ ...json, transformers_version: "x" })),
-    g,
-  );
 });

@@ -4,14 +4,12 @@
  * into place once complete, so a crash never leaves a half-written model behind.
  */
 import { convertFloatBytes, dtypeFromTorch, isFloatDtype, type TorchFloatDtype } from "./dtype.ts";
+import { type ModelConfig, parseModelConfig, serializeModelConfig } from "./hf_config.ts";
 import {
   type GenerationConfig,
   generationConfigToJson,
-  type ModelConfig,
   parseGenerationConfig,
-  parseModelConfig,
-  serializeModelConfig,
-} from "./hf_config.ts";
+} from "./generation_config.ts";
 import { checkModelTensors, expectedTensorShapes, type HfTensor } from "./hf_weights.ts";
 import type { RawTensor } from "./safetensors.ts";
 import { joinPath, readSafetensorsFolder, writeSafetensorsFolder } from "./safetensors_fs.ts";

@@ -2,7 +2,7 @@
  * Model and tokenizer interop: safetensors, Hugging Face config.json and model folders, tokenizers
  * with chat templates, and the synthetic tasks' character tokenizer.
  *
- * Browser-safe (no file system): dtype, safetensors, shards, hf_config, hf_weights, tokenizer,
+ * Browser-safe (no file system): dtype, safetensors, shards, hf_config, generation_config, hf_weights, tokenizer,
  * char_tokenizer. Deno-only: safetensors_fs and hf_folder.
  */
 export type { ChatMessage, Tokenizer } from "./tokenizer_types.ts";
@@ -11,6 +11,7 @@ export * from "./safetensors.ts";
 export * from "./shards.ts";
 export * from "./safetensors_fs.ts";
 export * from "./hf_config.ts";
+export * from "./generation_config.ts";
 export * from "./hf_weights.ts";
 export * from "./hf_folder.ts";
 export * from "./tokenizer.ts";

@@ -1,0 +1,91 @@
+/**
+ * PPO / GRPO algorithms as pure functions over typed arrays, following verl's
+ * `core_algos` (names, config keys, metric names). See `masked.ts` for the
+ * array conventions: `[B, R]` row-major flat arrays, 0/1 masks (Float32Array
+ * canonical), `R` passed in, B derived.
+ *
+ * @module
+ */
+
+export { type Mask, type Vec } from "./masked.ts";
+export {
+  like,
+  maskCount,
+  maskedMax,
+  maskedMean,
+  maskedMin,
+  maskedSum,
+  maskedVar,
+  maskedWhiten,
+  rowMaskedMean,
+  rowsOf,
+} from "./masked.ts";
+export { Registry } from "./registry.ts";
+export {
+  groupIndex,
+  groupStats,
+  groupStatsReference,
+  sequenceLengths,
+  sequenceScores,
+} from "./group.ts";
+export {
+  ADV_ESTIMATORS,
+  type AdvantageEstimator,
+  type AdvantageInputs,
+  type AdvantageOptions,
+  type AdvantageResult,
+  computeAdvantage,
+  gaeScan,
+  gaeScanReference,
+} from "./advantage.ts";
+export {
+  AdaptiveKLController,
+  applyKlPenalty,
+  createKlController,
+  FixedKLController,
+  KL_ESTIMATORS,
+  type KlController,
+  klControllerFromState,
+  type KlControllerState,
+  type KlCtrlConfig,
+  klPenalty,
+  klPenaltyGrad,
+  type KlPenaltyInputs,
+  type KlPenaltyResult,
+} from "./kl.ts";
+export {
+  aggLoss,
+  aggLossWeights,
+  type AggOptions,
+  checkLossAggMode,
+  LOSS_AGG_MODES,
+  type LossAggMode,
+} from "./agg.ts";
+export {
+  computePolicyLoss,
+  gspoPolicyLoss,
+  POLICY_LOSSES,
+  type PolicyLossFn,
+  type PolicyLossInputs,
+  type PolicyLossOptions,
+  type PolicyLossResult,
+  vanillaPolicyLoss,
+} from "./policy_loss.ts";
+export {
+  type ActorLossInputs,
+  type ActorLossOptions,
+  type ActorLossResult,
+  computeActorLoss,
+} from "./actor_loss.ts";
+export {
+  computeValueLoss,
+  type ValueLossInputs,
+  type ValueLossOptions,
+  type ValueLossResult,
+} from "./value_loss.ts";
+export {
+  approxKl,
+  computeDataMetrics,
+  type DataMetricsInputs,
+  explainedVariance,
+} from "./metrics.ts";

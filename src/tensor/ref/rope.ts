@@ -1,0 +1,48 @@
+/**
+ * CPU reference of rotary position embedding as Hugging Face applies it to Qwen2/Llama q and k:
+ * `q * cos + rotate_half(q) * sin`, where rotate_half pairs dimension i with i + D/2.
+ */
+
+/** HF's inv_freq in f32: 1 / theta^(2i / D) for i < D/2, rounded as torch rounds it. */
+export function ropeInvFreqRef(theta: number, D: number): Float32Array {
+  const out = new Float32Array(D / 2);
+  for (let i = 0; i < D / 2; i++) {
+    out[i] = 1 / Math.fround(Math.pow(Math.fround(theta), Math.fround((2 * i) / D)));
+  }
+  return out;
+}
+
+/**
+ * Rotates x [B, T, H, D] by the angles of positions [B, T]. `inverse` rotates by the negative
+ * angle, which is also the gradient of the forward rotation.
+ */
+export function ropeRef(
+  x: Float32Array,
+  positions: Int32Array,
+  shape: readonly [number, number, number, number],
+  options: { theta: number; inverse?: boolean },
+): Float32Array {
+  const [B, T, H, D] = shape;
+  const half = D / 2;
+  const invFreq = ropeInvFreqRef(options.theta, D); // [D/2]
+  const sign = options.inverse ? -1 : 1;
+  const out = new Float32Array(x.length); // [B, T, H, D]
+  for (let b = 0; b < B; b++) {
+    for (let t = 0; t < T; t++) {
+      const pos = positions[b * T + t];
+      for (let i = 0; i < half; i++) {
+        // HF forms the angle as an f32 product and takes cos/sin of it in f32.
+        const a = Math.fround(Math.fround(pos) * invFreq[i]);
+        const c = Math.fround(Math.cos(a));
+        const s = sign * Math.fround(Math.sin(a));
+        for (let h = 0; h < H; h++) {
+          const base = ((b * T + t) * H + h) * D;
+          const x1 = x[base + i], x2 = x[base + i + half];
+          out[base + i] = x1 * c - x2 * s;
+          out[base + i + half] = x2 * c + x1 * s;
+        }
+      }
+    }
+  }
+  return out;
+}

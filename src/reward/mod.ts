@@ -1,0 +1,43 @@
+/**
+ * Rewards: verl's compute_score signature, the built-in scorers dispatched on data_source, the
+ * naive reward manager, and user reward functions run in a sandboxed worker.
+ */
+export { ARITHMETIC_DATA_SOURCE, arithmeticScore } from "./arithmetic.ts";
+export {
+  defaultComputeScore,
+  KNOWN_DATA_SOURCES,
+  UnknownDataSourceError,
+} from "./default_score.ts";
+export {
+  extractGsm8kAnswer,
+  type Gsm8kMethod,
+  type Gsm8kOptions,
+  gsm8kScore,
+  SOLUTION_CLIP_CHARS,
+} from "./gsm8k.ts";
+export { InProcessScorer } from "./in_process.ts";
+export {
+  createRewardManager,
+  type CustomRewardConfig,
+  type RewardBatch,
+  type RewardFailure,
+  RewardManager,
+  type RewardManagerOptions,
+  type RewardResult,
+} from "./manager.ts";
+export {
+  lastBoxed,
+  mathEquivalent,
+  type MathOptions,
+  mathScore,
+  normalizeMathAnswer,
+} from "./math.ts";
+export { SandboxedRewardFunction, type SandboxOptions } from "./sandbox.ts";
+export type {
+  BatchScorer,
+  ComputeScore,
+  FailureKind,
+  ScoreOutcome,
+  ScoreRequest,
+  ScoreValue,
+} from "./types.ts";

@@ -1,0 +1,143 @@
+/**
+ * GPU token sampling for the decode loop (shaders/sampling.wgsl): temperature, top-k, top-p or
+ * greedy, with finished flags, responses, masks and log-probs kept in GPU buffers so that many
+ * steps are recorded without a readback.
+ */
+import { gpu, packParams } from "../gpu/device.ts";
+import { grid1d } from "../tensor/ops/grid.ts";
+import { fmtShape, Tensor } from "../tensor/tensor.ts";
+import { inverseTemperature, type SamplingOptions } from "./ref_sampler.ts";
+
+export type { SamplingOptions } from "./ref_sampler.ts";
+
+/** Up to this many EOS ids (Qwen lists two or three). */
+export const MAX_EOS_IDS = 8;
+
+export interface SamplerConfig extends SamplingOptions {
+  seed: number;
+  eosTokenIds: number[];
+  padTokenId: number;
+}
+
+/** Per-sequence decode state on the GPU: what the sampler writes and the next step reads. */
+export class SampleBuffers {
+  private constructor(
+    readonly rows: number,
+    readonly responseLength: number,
+    /** i32 [N, R] sampled tokens (pad after EOS). */
+    readonly responses: Tensor,
+    /** i32 [N, R] 1 up to and including EOS. */
+    readonly responseMask: Tensor,
+    /** f32 [N, R] log-prob of each sampled token at the sampling temperature. */
+    readonly logProbs: Tensor,
+    /** u32 [N] 1 once a row has emitted EOS. */
+    readonly finished: Tensor,
+    /** i32 [N, 1] the token each row feeds to the next decode step. */
+    readonly nextIds: Tensor,
+    /** i32 [N, 1] the rotary position of `nextIds` (bumped by every sampling step). */
+    readonly positions: Tensor,
+  ) {}
+
+  /**
+   * `lastPositions` [N]: the position of each row's last prompt token; the first sampled token
+   * sits one further.
+   */
+  static create(rows: number, responseLength: number, lastPositions: Int32Array): SampleBuffers {
+    if (lastPositions.length !== rows) {
+      throw new Error(`SampleBuffers: ${lastPositions.length} positions for ${rows} rows`);
+    }
+    const R = responseLength;
+    const bufs = new SampleBuffers(
+      rows,
+      R,
+      Tensor.from(new Int32Array(rows * R), [rows, R], "i32", "responses").keep(),
+      Tensor.from(new Int32Array(rows * R), [rows, R], "i32", "response_mask").keep(),
+      Tensor.from(new Float32Array(rows * R), [rows, R], "f32", "rollout_log_probs").keep(),
+      Tensor.from(new Uint32Array(rows), [rows], "u32", "finished").keep(),
+      Tensor.from(new Int32Array(rows), [rows, 1], "i32", "next_ids").keep(),
+      Tensor.from(lastPositions, [rows, 1], "i32", "positions").keep(),
+    );
+    return bufs;
+  }
+
+  dispose(): void {
+    for (
+      const t of [
+        this.responses,
+        this.responseMask,
+        this.logProbs,
+        this.finished,
+        this.nextIds,
+        this.positions,
+      ]
+    ) t.dispose();
+  }
+}
+
+function checkConfig(cfg: SamplerConfig): void {
+  if (cfg.eosTokenIds.length > MAX_EOS_IDS) {
+    throw new Error(`sampleStep: at most ${MAX_EOS_IDS} EOS ids, got ${cfg.eosTokenIds.length}`);
+  }
+  if (cfg.doSample && !(cfg.temperature > 0)) {
+    throw new Error(`sampleStep: temperature must be > 0 when sampling, got ${cfg.temperature}`);
+  }
+  if (!(cfg.topP > 0 && cfg.topP <= 1)) {
+    throw new Error(`sampleStep: top_p must be in (0, 1], got ${cfg.topP}`);
+  }
+}
+
+/**
+ * Picks one token per row from `logits` [N, V] (f32) and records it at column `step` of the
+ * buffers; rows already finished get `padTokenId`. Records one dispatch, reads nothing back.
+ */
+export function sampleStep(
+  logits: Tensor,
+  bufs: SampleBuffers,
+  step: number,
+  cfg: SamplerConfig,
+): void {
+  if (logits.dtype !== "f32" || logits.rank !== 2 || logits.shape[0] !== bufs.rows) {
+    throw new Error(
+      `sampleStep: logits must be f32 [${bufs.rows}, V], got ${logits.dtype} ${
+        fmtShape(logits.shape)
+      }`,
+    );
+  }
+  if (!Number.isInteger(step) || step < 0 || step >= bufs.responseLength) {
+    throw new Error(`sampleStep: step ${step} outside [0, ${bufs.responseLength})`);
+  }
+  checkConfig(cfg);
+  const V = logits.shape[1];
+  const eos = [...cfg.eosTokenIds, ...new Array(MAX_EOS_IDS - cfg.eosTokenIds.length).fill(-1)];
+  const topK = cfg.topK > 0 && cfg.topK < V ? cfg.topK : 0;
+  const params = packParams([
+    bufs.rows,
+    V,
+    bufs.responseLength,
+    step,
+    { f32: inverseTemperature(cfg.temperature) },
+    topK,
+    { f32: cfg.topP },
+    cfg.doSample ? 1 : 0,
+    cfg.seed >>> 0,
+    { i32: cfg.padTokenId },
+    cfg.eosTokenIds.length,
+    0,
+    ...eos.map((e) => ({ i32: e })),
+  ]);
+  // Small vocabularies (tests, synthetic tasks) waste most of a 256-wide workgroup on barriers.
+  const wg = V <= 2048 ? 64 : 256;
+  gpu().dispatch({ shader: "sampling", defines: { WG: `${wg}u` } }, {
+    params,
+    buffers: [
+      logits.buffer,
+      bufs.responses.buffer,
+      bufs.responseMask.buffer,
+      bufs.logProbs.buffer,
+      bufs.finished.buffer,
+      bufs.nextIds.buffer,
+      bufs.positions.buffer,
+    ],
+    workgroups: grid1d(bufs.rows, 1),
+  });
+}

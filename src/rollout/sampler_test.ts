@@ -1,0 +1,153 @@
+import assert from "node:assert/strict";
+import { assertClose, gpuTest, randomArray } from "../testing/mod.ts";
+import { Tensor } from "../tensor/tensor.ts";
+import { SampleBuffers, type SamplerConfig, sampleStep } from "./sampler.ts";
+import { refSample, samplingDistribution, tokenLogProb } from "./ref_sampler.ts";
+
+const base: SamplerConfig = {
+  temperature: 1,
+  topK: 0,
+  topP: 1,
+  doSample: true,
+  seed: 1234,
+  eosTokenIds: [],
+  padTokenId: 0,
+};
+
+async function sampleRows(logitsRow: Float32Array, rows: number, cfg: SamplerConfig) {
+  const V = logitsRow.length;
+  const all = new Float32Array(rows * V);
+  for (let r = 0; r < rows; r++) all.set(logitsRow, r * V);
+  const logits = Tensor.from(all, [rows, V]);
+  const bufs = SampleBuffers.create(rows, 1, new Int32Array(rows));
+  sampleStep(logits, bufs, 0, cfg);
+  const [tokens, lp] = [await bufs.responses.toArray(), await bufs.logProbs.toArray()];
+  bufs.dispose();
+  return { tokens: tokens as Int32Array, logProbs: lp as Float32Array };
+}
+
+/** Wilson-Hilferty upper quantile of chi-square at z standard deviations. */
+function chiSquareCritical(df: number, z = 3.29): number {
+  const a = 2 / (9 * df);
+  return df * (1 - a + z * Math.sqrt(a)) ** 3;
+}
+
+const cases: [string, Partial<SamplerConfig>][] = [
+  ["temperature 0.7", { temperature: 0.7 }],
+  ["top-k 4", { topK: 4 }],
+  ["top-p 0.8", { topP: 0.8 }],
+  ["temperature 1.3, top-k 6, top-p 0.9", { temperature: 1.3, topK: 6, topP: 0.9 }],
+];
+
+for (const [name, opts] of cases) {
+  gpuTest(`sampled frequencies follow the distribution: ${name}`, async () => {
+    const V = 12, rows = 2500;
+    const logitsRow = randomArray(V, 7, -2, 2);
+    const cfg = { ...base, ...opts };
+    const probs = samplingDistribution(logitsRow, cfg);
+    const { tokens, logProbs } = await sampleRows(logitsRow, rows, cfg);
+    const counts = new Float64Array(V);
+    for (const t of tokens) counts[t]++;
+    let chi = 0, df = -1;
+    for (let i = 0; i < V; i++) {
+      if (probs[i] === 0) {
+        assert.equal(counts[i], 0, `token ${i} is outside the kept set but was sampled`);
+        continue;
+      }
+      df++;
+      chi += (counts[i] - rows * probs[i]) ** 2 / (rows * probs[i]);
+    }
+    assert.ok(df >= 2, `degenerate case (${df + 1} kept tokens)`);
+    assert.ok(chi < chiSquareCritical(df), `chi-square ${chi.toFixed(2)} with ${df} dof`);
+    // The reference draw with the same uniforms gives the same frequencies within noise.
+    const ref = refSample(
+      new Float32Array(rows * V).map((_, i) => logitsRow[i % V]),
+      rows,
+      { ...cfg, step: 0 },
+    );
+    const refCounts = new Float64Array(V);
+    for (const t of ref) refCounts[t]++;
+    for (let i = 0; i < V; i++) assert.ok(Math.abs(refCounts[i] - counts[i]) < 0.05 * rows);
+    for (let r = 0; r < 5; r++) {
+      assertClose([logProbs[r]], [tokenLogProb(logitsRow, tokens[r], cfg.temperature)], {
+        atol: 1e-5,
+      });
+    }
+  });
+}
+
+gpuTest(
+  "a large vocabulary (256-wide workgroups, not a multiple of 256) samples kept tokens",
+  async () => {
+    const V = 2053, rows = 6;
+    const logits = randomArray(rows * V, 3, -4, 4);
+    const cfg = { ...base, topK: 40, topP: 0.7, temperature: 0.9 };
+    const t = Tensor.from(logits, [rows, V]);
+    const bufs = SampleBuffers.create(rows, 2, new Int32Array(rows));
+    sampleStep(t, bufs, 1, cfg);
+    const tokens = await bufs.responses.toArray();
+    for (let r = 0; r < rows; r++) {
+      const probs = samplingDistribution(logits.subarray(r * V, (r + 1) * V), cfg);
+      const tok = tokens[r * 2 + 1];
+      assert.ok(probs[tok] > 0, `row ${r}: token ${tok} has probability 0`);
+    }
+    bufs.dispose();
+  },
+);
+
+gpuTest("greedy picks the first argmax; EOS finishes a row; finished rows get pad", async () => {
+  const V = 300, rows = 3, R = 3;
+  const logits = randomArray(rows * V, 11);
+  logits[0 * V + 5] = 9; // row 0 -> 5 (EOS)
+  logits[1 * V + 299] = 9; // row 1 -> 299, tied with 7: the first wins
+  logits[1 * V + 7] = 9;
+  logits[2 * V + 256] = 9;
+  const t = Tensor.from(logits, [rows, V]);
+  const cfg = { ...base, doSample: false, eosTokenIds: [5], padTokenId: 1 };
+  const bufs = SampleBuffers.create(rows, R, Int32Array.from([4, 9, 0]));
+  sampleStep(t, bufs, 0, cfg);
+  sampleStep(t, bufs, 1, cfg);
+  const [resp, mask, fin, next, pos, lp] = await Promise.all([
+    bufs.responses.toArray(),
+    bufs.responseMask.toArray(),
+    bufs.finished.toArray(),
+    bufs.nextIds.toArray(),
+    bufs.positions.toArray(),
+    bufs.logProbs.toArray(),
+  ]);
+  assert.deepEqual([...resp], [5, 1, 0, 7, 7, 0, 256, 256, 0]);
+  assert.deepEqual([...mask], [1, 0, 0, 1, 1, 0, 1, 1, 0]);
+  assert.deepEqual([...fin], [1, 0, 0]);
+  assert.deepEqual([...next], [1, 7, 256]);
+  assert.deepEqual([...pos], [6, 11, 2]);
+  assertClose([lp[3]], [tokenLogProb(logits.subarray(V, 2 * V), 7, 1)], { atol: 1e-5 });
+  bufs.dispose();
+});
+
+gpuTest("a fixed seed is deterministic and another seed differs", async () => {
+  const logitsRow = randomArray(50, 5);
+  const a = await sampleRows(logitsRow, 64, base);
+  const b = await sampleRows(logitsRow, 64, base);
+  const c = await sampleRows(logitsRow, 64, { ...base, seed: 99 });
+  assert.deepEqual([...a.tokens], [...b.tokens]);
+  assert.notDeepEqual([...a.tokens], [...c.tokens]);
+});
+
+gpuTest("sampleStep rejects bad inputs with shapes and dtypes", () => {
+  const bufs = SampleBuffers.create(2, 4, new Int32Array(2));
+  const wrong = Tensor.from(new Float32Array(30), [3, 10]);
+  assert.throws(
+    () => sampleStep(wrong, bufs, 0, base),
+    /logits must be f32 \[2, V\], got f32 \[3, 10\]/,
+  );
+  const ints = Tensor.from(new Int32Array(20), [2, 10], "i32");
+  assert.throws(() => sampleStep(ints, bufs, 0, base), /got i32 \[2, 10\]/);
+  const ok = Tensor.from(new Float32Array(20), [2, 10]);
+  assert.throws(() => sampleStep(ok, bufs, 4, base), /step 4 outside \[0, 4\)/);
+  assert.throws(() => sampleStep(ok, bufs, 0, { ...base, topP: 0 }), /top_p/);
+  assert.throws(
+    () => sampleStep(ok, bufs, 0, { ...base, eosTokenIds: [1, 2, 3, 4, 5, 6, 7, 8, 9] }),
+    /at most 8 EOS ids/,
+  );
+  bufs.dispose();
+});

@@ -1,0 +1,93 @@
+/**
+ * `deno task sft [config.yaml] [a.b.c=value ...]`: supervised fine-tuning with verl's SFT keys.
+ * With `model.partial_pretrain=null` it starts from a fresh tiny model with the character
+ * tokenizer (how the embedded default checkpoint in assets/ is made).
+ */
+import { initGpu } from "../gpu/device.ts";
+import { charTokenizerTexts } from "../io/char_tokenizer.ts";
+import { initWeights, weightShapes } from "../nn/weights.ts";
+import { CausalLM } from "../nn/decoder.ts";
+import { formatConfig, loadConfig } from "../trainer/config/mod.ts";
+import { saveCheckpoint } from "../trainer/checkpoint/manager.ts";
+import { writeModel } from "../trainer/checkpoint/store.ts";
+import { makeOptimizer } from "../trainer/build.ts";
+import { readWeights, tokenizerFromFiles } from "../trainer/setup.ts";
+import { loadSftExamples } from "../trainer/sft_data.ts";
+import { sftFit } from "../trainer/sft_trainer.ts";
+import { tinyModelConfig } from "../trainer/tiny_model.ts";
+import { createTracking } from "../trainer/tracking/mod.ts";
+import { runCli } from "./run.ts";
+
+export async function main(args: string[]): Promise<void> {
+  const files = args.filter((a) => !a.includes("="));
+  const cfg = loadConfig("sft_trainer", { files, overrides: args.filter((a) => a.includes("=")) });
+  console.log(formatConfig(cfg));
+  await initGpu();
+  const start = cfg.model.partial_pretrain
+    ? await readWeights(cfg.model.partial_pretrain)
+    : (() => {
+      const tokenizerFiles = charTokenizerTexts();
+      const tok = tokenizerFromFiles(tokenizerFiles, "char tokenizer");
+      const config = tinyModelConfig(tok.vocabSize, tok.eosTokenId);
+      const tensors = initWeights(weightShapes(config), { seed: cfg.trainer.seed });
+      return { config, tensors, tokenizerFiles: tokenizerFiles as Record<string, string> };
+    })();
+  const tokenizer = tokenizerFromFiles(start.tokenizerFiles, "model folder");
+  const d = cfg.data;
+  const dataOpts = {
+    promptKey: d.prompt_key,
+    responseKey: d.response_key,
+    promptDictKeys: d.prompt_dict_keys,
+    responseDictKeys: d.response_dict_keys,
+    maxLength: d.max_length,
+    truncation: d.truncation,
+  };
+  const train = await loadSftExamples(d.train_files, tokenizer, dataOpts);
+  const val = await loadSftExamples(d.val_files, tokenizer, dataOpts);
+  const model = CausalLM.fromTensors(start.config, start.tensors);
+  const params = model.params();
+  const optimizer = makeOptimizer(params, {
+    lr: cfg.optim.lr,
+    betas: cfg.optim.betas,
+    weight_decay: cfg.optim.weight_decay,
+  });
+  const t = cfg.trainer;
+  const perEpoch = Math.floor(train.length / d.train_batch_size);
+  const tracking = createTracking(t.logger, {
+    dir: "outputs",
+    projectName: t.project_name,
+    experimentName: t.experiment_name,
+  });
+  const res = await sftFit({
+    model,
+    optimizer,
+    train,
+    val,
+    batchSize: d.train_batch_size,
+    microBatchSize: d.micro_batch_size_per_gpu,
+    totalSteps: t.total_training_steps ?? perEpoch * t.total_epochs,
+    lr: cfg.optim.lr,
+    warmupStepsRatio: cfg.optim.warmup_steps_ratio,
+    scheduler: cfg.optim.lr_scheduler,
+    clipGrad: cfg.optim.clip_grad,
+    seed: t.seed,
+    shuffle: d.shuffle,
+    testFreq: t.test_freq,
+    tracking,
+    saveFreq: t.save_freq,
+    save: (step) =>
+      saveCheckpoint(t.default_local_dir, step, async (dir) => {
+        await writeModel(`${dir}/huggingface`, {
+          config: start.config,
+          params,
+          optimizer,
+          tokenizerFiles: start.tokenizerFiles,
+        });
+      }, { maxToKeep: t.max_ckpt_to_keep }).then(() => {}),
+  });
+  tracking.close();
+  console.log(`done: ${res.step} steps, val/loss ${res.valLoss.toFixed(4)}`);
+  console.log(`model: ${t.default_local_dir}/global_step_${res.step}/huggingface`);
+}
+
+if (import.meta.main) await runCli(() => main(Deno.args));

@@ -1,0 +1,182 @@
+/**
+ * The actor (and the frozen reference): log-probs of the sampled tokens under the current policy,
+ * and the PPO update with mini-batches and micro-batch gradient accumulation. The loss itself is
+ * the pure `computeActorLoss` of src/algos over `[b, R]` arrays; the GPU back-propagates its
+ * gradient w.r.t. the log-probs (and entropies) through the model.
+ */
+import { computeActorLoss, type LossAggMode } from "../algos/mod.ts";
+import { gpu } from "../gpu/device.ts";
+import { backward, noGrad, scope, scopeAsync, Tensor } from "../tensor/mod.ts";
+import { tokenLogProbs } from "./logprob.ts";
+import {
+  type Batch,
+  chunks,
+  gatherRows,
+  range,
+  responseScatter,
+  responseSlice,
+  sequenceInputs,
+} from "./batch.ts";
+import { type Optimizer, optimizerStep } from "./optimizer_step.ts";
+import { appendMetrics, reduceMetrics, seededRandom, shuffled } from "./util.ts";
+
+/** What the actor needs of a causal LM. */
+export interface CausalModel {
+  forward(
+    inputIds: Tensor,
+    options: { positionIds: Tensor; attentionMask: Tensor },
+  ): Tensor; // logits [B, T, V]
+}
+
+export interface SequenceTensors {
+  ids: Tensor; // [b, T] i32
+  mask: Tensor; // [b, T] i32
+  pos: Tensor; // [b, T] i32
+  targets: Tensor; // [b * T] i32, -100 off the response
+}
+
+/** Uploads prompt + response rows as model inputs. */
+export function uploadSequences(batch: Batch, rows: readonly number[]): SequenceTensors {
+  const s = sequenceInputs(batch, rows);
+  const shape = [s.rows, s.length];
+  return {
+    ids: Tensor.from(s.inputIds, shape, "i32", "input_ids"),
+    mask: Tensor.from(s.attentionMask, shape, "i32", "attention_mask"),
+    pos: Tensor.from(s.positionIds, shape, "i32", "position_ids"),
+    targets: Tensor.from(s.targets, [s.rows * s.length], "i32", "targets"),
+  };
+}
+
+/**
+ * Log-probs (and optionally entropies) of the response tokens, `[B, R]` each, computed in
+ * micro-batches with the tape off; all micro-batches are read back in one round trip.
+ */
+export async function computeLogProbs(
+  model: CausalModel,
+  batch: Batch,
+  options: { microBatchSize: number; withEntropy: boolean; temperature?: number },
+): Promise<{ logProbs: Float32Array; entropys: Float32Array | null }> {
+  const P = batch.promptLength, R = batch.responseLength;
+  const parts: { rows: number[]; lp: Tensor; ent: Tensor | null }[] = [];
+  noGrad(() => {
+    for (const rows of chunks(range(batch.size), options.microBatchSize)) {
+      const kept = scope(() => {
+        const t = uploadSequences(batch, rows);
+        const logits = model.forward(t.ids, { positionIds: t.pos, attentionMask: t.mask });
+        return tokenLogProbs(logits, t.targets, {
+          withEntropy: options.withEntropy,
+          temperature: options.temperature ?? 1,
+        });
+      });
+      parts.push({ rows, lp: kept.logProbs.keep(), ent: kept.entropy?.keep() ?? null });
+    }
+  });
+  const ranges = parts.flatMap((p) => [p.lp, ...(p.ent ? [p.ent] : [])])
+    .map((t) => ({ buffer: t.buffer, size: t.byteSize }));
+  const bytes = await gpu().read(ranges);
+  const logProbs = new Float32Array(batch.size * R);
+  const entropys = options.withEntropy ? new Float32Array(batch.size * R) : null;
+  let k = 0;
+  for (const p of parts) {
+    const lp = responseSlice(new Float32Array(bytes[k++]), p.rows.length, P, R);
+    p.rows.forEach((b, i) => logProbs.set(lp.subarray(i * R, i * R + R), b * R));
+    if (entropys) {
+      const e = responseSlice(new Float32Array(bytes[k++]), p.rows.length, P, R);
+      p.rows.forEach((b, i) => entropys.set(e.subarray(i * R, i * R + R), b * R));
+    }
+    p.lp.dispose();
+    p.ent?.dispose();
+  }
+  return { logProbs, entropys };
+}
+
+export interface ActorUpdateOptions {
+  ppoEpochs: number;
+  miniBatchSize: number; // samples (prompts x n)
+  microBatchSize: number;
+  shuffle: boolean;
+  seed: number;
+  step: number;
+  lr: number;
+  gradClip: number;
+  temperature: number;
+  loss: {
+    policyLoss: string;
+    clipRatio: number;
+    clipRatioLow: number;
+    clipRatioHigh: number;
+    clipRatioC: number;
+    lossAggMode: LossAggMode;
+    entropyCoeff: number;
+    useKlLoss: boolean;
+    klLossCoef: number;
+    klLossType: string;
+  };
+}
+
+/** PPO epochs over shuffled mini-batches; returns verl's actor/* metrics. */
+export async function updateActor(
+  model: CausalModel,
+  optimizer: Optimizer,
+  batch: Batch,
+  o: ActorUpdateOptions,
+): Promise<Record<string, number>> {
+  const P = batch.promptLength, R = batch.responseLength;
+  const lists: Record<string, number[]> = {};
+  let skipped = 0;
+  const withEntropy = o.loss.entropyCoeff !== 0;
+  for (let epoch = 0; epoch < o.ppoEpochs; epoch++) {
+    const order = o.shuffle
+      ? shuffled(range(batch.size), seededRandom(o.seed, o.step, epoch, 17))
+      : range(batch.size);
+    for (const mini of chunks(order, o.miniBatchSize)) {
+      let tokens = 0;
+      for (const b of mini) for (let r = 0; r < R; r++) tokens += batch.responseMask[b * R + r];
+      for (const rows of chunks(mini, o.microBatchSize)) {
+        await scopeAsync(async () => {
+          const t = uploadSequences(batch, rows);
+          const logits = model.forward(t.ids, { positionIds: t.pos, attentionMask: t.mask });
+          const out = tokenLogProbs(logits, t.targets, { withEntropy, temperature: o.temperature });
+          const read = await gpu().read(
+            [out.logProbs, ...(out.entropy ? [out.entropy] : [])].map((x) => ({
+              buffer: x.buffer,
+              size: x.byteSize,
+            })),
+          );
+          const n = rows.length;
+          const mask = new Int32Array(n * R);
+          rows.forEach((b, i) => mask.set(batch.responseMask.subarray(b * R, b * R + R), i * R));
+          const res = computeActorLoss({
+            R,
+            logProb: responseSlice(new Float32Array(read[0]), n, P, R),
+            oldLogProb: gatherRows(batch.oldLogProbs!, R, rows),
+            advantages: gatherRows(batch.advantages!, R, rows),
+            responseMask: mask,
+            entropy: out.entropy ? responseSlice(new Float32Array(read[1]), n, P, R) : undefined,
+            refLogProb: o.loss.useKlLoss ? gatherRows(batch.refLogProbs!, R, rows) : undefined,
+          }, {
+            ...o.loss,
+            batchNumTokens: tokens,
+            globalBatchSize: mini.length,
+          });
+          appendMetrics(lists, res.metrics);
+          const seedLp = Tensor.from(responseScatter(res.gradLogProb as Float32Array, n, P, R), [
+            n * P + n * R,
+          ]);
+          if (out.entropy && res.gradEntropy) {
+            // The entropy is a second branch from the same logits: one backward seeds both.
+            const seedEnt = Tensor.from(
+              responseScatter(res.gradEntropy as Float32Array, n, P, R),
+              [n * (P + R)],
+            );
+            backward([out.logProbs, out.entropy], [seedLp, seedEnt]);
+          } else backward(out.logProbs, seedLp);
+        });
+      }
+      const step = await optimizerStep(optimizer, { lr: o.lr, gradClip: o.gradClip });
+      appendMetrics(lists, { "actor/grad_norm": step.gradNorm });
+      if (step.skipped) skipped++;
+    }
+  }
+  return { ...reduceMetrics(lists), "actor/lr": o.lr, "actor/skipped_steps": skipped };
+}

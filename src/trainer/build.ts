@@ -1,0 +1,180 @@
+/**
+ * Builds the trainer's parts from in-memory inputs (a config, a tokenizer, weights, prompt items),
+ * so the same controller runs in Deno (src/trainer/setup.ts reads the files) and in a browser tab.
+ */
+import { createKlController } from "../algos/mod.ts";
+import type { ModelConfig } from "../io/hf_config.ts";
+import type { Tokenizer } from "../io/tokenizer_types.ts";
+import { AdamW } from "../nn/optim.ts";
+import { CausalLM } from "../nn/decoder.ts";
+import { Critic } from "../nn/critic.ts";
+import { generate } from "../rollout/mod.ts";
+import { RewardManager } from "../reward/mod.ts";
+import type { Tensor } from "../tensor/mod.ts";
+import type { PpoConfig } from "./config/mod.ts";
+import { criticEnabled } from "./config/mod.ts";
+import type { Optimizer } from "./optimizer_step.ts";
+import type { CheckpointStore, PromptLoader, RolloutFn, TrainerParts } from "./parts.ts";
+import type { PromptItem } from "./stages.ts";
+import type { Logger } from "./tracking/loggers.ts";
+import { seededRandom, shuffled } from "./util.ts";
+
+export interface ModelWeights {
+  config: ModelConfig;
+  tensors: Map<string, Float32Array>;
+}
+
+export interface BuildOptions {
+  config: PpoConfig;
+  tokenizer: Tokenizer;
+  actor: ModelWeights;
+  /** Weights of the frozen reference policy; default: the actor's starting weights. */
+  reference?: ModelWeights;
+  /** Critic weights; by default the critic starts from the actor's trunk. */
+  critic?: ModelWeights | null;
+  trainItems: PromptItem[];
+  valItems: PromptItem[];
+  tracking: Logger;
+  reward?: RewardManager;
+  valReward?: RewardManager;
+  checkpoints?: CheckpointStore | null;
+  print?: (line: string) => void;
+  onGenerations?: TrainerParts["onGenerations"];
+  shouldContinue?: TrainerParts["shouldContinue"];
+  peakMemoryBytes?: () => number;
+}
+
+/** An AdamW over every trainable tensor of a model, with verl's `optim` keys. */
+export function makeOptimizer(
+  params: Map<string, Tensor>,
+  optim: { lr: number; betas: number[]; weight_decay: number; eps?: number },
+): Optimizer {
+  const list = [...params.values()];
+  for (const p of list) p.requiresGrad = true;
+  const adamw = new AdamW(list, {
+    lr: optim.lr,
+    betas: [optim.betas[0], optim.betas[1]],
+    eps: optim.eps ?? 1e-8,
+    weightDecay: optim.weight_decay,
+  });
+  return { adamw, params: list };
+}
+
+/** In-memory prompt loader: seeded shuffle per epoch, restorable position. */
+export class ItemLoader implements PromptLoader {
+  #epoch = 0;
+  #cursor = 0;
+  #order: number[] = [];
+
+  constructor(
+    readonly items: PromptItem[],
+    readonly batchSize: number,
+    readonly options: { shuffle: boolean; seed: number; dropLast?: boolean },
+  ) {
+    if (items.length < batchSize) {
+      throw new Error(
+        `data.train_batch_size=${batchSize} is larger than the training set (${items.length} prompts)`,
+      );
+    }
+    this.#order = this.#orderFor(0);
+  }
+
+  #orderFor(epoch: number): number[] {
+    const idx = this.items.map((_, i) => i);
+    return this.options.shuffle ? shuffled(idx, seededRandom(this.options.seed, epoch)) : idx;
+  }
+
+  get epoch(): number {
+    return this.#epoch;
+  }
+
+  get batchesPerEpoch(): number {
+    return Math.floor(this.items.length / this.batchSize);
+  }
+
+  next(): PromptItem[] | null {
+    if (this.#cursor + this.batchSize > this.items.length) {
+      this.#epoch++;
+      this.#cursor = 0;
+      this.#order = this.#orderFor(this.#epoch);
+      return null;
+    }
+    const out = this.#order.slice(this.#cursor, this.#cursor + this.batchSize)
+      .map((i) => this.items[i]);
+    this.#cursor += this.batchSize;
+    return out;
+  }
+
+  state(): unknown {
+    return { epoch: this.#epoch, cursor: this.#cursor };
+  }
+
+  restore(state: unknown): void {
+    const s = state as { epoch: number; cursor: number };
+    this.#epoch = s.epoch;
+    this.#cursor = s.cursor;
+    this.#order = this.#orderFor(s.epoch);
+  }
+}
+
+/** Wraps the generation engine into the controller's rollout function. */
+export function rolloutFor(model: CausalLM, tokenizer: Tokenizer): RolloutFn {
+  return async (prompts, o) => {
+    const out = await generate(model, {
+      inputIds: prompts.inputIds,
+      attentionMask: prompts.attentionMask,
+      batch: prompts.batch,
+      promptLength: prompts.promptLength,
+      n: o.n,
+      responseLength: o.responseLength,
+      temperature: o.temperature,
+      topK: o.topK,
+      topP: o.topP,
+      doSample: o.doSample,
+      eosTokenIds: [tokenizer.eosTokenId],
+      padTokenId: tokenizer.padTokenId,
+      seed: o.seed,
+      returnLogProbs: false,
+    });
+    return { responses: out.responses, responseMask: out.responseMask, logProbs: out.logProbs };
+  };
+}
+
+export async function buildTrainerParts(o: BuildOptions): Promise<TrainerParts> {
+  const cfg = o.config;
+  const a = cfg.actor_rollout_ref;
+  const actorModel = CausalLM.fromTensors(o.actor.config, o.actor.tensors);
+  const useRef = a.actor.use_kl_loss || cfg.algorithm.use_kl_in_reward;
+  const refW = o.reference ?? o.actor;
+  const refModel = useRef ? CausalLM.fromTensors(refW.config, refW.tensors) : null;
+  let critic: TrainerParts["critic"] = null;
+  if (criticEnabled(cfg)) {
+    const w = o.critic ?? o.actor;
+    const model = Critic.fromTensors(w.config, w.tensors, { seed: cfg.trainer.seed });
+    critic = { model, optimizer: makeOptimizer(model.params(), cfg.critic.optim) };
+  }
+  const reward = o.reward ?? new RewardManager();
+  await Promise.resolve();
+  return {
+    config: cfg,
+    tokenizer: o.tokenizer,
+    actor: { model: actorModel, optimizer: makeOptimizer(actorModel.params(), a.actor.optim) },
+    ref: refModel,
+    critic,
+    rollout: rolloutFor(actorModel, o.tokenizer),
+    trainLoader: new ItemLoader(o.trainItems, cfg.data.train_batch_size, {
+      shuffle: cfg.data.shuffle,
+      seed: cfg.data.seed,
+    }),
+    valItems: o.valItems,
+    reward,
+    valReward: o.valReward ?? reward,
+    tracking: o.tracking,
+    klCtrl: useRef ? createKlController(cfg.algorithm.kl_ctrl) : null,
+    checkpoints: o.checkpoints ?? null,
+    print: o.print,
+    onGenerations: o.onGenerations,
+    shouldContinue: o.shouldContinue,
+    peakMemoryBytes: o.peakMemoryBytes,
+  };
+}

@@ -1,0 +1,124 @@
+/**
+ * Checkpoints of a PPO run on disk: `global_step_N/actor/` (and `critic/`) are Hugging Face
+ * folders that `transformers` loads as they are, plus `optimizer.safetensors` (AdamW moments and
+ * step); `global_step_N/extra_state.json` holds the step, the loader position, the KL controller
+ * and the resolved config.
+ */
+import type { ModelConfig } from "../../io/hf_config.ts";
+import { writeModelFolder } from "../../io/hf_folder.ts";
+import { floatTensor } from "../../io/hf_weights.ts";
+import { readSafetensorsFile, writeSafetensorsFile } from "../../io/safetensors_fs.ts";
+import { tensorToFloat32 } from "../../io/hf_weights.ts";
+import type { Tensor } from "../../tensor/mod.ts";
+import type { CheckpointStore } from "../parts.ts";
+import type { Optimizer } from "../optimizer_step.ts";
+import { saveCheckpoint } from "./manager.ts";
+
+export interface SavedModel {
+  config: ModelConfig;
+  params: Map<string, Tensor>; // HF name -> parameter
+  optimizer: Optimizer;
+  /** Extra files written into the folder (tokenizer.json, tokenizer_config.json). */
+  tokenizerFiles?: Record<string, string>;
+}
+
+/** Reads every parameter back in one round trip. */
+export async function readParams(params: Map<string, Tensor>): Promise<Map<string, Float32Array>> {
+  const { gpu } = await import("../../gpu/device.ts");
+  const list = [...params.entries()];
+  const bytes = await gpu().read(list.map(([, t]) => ({ buffer: t.buffer, size: t.byteSize })));
+  return new Map(list.map(([name], i) => [name, new Float32Array(bytes[i])]));
+}
+
+/** Writes a model's parameters as a Hugging Face folder (temp name, then rename). */
+export async function writeModel(dir: string, m: SavedModel): Promise<void> {
+  const arrays = await readParams(m.params);
+  const tensors = new Map(
+    [...arrays].map(([name, data]) => [name, floatTensor([...m.params.get(name)!.shape], data)]),
+  );
+  await writeModelFolder(dir, {
+    config: m.config,
+    tensors,
+    dtype: "float32",
+    tokenizerFiles: m.tokenizerFiles,
+    overwrite: true,
+  });
+}
+
+async function writeOptimizer(path: string, opt: Optimizer): Promise<void> {
+  const state = await opt.adamw.state();
+  const raw = (name: string, x: Float32Array) => {
+    const t = floatTensor([x.length], x);
+    return { name, dtype: t.dtype, shape: t.shape, bytes: t.data };
+  };
+  const tensors = [
+    ...state.m.map((m, i) => raw(`m.${i}`, m)),
+    ...state.v.map((v, i) => raw(`v.${i}`, v)),
+  ];
+  await writeSafetensorsFile(path, tensors, { metadata: { step: String(state.step) } });
+}
+
+async function readOptimizer(path: string, opt: Optimizer): Promise<void> {
+  const file = await readSafetensorsFile(path);
+  const n = opt.params.length;
+  const byName = new Map(file.tensors.map((t) => [t.name, t]));
+  const get = (name: string) => {
+    const t = byName.get(name);
+    if (!t) throw new Error(`${path}: optimizer state lacks tensor ${name}`);
+    return tensorToFloat32({ dtype: t.dtype, shape: t.shape, data: t.bytes });
+  };
+  const step = Number(file.metadata?.step ?? NaN);
+  if (!Number.isInteger(step)) throw new Error(`${path}: metadata "step" is missing`);
+  opt.adamw.loadState({
+    step,
+    m: Array.from({ length: n }, (_, i) => get(`m.${i}`)),
+    v: Array.from({ length: n }, (_, i) => get(`v.${i}`)),
+  });
+}
+
+export class FolderCheckpointStore implements CheckpointStore {
+  constructor(
+    readonly o: {
+      root: string;
+      actor: SavedModel;
+      critic: SavedModel | null;
+      configYaml: string;
+      maxToKeep: number | null;
+      /** The checkpoint chosen by resume_mode (null: start fresh). */
+      resumePath: string | null;
+    },
+  ) {}
+
+  async save(step: number, extra: Record<string, unknown>): Promise<void> {
+    await saveCheckpoint(this.o.root, step, async (dir) => {
+      for (const [name, part] of [["actor", this.o.actor], ["critic", this.o.critic]] as const) {
+        if (!part) continue;
+        await writeModel(`${dir}/${name}`, part);
+        await writeOptimizer(`${dir}/${name}/optimizer.safetensors`, part.optimizer);
+      }
+      await Deno.writeTextFile(
+        `${dir}/extra_state.json`,
+        JSON.stringify({ ...extra, config: this.o.configYaml }, null, 1),
+      );
+    }, { maxToKeep: this.o.maxToKeep });
+  }
+
+  /** Optimizer states and extra of the resume checkpoint (the weights were loaded at setup). */
+  async resume(): Promise<Record<string, unknown> | null> {
+    const p = this.o.resumePath;
+    if (!p) return null;
+    await readOptimizer(`${p}/actor/optimizer.safetensors`, this.o.actor.optimizer);
+    if (this.o.critic) {
+      await readOptimizer(`${p}/critic/optimizer.safetensors`, this.o.critic.optimizer);
+    }
+    let text: string;
+    try {
+      text = await Deno.readTextFile(`${p}/extra_state.json`);
+    } catch {
+      throw new Error(
+        `checkpoint ${p} has no extra_state.json (incomplete or not a PPO checkpoint)`,
+      );
+    }
+    return JSON.parse(text);
+  }
+}

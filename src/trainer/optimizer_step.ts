@@ -1,0 +1,30 @@
+/**
+ * One optimizer step after gradient accumulation: global grad-norm clipping computed on the GPU,
+ * one small readback of the norm (for `grad_norm` and the non-finite check), then AdamW — or no
+ * update at all when the norm is not finite (the step is skipped and counted, as verl does).
+ */
+import type { Tensor } from "../tensor/mod.ts";
+import { zeroGrad } from "../tensor/mod.ts";
+import { clipGradNorm } from "../tensor/ops/grad_norm.ts";
+import type { AdamW } from "../nn/optim.ts";
+
+export interface Optimizer {
+  readonly adamw: AdamW;
+  readonly params: Tensor[];
+}
+
+export async function optimizerStep(
+  opt: Optimizer,
+  options: { lr: number; gradClip: number },
+): Promise<{ gradNorm: number; skipped: boolean }> {
+  const withGrad = opt.params.filter((p) => p.grad);
+  if (withGrad.length === 0) return { gradNorm: 0, skipped: true };
+  const clip = clipGradNorm(withGrad, options.gradClip > 0 ? options.gradClip : Infinity);
+  const norm = (await clip.norm.toArray())[0];
+  const skipped = !Number.isFinite(norm);
+  if (!skipped) opt.adamw.step({ lr: options.lr, clipScale: clip.scale });
+  clip.norm.dispose();
+  clip.scale.dispose();
+  zeroGrad(opt.params);
+  return { gradNorm: norm, skipped };
+}

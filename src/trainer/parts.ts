@@ -1,0 +1,88 @@
+/** Everything `fit()` works with, built once from the config by `setup` (Deno or browser). */
+import type { KlController } from "../algos/mod.ts";
+import type { Tokenizer } from "../io/tokenizer_types.ts";
+import type { RewardManager } from "../reward/mod.ts";
+import type { Logger } from "./tracking/loggers.ts";
+import type { PpoConfig } from "./config/mod.ts";
+import type { CausalModel } from "./actor.ts";
+import type { ValueModel } from "./critic.ts";
+import type { Optimizer } from "./optimizer_step.ts";
+import type { PromptItem } from "./stages.ts";
+
+/** Left-padded prompts `[B, P]` for the rollout. */
+export interface RolloutPrompts {
+  inputIds: Int32Array; // [B, P]
+  attentionMask: Int32Array; // [B, P]
+  batch: number;
+  promptLength: number;
+}
+
+export interface RolloutOptions {
+  n: number;
+  responseLength: number;
+  temperature: number;
+  topK: number;
+  topP: number;
+  doSample: boolean;
+  seed: number;
+}
+
+export interface RolloutOutput {
+  responses: Int32Array; // [B * n, R]
+  responseMask: Int32Array; // [B * n, R]
+  logProbs?: Float32Array; // [B * n, R]
+}
+
+export type RolloutFn = (
+  prompts: RolloutPrompts,
+  options: RolloutOptions,
+) => Promise<RolloutOutput>;
+
+/** The training prompts, epoch by epoch, with a position that checkpoints can restore. */
+export interface PromptLoader {
+  /** The next batch, or null at the end of the current epoch (the next call starts a new one). */
+  next(): PromptItem[] | null;
+  readonly epoch: number;
+  readonly batchesPerEpoch: number;
+  state(): unknown;
+  restore(state: unknown): void;
+}
+
+/** Where checkpoints and resumes go; Deno writes folders, the browser may keep them in memory. */
+export interface CheckpointStore {
+  save(step: number, extra: Record<string, unknown>): Promise<void>;
+  /** Loads the checkpoint chosen by `trainer.resume_mode`; returns its extra, or null. */
+  resume(): Promise<Record<string, unknown> | null>;
+}
+
+export interface TrainerParts {
+  config: PpoConfig;
+  tokenizer: Tokenizer;
+  actor: { model: CausalModel; optimizer: Optimizer };
+  ref: CausalModel | null;
+  critic: { model: ValueModel; optimizer: Optimizer } | null;
+  rollout: RolloutFn;
+  trainLoader: PromptLoader;
+  valItems: PromptItem[];
+  reward: RewardManager;
+  valReward: RewardManager;
+  tracking: Logger;
+  klCtrl: KlController | null;
+  checkpoints: CheckpointStore | null;
+  /** Optional sinks for generations (rollout_data_dir / validation_data_dir dumps, the web page). */
+  onGenerations?: (kind: "train" | "val", step: number, rows: GenerationRow[]) => void;
+  /** Called between steps; resolve false to stop early (the browser's pause/stop). */
+  shouldContinue?: () => Promise<boolean> | boolean;
+  print?: (line: string) => void;
+  /** Peak bytes of GPU buffers in use, for perf/max_memory_allocated_gb. */
+  peakMemoryBytes?: () => number;
+}
+
+export interface GenerationRow {
+  input: string;
+  output: string;
+  score: number;
+  ground_truth: string;
+  data_source: string;
+  step: number;
+}

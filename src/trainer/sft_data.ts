@@ -1,0 +1,80 @@
+/**
+ * SFT examples from verl-schema parquet: the prompt column (chat messages or a string) rendered
+ * with the chat template and the generation prompt, the response column (optionally inside a
+ * struct, via response_dict_keys) followed by EOS.
+ */
+import type { ChatMessage, Tokenizer } from "../io/tokenizer_types.ts";
+import { readParquet } from "./data/mod.ts";
+import { truncate, type Truncation } from "./data/mod.ts";
+import type { SftExample } from "./sft_trainer.ts";
+
+export interface SftDataOptions {
+  promptKey: string;
+  responseKey: string;
+  promptDictKeys: string[];
+  responseDictKeys: string[];
+  maxLength: number;
+  truncation: Truncation;
+}
+
+function dig(value: unknown, keys: string[], where: string): unknown {
+  let v = value;
+  for (const k of keys) {
+    if (v === null || typeof v !== "object" || !(k in (v as Record<string, unknown>))) {
+      throw new Error(`${where}: has no key "${k}"`);
+    }
+    v = (v as Record<string, unknown>)[k];
+  }
+  return v;
+}
+
+export function sftExampleFromRow(
+  row: Record<string, unknown>,
+  tokenizer: Tokenizer,
+  o: SftDataOptions,
+  where: { file: string; row: number },
+): SftExample {
+  const at = (col: string) => `${where.file} row ${where.row} column ${col}`;
+  if (!(o.promptKey in row)) throw new Error(`${at(o.promptKey)}: column is missing`);
+  if (!(o.responseKey in row)) throw new Error(`${at(o.responseKey)}: column is missing`);
+  const prompt = dig(row[o.promptKey], o.promptDictKeys, at(o.promptKey));
+  const response = dig(row[o.responseKey], o.responseDictKeys, at(o.responseKey));
+  if (typeof response !== "string") {
+    throw new Error(`${at(o.responseKey)}: expected a string response, got ${typeof response}`);
+  }
+  const messages: ChatMessage[] = typeof prompt === "string"
+    ? [{ role: "user", content: prompt }]
+    : Array.isArray(prompt)
+    ? prompt as ChatMessage[]
+    : (() => {
+      throw new Error(`${at(o.promptKey)}: expected chat messages or a string`);
+    })();
+  const text = tokenizer.applyChatTemplate(messages, { addGenerationPrompt: true });
+  let promptIds = tokenizer.encode(text, { addSpecialTokens: false });
+  const responseIds = [
+    ...tokenizer.encode(response, { addSpecialTokens: false }),
+    tokenizer.eosTokenId,
+  ];
+  const room = o.maxLength - responseIds.length;
+  if (promptIds.length > room) {
+    promptIds = truncate(promptIds, Math.max(1, room), o.truncation, {
+      file: where.file,
+      row: where.row,
+      column: o.promptKey,
+    });
+  }
+  return { promptIds, responseIds };
+}
+
+export async function loadSftExamples(
+  files: string | string[],
+  tokenizer: Tokenizer,
+  o: SftDataOptions,
+): Promise<SftExample[]> {
+  const out: SftExample[] = [];
+  for (const file of typeof files === "string" ? [files] : files) {
+    const rows = await readParquet(file, { required: [o.promptKey, o.responseKey] });
+    rows.forEach((r, row) => out.push(sftExampleFromRow(r, tokenizer, o, { file, row })));
+  }
+  return out;
+}

@@ -1,0 +1,153 @@
+/**
+ * Supervised fine-tuning: masked cross-entropy on the response tokens (verl's fsdp_sft_trainer).
+ * The loss of a batch is the sum over its response tokens divided by their count, accumulated
+ * over micro-batches, so the gradient does not depend on the micro-batch size.
+ */
+import { noGrad, scopeAsync, Tensor } from "../tensor/mod.ts";
+import { backward } from "../tensor/mod.ts";
+import { crossEntropy } from "../tensor/ops/cross_entropy.ts";
+import { mulScalar } from "../tensor/ops/elementwise.ts";
+import type { CausalModel } from "./actor.ts";
+import { chunks, range } from "./batch.ts";
+import { type Optimizer, optimizerStep } from "./optimizer_step.ts";
+import type { Logger } from "./tracking/loggers.ts";
+import { learningRate, seededRandom, shuffled } from "./util.ts";
+
+/** One tokenised example: the prompt (chat-templated) and the response with its EOS. */
+export interface SftExample {
+  promptIds: number[];
+  responseIds: number[];
+}
+
+interface MicroInputs {
+  ids: Tensor; // [b, T] i32
+  mask: Tensor; // [b, T] i32
+  pos: Tensor; // [b, T] i32
+  targets: Tensor; // [b * T] i32, -100 outside the response
+  tokens: number;
+}
+
+/** Right-pads prompt + response; position t predicts token t + 1 where that token is a response token. */
+export function sftInputs(examples: SftExample[]): MicroInputs {
+  const T = Math.max(2, ...examples.map((e) => e.promptIds.length + e.responseIds.length));
+  const n = examples.length;
+  const ids = new Int32Array(n * T), mask = new Int32Array(n * T), pos = new Int32Array(n * T);
+  const targets = new Int32Array(n * T).fill(-100);
+  let tokens = 0;
+  examples.forEach((e, i) => {
+    const seq = [...e.promptIds, ...e.responseIds];
+    seq.forEach((id, t) => {
+      ids[i * T + t] = id;
+      mask[i * T + t] = 1;
+      pos[i * T + t] = t;
+    });
+    for (let r = 0; r < e.responseIds.length; r++) {
+      targets[i * T + e.promptIds.length - 1 + r] = e.responseIds[r];
+      tokens++;
+    }
+  });
+  return {
+    ids: Tensor.from(ids, [n, T], "i32"),
+    mask: Tensor.from(mask, [n, T], "i32"),
+    pos: Tensor.from(pos, [n, T], "i32"),
+    targets: Tensor.from(targets, [n * T], "i32"),
+    tokens,
+  };
+}
+
+function sumLoss(model: CausalModel, m: MicroInputs): Tensor {
+  const logits = model.forward(m.ids, { positionIds: m.pos, attentionMask: m.mask });
+  const V = logits.shape.at(-1)!;
+  return crossEntropy(logits.reshape([-1, V]), m.targets, { ignoreIndex: -100, reduction: "sum" });
+}
+
+/** Mean response-token loss over a set of examples (no gradient). */
+export async function sftEvalLoss(
+  model: CausalModel,
+  examples: SftExample[],
+  microBatchSize: number,
+): Promise<number> {
+  let total = 0, tokens = 0;
+  for (const rows of chunks(range(examples.length), microBatchSize)) {
+    await scopeAsync(async () => {
+      const m = sftInputs(rows.map((i) => examples[i]));
+      const loss = noGrad(() => sumLoss(model, m));
+      total += (await loss.toArray())[0];
+      tokens += m.tokens;
+    });
+  }
+  return tokens ? total / tokens : 0;
+}
+
+export interface SftFitOptions {
+  model: CausalModel;
+  optimizer: Optimizer;
+  train: SftExample[];
+  val: SftExample[];
+  batchSize: number;
+  microBatchSize: number;
+  totalSteps: number;
+  lr: number;
+  warmupStepsRatio: number;
+  scheduler: "constant" | "cosine";
+  clipGrad: number;
+  seed: number;
+  shuffle: boolean;
+  testFreq: number;
+  tracking: Logger;
+  /** Called after steps that `saveFreq` selects and at the end. */
+  save?: (step: number) => Promise<void>;
+  saveFreq: number;
+}
+
+/** Runs `totalSteps` optimizer steps over the examples (epochs wrap around with a new shuffle). */
+export async function sftFit(o: SftFitOptions): Promise<{ step: number; valLoss: number }> {
+  const perEpoch = Math.floor(o.train.length / o.batchSize);
+  if (perEpoch === 0) {
+    throw new Error(
+      `data.train_batch_size=${o.batchSize} is larger than the training set (${o.train.length})`,
+    );
+  }
+  let valLoss = NaN;
+  for (let step = 1; step <= o.totalSteps; step++) {
+    const epoch = Math.floor((step - 1) / perEpoch);
+    const order = o.shuffle
+      ? shuffled(range(o.train.length), seededRandom(o.seed, epoch))
+      : range(o.train.length);
+    const k = (step - 1) % perEpoch;
+    const batch = order.slice(k * o.batchSize, (k + 1) * o.batchSize).map((i) => o.train[i]);
+    const totalTokens = batch.reduce((a, e) => a + e.responseIds.length, 0);
+    let lossSum = 0;
+    const t0 = performance.now();
+    for (const rows of chunks(range(batch.length), o.microBatchSize)) {
+      await scopeAsync(async () => {
+        const m = sftInputs(rows.map((i) => batch[i]));
+        const loss = sumLoss(o.model, m);
+        backward(mulScalar(loss, 1 / totalTokens));
+        lossSum += (await loss.toArray())[0];
+      });
+    }
+    const lr = learningRate(step - 1, {
+      lr: o.lr,
+      totalSteps: o.totalSteps,
+      warmupSteps: Math.floor(o.warmupStepsRatio * o.totalSteps),
+      style: o.scheduler,
+    });
+    const st = await optimizerStep(o.optimizer, { lr, gradClip: o.clipGrad });
+    const metrics: Record<string, number> = {
+      "train/loss": lossSum / totalTokens,
+      "train/lr": lr,
+      "train/grad_norm": st.gradNorm,
+      "train/epoch": epoch,
+      "timing_s/step": (performance.now() - t0) / 1000,
+    };
+    const last = step === o.totalSteps;
+    if ((o.testFreq > 0 && step % o.testFreq === 0) || last) {
+      valLoss = await sftEvalLoss(o.model, o.val, o.microBatchSize);
+      metrics["val/loss"] = valLoss;
+    }
+    if (o.save && ((o.saveFreq > 0 && step % o.saveFreq === 0) || last)) await o.save(step);
+    o.tracking.log(step, metrics);
+  }
+  return { step: o.totalSteps, valLoss };
+}

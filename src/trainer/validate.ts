@@ -1,0 +1,62 @@
+/** Validation: greedy (by `val_kwargs`) generations on the held-out prompts, scored per source. */
+import type { Batch } from "./batch.ts";
+import type { GenerationRow, TrainerParts } from "./parts.ts";
+import { chunks, range } from "./batch.ts";
+import { gen, reward } from "./stages.ts";
+
+function rowsOf(parts: TrainerParts, batch: Batch, step: number): GenerationRow[] {
+  const P = batch.promptLength;
+  return range(batch.size).map((b) => {
+    const ids = batch.prompts.subarray(b * P, b * P + P).filter((_, j) =>
+      batch.promptMask[b * P + j]
+    );
+    let score = 0;
+    const R = batch.responseLength;
+    for (let r = 0; r < R; r++) score += batch.tokenLevelScores![b * R + r];
+    return {
+      input: parts.tokenizer.decode(ids, { skipSpecialTokens: false }),
+      output: batch.responseTexts?.[b] ?? "",
+      score,
+      ground_truth: batch.groundTruth[b],
+      data_source: batch.dataSource[b],
+      step,
+    };
+  });
+}
+
+/** `val-core/{data_source}/reward/mean@N` (and the per-source accuracy) over all held-out prompts. */
+export async function validate(parts: TrainerParts, step: number): Promise<Record<string, number>> {
+  const cfg = parts.config;
+  const n = cfg.actor_rollout_ref.rollout.val_kwargs.n;
+  const size = cfg.data.val_batch_size ?? parts.valItems.length;
+  const bySource = new Map<string, number[]>();
+  const rows: GenerationRow[] = [];
+  for (const idx of chunks(range(parts.valItems.length), Math.max(1, size))) {
+    const items = idx.map((i) => parts.valItems[i]);
+    let batch = await gen(parts, items, { step, n, validation: true, uidPrefix: "val" });
+    batch = (await reward(parts, batch, { validation: true })).batch;
+    for (const row of rowsOf(parts, batch, step)) {
+      rows.push(row);
+      const list = bySource.get(row.data_source) ?? [];
+      list.push(row.score);
+      bySource.set(row.data_source, list);
+    }
+  }
+  const metrics: Record<string, number> = {};
+  for (const [source, scores] of bySource) {
+    const mean = scores.reduce((a, b) => a + b, 0) / scores.length;
+    metrics[`val-core/${source}/reward/mean@${n}`] = mean;
+  }
+  parts.onGenerations?.("val", step, rows);
+  const show = cfg.trainer.log_val_generations;
+  if (show > 0) {
+    for (const r of rows.slice(0, show)) {
+      (parts.print ?? console.log)(
+        `[val] ${JSON.stringify(r.input)} -> ${JSON.stringify(r.output)} score=${r.score}`,
+      );
+    }
+  }
+  return metrics;
+}
+
+export { rowsOf as generationRows };

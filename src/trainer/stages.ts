@@ -96,6 +96,14 @@ export async function reward(
     groundTruths: batch.groundTruth,
     extraInfos: batch.extraInfo,
   });
+  if (res.failures.length * 2 > batch.size) {
+    // A reward function that fails for most samples is broken, not unlucky: stop the run.
+    const f = res.failures[0];
+    throw new Error(
+      `reward function failed for ${res.failures.length} of ${batch.size} samples; first: ` +
+        `sample ${f.index} (${f.dataSource}) ${f.kind}: ${f.message}`,
+    );
+  }
   return {
     batch: {
       ...batch,

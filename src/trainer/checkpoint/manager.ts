@@ -61,6 +61,8 @@ export async function saveCheckpoint(
     Deno.removeSync(tmp, { recursive: true });
     throw e;
   }
+  // Crash-safety tests kill the process here, with the new checkpoint written but not in place.
+  if (Deno.env.get("WEBRL_KILL_DURING_SAVE") === String(step)) Deno.kill(Deno.pid, "SIGKILL");
   if (exists(final)) {
     // Re-saving a step (a resumed run that reached it again): move the old one aside first.
     const old = `${root}/.old_global_step_${step}_${Deno.pid}`;

@@ -1,0 +1,223 @@
+/**
+ * The Qwen2 / Llama causal LM on the GPU: a training forward through autograd (`forward`,
+ * `hidden`) and an inference path with a KV cache (`prefill`, `decodeStep`). Parameters live in a
+ * map under Hugging Face names, so loading and saving a folder is a rename-free copy.
+ */
+import { gpu } from "../gpu/device.ts";
+import type { ModelConfig } from "../io/hf_config.ts";
+import { noGrad } from "../tensor/autograd.ts";
+import { attention } from "../tensor/ops/attention.ts";
+import { cast } from "../tensor/ops/elementwise.ts";
+import { embedding } from "../tensor/ops/embedding.ts";
+import { linear } from "../tensor/ops/matmul.ts";
+import { rmsNorm } from "../tensor/ops/rmsnorm.ts";
+import { f16BitsToF32, fmtShape, Tensor } from "../tensor/tensor.ts";
+import { KvCache, lastStep } from "./kv_cache.ts";
+import { type Attend, decoderLayer, layerParams, type LayerParams } from "./layers.ts";
+import { checkWeights, initWeights, weightShapes } from "./weights.ts";
+
+export interface ForwardOptions {
+  /** i32 [B, T] rotary positions (left padding: cumsum(mask) - 1, clipped at 0). */
+  positionIds: Tensor;
+  /** i32 [B, T] 1 = token, 0 = padding. */
+  attentionMask: Tensor;
+}
+
+export interface LoadOptions {
+  /**
+   * "f16" stores the projection matrices (and the lm_head) in half precision for inference where
+   * the GPU has shader-f16; such a model has no trainable f32 parameters. Default "f32".
+   */
+  dtype?: "f32" | "f16";
+}
+
+const EMBED = "model.embed_tokens.weight";
+
+/** A matrix that feeds `linear` (the only weights worth storing in f16). */
+function isMatrix(name: string): boolean {
+  return name.endsWith("_proj.weight") || name === "lm_head.weight";
+}
+
+/** Uploads HF-named arrays, checked against `shapes`. */
+export function uploadWeights(
+  shapes: Map<string, number[]>,
+  arrays: ReadonlyMap<string, Float32Array>,
+  options: LoadOptions & { what: string },
+): Map<string, Tensor> {
+  checkWeights(shapes, arrays, options.what);
+  const half = options.dtype === "f16";
+  if (half && !gpu().hasF16) {
+    throw new Error(`${options.what}: f16 weights need shader-f16, which this GPU lacks`);
+  }
+  const out = new Map<string, Tensor>();
+  for (const [name, shape] of shapes) {
+    const dtype = half && isMatrix(name) ? "f16" : "f32";
+    out.set(name, Tensor.from(arrays.get(name)!, shape, dtype, name).keep());
+  }
+  return out;
+}
+
+/** The shared trunk of the LM and the critic: embedding, layers and final norm. */
+export class DecoderTrunk {
+  protected readonly layers: LayerParams[];
+
+  protected constructor(
+    readonly config: ModelConfig,
+    protected readonly weights: Map<string, Tensor>,
+  ) {
+    this.layers = Array.from(
+      { length: config.numHiddenLayers },
+      (_, l) => layerParams(config, weights, l),
+    );
+  }
+
+  /** Every parameter under its HF name (the same tensors, so the trainer can set requiresGrad). */
+  params(): Map<string, Tensor> {
+    return new Map(this.weights);
+  }
+
+  /** All parameters as f32 arrays, read back in one round trip. */
+  async toArrays(): Promise<Map<string, Float32Array>> {
+    const entries = [...this.weights];
+    const bytes = await gpu().read(
+      entries.map(([, t]) => ({ buffer: t.buffer, size: t.byteSize })),
+    );
+    const out = new Map<string, Float32Array>();
+    entries.forEach(([name, t], i) => {
+      if (t.dtype === "f32") out.set(name, new Float32Array(bytes[i]));
+      else out.set(name, Float32Array.from(new Uint16Array(bytes[i]), f16BitsToF32));
+    });
+    return out;
+  }
+
+  protected checkIds(op: string, ids: Tensor, others: [string, Tensor][]): void {
+    const bad = ids.dtype !== "i32" || ids.rank !== 2 ||
+      others.some(([, t]) => t.dtype !== "i32" || t.shape.join() !== ids.shape.join());
+    if (bad) {
+      const all = [["inputIds", ids] as [string, Tensor], ...others]
+        .map(([n, t]) => `${n} ${t.dtype} ${fmtShape(t.shape)}`).join(", ");
+      throw new Error(`${op}: expected i32 tensors of one shape [B, T], got ${all}`);
+    }
+  }
+
+  /** Runs the layers with the given attention; returns the final-norm hidden states [B, T, C]. */
+  protected trunk(ids: Tensor, positions: Tensor, attend: (l: number) => Attend): Tensor {
+    let h = embedding(ids, this.weights.get(EMBED)!);
+    this.layers.forEach((w, l) => {
+      h = decoderLayer(h, w, { config: this.config, positions, attend: attend(l) });
+    });
+    return rmsNorm(h, this.weights.get("model.norm.weight")!, { eps: this.config.rmsNormEps });
+  }
+
+  /** Final-norm hidden states [B, T, C] of a padded batch (training forward, on the tape). */
+  hidden(inputIds: Tensor, options: ForwardOptions): Tensor {
+    this.checkIds("hidden", inputIds, [
+      ["positionIds", options.positionIds],
+      ["attentionMask", options.attentionMask],
+    ]);
+    return this.trunk(inputIds, options.positionIds, () => (q, k, v) =>
+      attention(q, k, v, { keyMask: options.attentionMask, causal: true }));
+  }
+
+  dispose(): void {
+    for (const t of this.weights.values()) t.dispose();
+  }
+}
+
+/** Qwen2ForCausalLM / LlamaForCausalLM. */
+export class CausalLM extends DecoderTrunk {
+  /** The lm_head matrix: the embedding table when tied (both uses' gradients add up). */
+  #head: Tensor;
+
+  private constructor(config: ModelConfig, weights: Map<string, Tensor>) {
+    super(config, weights);
+    if (!config.tieWordEmbeddings) this.#head = weights.get("lm_head.weight")!;
+    else if (weights.get(EMBED)!.dtype === "f32" && this.#f16Linear()) {
+      // f16 inference: a half copy of the tied table for the lm_head; the gather stays f32.
+      this.#head = noGrad(() => cast(weights.get(EMBED)!, "f16")).keep();
+    } else this.#head = weights.get(EMBED)!;
+  }
+
+  #f16Linear(): boolean {
+    return this.layers[0]?.q.dtype === "f16";
+  }
+
+  /** Parameters keyed by HF names; `lm_head.weight` is absent when tied (as in HF's files). */
+  static fromTensors(
+    config: ModelConfig,
+    tensors: ReadonlyMap<string, Float32Array>,
+    options: LoadOptions = {},
+  ): CausalLM {
+    const weights = uploadWeights(weightShapes(config), tensors, { ...options, what: "CausalLM" });
+    return new CausalLM(config, weights);
+  }
+
+  /** HF-like random initialisation (normal, std 0.02), deterministic in `seed`. */
+  static random(config: ModelConfig, options: LoadOptions & { seed?: number } = {}): CausalLM {
+    const shapes = weightShapes(config);
+    return CausalLM.fromTensors(config, initWeights(shapes, { seed: options.seed }), options);
+  }
+
+  /** Logits [B, T, V] of a padded batch through autograd. */
+  forward(inputIds: Tensor, options: ForwardOptions): Tensor {
+    return linear(this.hidden(inputIds, options), this.#head);
+  }
+
+  /** Empty KV caches for `batch` sequences of up to `maxLength` tokens; promptMask [B, P]. */
+  createCache(batch: number, maxLength: number, promptMask: Int32Array): KvCache {
+    const c = this.config;
+    return KvCache.create({
+      layers: c.numHiddenLayers,
+      batch,
+      maxLength,
+      kvHeads: c.numKeyValueHeads,
+      headDim: c.headDim,
+      promptMask,
+    });
+  }
+
+  /** Runs the prompt [B, P] into an empty cache; returns the last position's logits [B, V]. */
+  prefill(cache: KvCache, inputIds: Tensor, options: ForwardOptions): Tensor {
+    this.checkIds("prefill", inputIds, [
+      ["positionIds", options.positionIds],
+      ["attentionMask", options.attentionMask],
+    ]);
+    if (cache.length !== 0) throw new Error(`prefill: the cache already holds ${cache.length}`);
+    return noGrad(() => {
+      const h = this.trunk(inputIds, options.positionIds, (l) => (q, k, v) => {
+        cache.append(l, k, v);
+        return attention(q, k, v, { keyMask: options.attentionMask, causal: true });
+      });
+      cache.advance(inputIds.shape[1]);
+      return linear(lastStep(h), this.#head);
+    });
+  }
+
+  /** One token per sequence (ids, positions i32 [B, 1]) against the cache; logits [B, V]. */
+  decodeStep(cache: KvCache, ids: Tensor, positions: Tensor): Tensor {
+    this.checkIds("decodeStep", ids, [["positions", positions]]);
+    if (ids.shape[0] !== cache.batch || ids.shape[1] !== 1) {
+      throw new Error(`decodeStep: ids ${fmtShape(ids.shape)} must be [${cache.batch}, 1]`);
+    }
+    return noGrad(() => {
+      const kvLength = cache.length + 1;
+      const h = this.trunk(ids, positions, (l) => (q, k, v) => {
+        cache.append(l, k, v);
+        return attention(q, cache.keys[l], cache.values[l], {
+          keyMask: cache.keyMask,
+          kvLength,
+          causal: false,
+        });
+      });
+      cache.advance(1);
+      return linear(h, this.#head).reshape([cache.batch, this.config.vocabSize]);
+    });
+  }
+
+  override dispose(): void {
+    if (!this.weights.has("lm_head.weight") && this.#head !== this.weights.get(EMBED)) {
+      this.#head.dispose();
+    }
+    super.dispose();
+  }
+}

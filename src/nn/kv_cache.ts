@@ -1,0 +1,104 @@
+/**
+ * Per-layer key/value caches for decoding [B, Smax, Hkv, D] plus the key mask [B, Smax] that the
+ * attention kernel reads (prompt padding 0, everything generated 1). New keys and values are
+ * written by a small kernel (shaders/kv_cache.wgsl) and attention reads a `kvLength` view.
+ */
+import { gpu, packParams } from "../gpu/device.ts";
+import { grid1d } from "../tensor/ops/grid.ts";
+import { fmtShape, Tensor } from "../tensor/tensor.ts";
+
+const WG = 256;
+
+export class KvCache {
+  /** Positions filled so far (the prompt, then one per decode step). */
+  length = 0;
+
+  private constructor(
+    readonly batch: number,
+    readonly maxLength: number,
+    readonly keys: Tensor[],
+    readonly values: Tensor[],
+    readonly keyMask: Tensor,
+  ) {}
+
+  /**
+   * Caches for `layers` layers; `promptMask` [B, P] (1 = token, 0 = left padding) starts the key
+   * mask, whose remaining columns are 1.
+   */
+  static create(
+    options: {
+      layers: number;
+      batch: number;
+      maxLength: number;
+      kvHeads: number;
+      headDim: number;
+      promptMask: Int32Array;
+    },
+  ): KvCache {
+    const { layers, batch: B, maxLength: S, kvHeads, headDim } = options;
+    const P = options.promptMask.length / B;
+    if (!Number.isInteger(P) || P > S) {
+      throw new Error(
+        `KvCache: prompt mask of ${options.promptMask.length} values does not fit [${B}, <= ${S}]`,
+      );
+    }
+    const mask = new Int32Array(B * S).fill(1);
+    for (let b = 0; b < B; b++) {
+      mask.set(options.promptMask.subarray(b * P, (b + 1) * P), b * S);
+    }
+    const shape = [B, S, kvHeads, headDim];
+    const keys = [], values = [];
+    for (let l = 0; l < layers; l++) {
+      keys.push(Tensor.empty(shape, "f32", `kv_cache.k${l}`).keep());
+      values.push(Tensor.empty(shape, "f32", `kv_cache.v${l}`).keep());
+    }
+    const keyMask = Tensor.from(mask, [B, S], "i32", "kv_cache.mask").keep();
+    return new KvCache(B, S, keys, values, keyMask);
+  }
+
+  /** Writes k, v [B, T, Hkv, D] of `layer` at the current length (call `advance` after all layers). */
+  append(layer: number, k: Tensor, v: Tensor): void {
+    const kc = this.keys[layer];
+    const [B, , H, D] = kc.shape;
+    const T = k.shape[1];
+    const ok = k.dtype === "f32" && v.dtype === "f32" && k.rank === 4 && k.shape[0] === B &&
+      k.shape[2] === H && k.shape[3] === D && k.shape.every((d, i) => d === v.shape[i]);
+    if (!ok) {
+      throw new Error(
+        `KvCache.append: k ${fmtShape(k.shape)} ${k.dtype} and v ${fmtShape(v.shape)} ${v.dtype} ` +
+          `must be f32 [${B}, T, ${H}, ${D}]`,
+      );
+    }
+    if (this.length + T > this.maxLength) {
+      throw new Error(`KvCache.append: ${this.length} + ${T} positions exceed ${this.maxLength}`);
+    }
+    gpu().dispatch({ shader: "kv_cache" }, {
+      params: packParams([k.size, T, H * D, this.maxLength, this.length]),
+      buffers: [k.buffer, v.buffer, kc.buffer, this.values[layer].buffer],
+      workgroups: grid1d(k.size, WG),
+    });
+  }
+
+  advance(steps: number): void {
+    this.length += steps;
+  }
+
+  dispose(): void {
+    for (const t of [...this.keys, ...this.values, this.keyMask]) t.dispose();
+  }
+}
+
+/** x [B, T, C] -> x[:, T - 1, :] as [B, C] (no gradient: inference only). */
+export function lastStep(x: Tensor): Tensor {
+  if (x.rank !== 3 || x.dtype !== "f32") {
+    throw new Error(`lastStep: expected f32 [B, T, C], got ${x.dtype} ${fmtShape(x.shape)}`);
+  }
+  const [B, T, C] = x.shape;
+  const out = Tensor.empty([B, C], "f32", "last_step");
+  gpu().dispatch({ shader: "kv_cache_last" }, {
+    params: packParams([B * C, T, C]),
+    buffers: [x.buffer, out.buffer],
+    workgroups: grid1d(B * C, WG),
+  });
+  return out;
+}

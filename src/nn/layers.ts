@@ -1,0 +1,94 @@
+/**
+ * One decoder layer of the Qwen2 / Llama family built from the tensor ops (pre-norm attention and
+ * SwiGLU MLP with residuals). Attention itself is a callback so that training (whole sequences)
+ * and cached decoding (append to the KV cache, attend over it) share everything else.
+ */
+import type { ModelConfig } from "../io/hf_config.ts";
+import { record, registerOp } from "../tensor/autograd.ts";
+import { add } from "../tensor/ops/elementwise.ts";
+import { linear } from "../tensor/ops/matmul.ts";
+import { rmsNorm } from "../tensor/ops/rmsnorm.ts";
+import { rope } from "../tensor/ops/rope.ts";
+import { swiglu } from "../tensor/ops/swiglu.ts";
+import type { Tensor } from "../tensor/tensor.ts";
+import { hasOutputBias } from "./weights.ts";
+
+registerOp("view", "view(x, shape): the same buffer under another shape; the gradient likewise");
+
+/** A differentiable reshape (Tensor.reshape itself is a plain view outside the tape). */
+export function view(x: Tensor, shape: readonly number[]): Tensor {
+  const out = x.reshape(shape);
+  return record("view", [x], out, (g) => [g.reshape(x.shape)]);
+}
+
+export interface LayerParams {
+  inputNorm: Tensor;
+  q: Tensor;
+  k: Tensor;
+  v: Tensor;
+  qBias: Tensor | null;
+  kBias: Tensor | null;
+  vBias: Tensor | null;
+  o: Tensor;
+  oBias: Tensor | null;
+  postNorm: Tensor;
+  gate: Tensor;
+  up: Tensor;
+  down: Tensor;
+}
+
+/** Picks layer `l`'s tensors out of a map keyed by HF names. */
+export function layerParams(
+  config: ModelConfig,
+  weights: ReadonlyMap<string, Tensor>,
+  l: number,
+): LayerParams {
+  const p = `model.layers.${l}`;
+  const w = (name: string) => {
+    const t = weights.get(`${p}.${name}`);
+    if (!t) throw new Error(`decoder: missing weight ${p}.${name}`);
+    return t;
+  };
+  const bias = config.attentionBias;
+  return {
+    inputNorm: w("input_layernorm.weight"),
+    q: w("self_attn.q_proj.weight"),
+    k: w("self_attn.k_proj.weight"),
+    v: w("self_attn.v_proj.weight"),
+    qBias: bias ? w("self_attn.q_proj.bias") : null,
+    kBias: bias ? w("self_attn.k_proj.bias") : null,
+    vBias: bias ? w("self_attn.v_proj.bias") : null,
+    o: w("self_attn.o_proj.weight"),
+    oBias: hasOutputBias(config) ? w("self_attn.o_proj.bias") : null,
+    postNorm: w("post_attention_layernorm.weight"),
+    gate: w("mlp.gate_proj.weight"),
+    up: w("mlp.up_proj.weight"),
+    down: w("mlp.down_proj.weight"),
+  };
+}
+
+/** Attention over rotated q [B, T, Hq, D], k and v [B, T, Hkv, D] -> [B, T, Hq, D]. */
+export type Attend = (q: Tensor, k: Tensor, v: Tensor) => Tensor;
+
+/** h [B, T, C] -> h + attn(norm(h)) -> + mlp(norm(.)). */
+export function decoderLayer(
+  h: Tensor,
+  w: LayerParams,
+  ctx: { config: ModelConfig; positions: Tensor; attend: Attend },
+): Tensor {
+  const c = ctx.config;
+  const [B, T] = h.shape;
+  const D = c.headDim, Hq = c.numAttentionHeads, Hkv = c.numKeyValueHeads;
+  const eps = c.rmsNormEps;
+  const x = rmsNorm(h, w.inputNorm, { eps });
+  const q = view(linear(x, w.q, w.qBias), [B, T, Hq, D]);
+  const k = view(linear(x, w.k, w.kBias), [B, T, Hkv, D]);
+  const v = view(linear(x, w.v, w.vBias), [B, T, Hkv, D]);
+  const qr = rope(q, ctx.positions, { theta: c.ropeTheta });
+  const kr = rope(k, ctx.positions, { theta: c.ropeTheta });
+  const att = view(ctx.attend(qr, kr, v), [B, T, Hq * D]);
+  const h1 = add(h, linear(att, w.o, w.oBias));
+  const x2 = rmsNorm(h1, w.postNorm, { eps });
+  const mlp = linear(swiglu(linear(x2, w.gate), linear(x2, w.up)), w.down);
+  return add(h1, mlp);
+}

@@ -1,0 +1,41 @@
+/**
+ * `deno task eval [cfg.yaml ...] [key=value ...]`: verl's main_eval. Scores the `responses` column
+ * of a parquet file and prints `test_score/{data_source}`.
+ *
+ *   deno task eval data.path=outputs/generations.parquet
+ *   deno task eval data.path=gen.parquet custom_reward_function.path=my_reward.ts
+ */
+import { evaluateResponses } from "../reward/evaluate.ts";
+import { ConfigError, formatConfig, loadConfig } from "../trainer/config/mod.ts";
+import { DataError } from "../trainer/data/mod.ts";
+
+const USAGE = `usage: deno task eval [config.yaml ...] [key=value ...]
+keys: data.path, data.response_key, data.data_source_key, data.reward_model_key,
+      custom_reward_function.{path,name,reward_kwargs,timeout_s}`;
+
+/** Runs the evaluator; returns the metrics, or throws with a message for the user. */
+export async function main(args: string[]): Promise<Record<string, number>> {
+  const files = args.filter((a) => /\.ya?ml$/.test(a) && !a.includes("="));
+  const overrides = args.filter((a) => !files.includes(a));
+  const cfg = loadConfig("evaluation", { files, overrides });
+  console.log(formatConfig(cfg).trimEnd());
+  const result = await evaluateResponses(cfg);
+  console.log(`scored ${result.responses} responses of ${result.rows} rows`);
+  for (const [k, v] of Object.entries(result.metrics)) console.log(`${k}: ${v}`);
+  return result.metrics;
+}
+
+if (import.meta.main) {
+  if (Deno.args.includes("--help") || Deno.args.includes("-h")) {
+    console.log(USAGE);
+    Deno.exit(0);
+  }
+  try {
+    await main(Deno.args);
+  } catch (e) {
+    const known = e instanceof ConfigError || e instanceof DataError;
+    console.error(`eval: ${known ? (e as Error).message : (e as Error).stack ?? e}`);
+    if (e instanceof ConfigError) console.error(USAGE);
+    Deno.exit(known ? 2 : 1);
+  }
+}

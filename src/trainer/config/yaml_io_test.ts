@@ -40,3 +40,14 @@ Deno.test("every key has a doc string", () => {
     });
   }
 });
+
+Deno.test("each generated file loads as a config and equals the defaults", async () => {
+  const { loadConfig } = await import("./load.ts");
+  for (const [rel, schema] of Object.entries(GENERATED_FILES)) {
+    const fromFile = loadConfig(schema, {
+      files: [new URL(rel, root).pathname],
+      skipPathChecks: true,
+    });
+    assert.deepEqual(fromFile, loadConfig(schema, { skipPathChecks: true }), rel);
+  }
+});

@@ -1,0 +1,171 @@
+/**
+ * Bundles the browser demo into a static folder (default `dist/web/`): index.html, main.js,
+ * style.css (ours plus uPlot's), the starting model and the character tokenizer.
+ *
+ *   deno run -A web/build.ts [--out dist/web] [--dev]
+ *
+ * esbuild cannot see Deno's import map or npm cache, so bare imports are resolved through a
+ * throwaway `node_modules` folder of links into Deno's npm cache, every `shaders/*.wgsl` is inlined
+ * into web/shaders.ts, and `node:` built-ins (imported by modules that only use them in Deno) are
+ * replaced by stubs.
+ */
+import * as esbuild from "esbuild";
+
+const ROOT = new URL("../", import.meta.url).pathname;
+const WEB = `${ROOT}web/`;
+
+/** The starting model: committed under assets/ (config.json + model.safetensors). */
+export const MODEL_DIR_CANDIDATES = [
+  "assets/tiny_arithmetic",
+  "assets/model",
+  "assets/start_model",
+];
+
+interface BuildOptions {
+  outDir?: string;
+  minify?: boolean;
+  quiet?: boolean;
+}
+
+async function run(args: string[]): Promise<string> {
+  const out = await new Deno.Command(Deno.execPath(), { args, cwd: ROOT, stderr: "inherit" })
+    .output();
+  if (!out.success) throw new Error(`deno ${args.join(" ")} failed`);
+  return new TextDecoder().decode(out.stdout);
+}
+
+/** Links every npm package of the import map (and what they depend on) into `<dir>/node_modules`. */
+async function linkNpmPackages(dir: string): Promise<string> {
+  await run(["cache", "--quiet", `${WEB}main.ts`]);
+  const info = JSON.parse(await run(["info", "--json"])) as { npmCache: string };
+  const registry = `${info.npmCache}/registry.npmjs.org`;
+  const modules = `${dir}/node_modules`;
+  await Deno.remove(modules, { recursive: true }).catch(() => {});
+  const imports = (JSON.parse(await Deno.readTextFile(`${ROOT}deno.json`)) as {
+    imports: Record<string, string>;
+  }).imports;
+  const seen = new Set<string>();
+  const link = async (name: string, version: string) => {
+    if (seen.has(name)) return;
+    seen.add(name);
+    const target = `${registry}/${name}/${version}`;
+    await Deno.mkdir(`${modules}/${name}`.replace(/\/[^/]+$/, ""), { recursive: true });
+    await Deno.symlink(target, `${modules}/${name}`);
+    const pkg = JSON.parse(await Deno.readTextFile(`${target}/package.json`)) as {
+      dependencies?: Record<string, string>;
+    };
+    for (const dep of Object.keys(pkg.dependencies ?? {})) {
+      // Deno keeps one folder per resolved version; take the newest one present.
+      const versions = [...Deno.readDirSync(`${registry}/${dep}`)]
+        .filter((e) => e.isDirectory).map((e) => e.name).sort();
+      if (versions.length > 0) await link(dep, versions[versions.length - 1]);
+    }
+  };
+  for (const spec of Object.values(imports)) {
+    const m = /^npm:(@?[^@]+)@(.+)$/.exec(spec);
+    if (m && ["esbuild", "playwright-core"].indexOf(m[1]) < 0) await link(m[1], m[2]);
+  }
+  return modules;
+}
+
+/** Every `shaders/*.wgsl`, by name, as the body of web/shaders.ts. */
+async function shaderModule(): Promise<string> {
+  const sources: Record<string, string> = {};
+  for await (const e of Deno.readDir(`${ROOT}shaders`)) {
+    if (e.isFile && e.name.endsWith(".wgsl")) {
+      sources[e.name.slice(0, -5)] = await Deno.readTextFile(`${ROOT}shaders/${e.name}`);
+    }
+  }
+  return `export const SHADERS = ${JSON.stringify(sources)};\n`;
+}
+
+const STUBS: Record<string, string> = {
+  // config/load.ts checks that data paths exist; the tab has no files (and skips the check).
+  "node:fs": "export function existsSync() { return false; }\nexport default {};\n",
+};
+
+const plugin: esbuild.Plugin = {
+  name: "webrl",
+  setup(build) {
+    build.onLoad({ filter: /[\\/]web[\\/]shaders\.ts$/ }, async () => ({
+      contents: await shaderModule(),
+      loader: "ts",
+    }));
+    build.onResolve({ filter: /^node:/ }, (args) => ({ path: args.path, namespace: "node-stub" }));
+    build.onLoad({ filter: /.*/, namespace: "node-stub" }, (args) => ({
+      contents: STUBS[args.path] ??
+        `throw new Error(${JSON.stringify(`${args.path} is not available in the browser`)});\n`,
+      loader: "js",
+    }));
+  },
+};
+
+async function copyIfExists(from: string, to: string): Promise<boolean> {
+  try {
+    await Deno.copyFile(from, to);
+    return true;
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound) return false;
+    throw e;
+  }
+}
+
+/** Builds the static folder; returns its path. */
+export async function buildWeb(options: BuildOptions = {}): Promise<string> {
+  const out = options.outDir ?? `${ROOT}dist/web`;
+  const work = `${ROOT}dist/.web-build`;
+  await Deno.mkdir(work, { recursive: true });
+  const nodeModules = await linkNpmPackages(work);
+  await Deno.remove(out, { recursive: true }).catch(() => {});
+  await Deno.mkdir(`${out}/model`, { recursive: true });
+  await Deno.mkdir(`${out}/tokenizer`, { recursive: true });
+  const result = await esbuild.build({
+    entryPoints: [`${WEB}main.ts`],
+    bundle: true,
+    format: "esm",
+    platform: "browser",
+    target: "es2022",
+    outfile: `${out}/main.js`,
+    minify: options.minify ?? false,
+    sourcemap: "linked",
+    nodePaths: [nodeModules],
+    plugins: [plugin],
+    logLevel: options.quiet ? "error" : "warning",
+    metafile: true,
+  });
+  await esbuild.stop();
+  await Deno.copyFile(`${WEB}index.html`, `${out}/index.html`);
+  const uplotCss = await Deno.readTextFile(`${nodeModules}/uplot/dist/uPlot.min.css`);
+  await Deno.writeTextFile(
+    `${out}/style.css`,
+    uplotCss + "\n" + await Deno.readTextFile(`${WEB}style.css`),
+  );
+  let modelFrom = "";
+  for (const dir of MODEL_DIR_CANDIDATES) {
+    if (await copyIfExists(`${ROOT}${dir}/config.json`, `${out}/model/config.json`)) {
+      await Deno.copyFile(`${ROOT}${dir}/model.safetensors`, `${out}/model/model.safetensors`);
+      modelFrom = dir;
+      break;
+    }
+  }
+  for (const f of ["tokenizer.json", "tokenizer_config.json"]) {
+    await copyIfExists(`${ROOT}assets/char_tokenizer/${f}`, `${out}/tokenizer/${f}`);
+  }
+  if (!options.quiet) {
+    const bytes = Object.values(result.metafile!.outputs).reduce((a, o) => a + o.bytes, 0);
+    console.log(
+      `built ${out}: ${(bytes / 1024).toFixed(0)} KiB of JS; model: ${
+        modelFrom || "none (the page starts from a seeded random init)"
+      }`,
+    );
+  }
+  return out;
+}
+
+if (import.meta.main) {
+  const i = Deno.args.indexOf("--out");
+  await buildWeb({
+    outDir: i >= 0 ? Deno.args[i + 1] : undefined,
+    minify: !Deno.args.includes("--dev"),
+  });
+}

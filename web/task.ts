@@ -1,0 +1,70 @@
+/**
+ * The synthetic arithmetic task in the tab: the project's generator writes verl rows, and the
+ * tokenizer's chat template turns them into prompt items, as the Deno loader does for parquet rows
+ * (its dataset module reads parquet files, so the tab does the few lines itself).
+ */
+import type { ChatMessage, Tokenizer } from "../src/io/tokenizer_types.ts";
+import { generateArithmetic, type Operator } from "../src/trainer/data/synthetic.ts";
+import type { PromptItem } from "../src/trainer/stages.ts";
+
+/** The difficulty knobs of the page's task picker. */
+export interface ArithmeticTask {
+  /** Digits per operand (1 = 0..9). */
+  digits: number;
+  /** Operands per expression (2 = `a+b`). */
+  operands: number;
+  operators: Operator[];
+}
+
+export const DEFAULT_TASK: ArithmeticTask = { digits: 1, operands: 2, operators: ["+"] };
+
+/** Distinct problems the task can produce (the generator refuses to ask for more than half). */
+export function problemSpace(task: ArithmeticTask): number {
+  return 10 ** (task.digits * task.operands) * task.operators.length ** (task.operands - 1);
+}
+
+/** Train and validation prompt items with disjoint expressions. */
+export function arithmeticItems(
+  task: ArithmeticTask,
+  options: { tokenizer: Tokenizer; seed: number; maxTrain?: number; maxVal?: number },
+): { train: PromptItem[]; val: PromptItem[] } {
+  const space = problemSpace(task);
+  const valCount = Math.max(1, Math.min(options.maxVal ?? 32, Math.floor(space / 8)));
+  const trainCount = Math.min(options.maxTrain ?? 512, Math.floor(space / 2) - valCount);
+  const common = { digits: task.digits, operands: task.operands, operators: task.operators };
+  const train = generateArithmetic({
+    ...common,
+    count: trainCount,
+    seed: options.seed,
+    split: "train",
+  });
+  const exclude = new Set(train.map((r) => (r.extra_info as { expression: string }).expression));
+  const val = generateArithmetic({
+    ...common,
+    count: valCount,
+    seed: options.seed + 1,
+    split: "test",
+    exclude,
+  });
+  return {
+    train: rowsToPromptItems(train, options.tokenizer),
+    val: rowsToPromptItems(val, options.tokenizer),
+  };
+}
+
+/** Chat template + tokenize; the rows are verl's schema (prompt, reward_model, extra_info). */
+export function rowsToPromptItems(
+  rows: Record<string, unknown>[],
+  tokenizer: Tokenizer,
+): PromptItem[] {
+  return rows.map((row, index) => ({
+    inputIds: tokenizer.encode(
+      tokenizer.applyChatTemplate(row.prompt as ChatMessage[], { addGenerationPrompt: true }),
+      { addSpecialTokens: false },
+    ),
+    dataSource: row.data_source as string,
+    groundTruth: (row.reward_model as { ground_truth: string }).ground_truth,
+    extraInfo: (row.extra_info ?? {}) as Record<string, unknown>,
+    index,
+  }));
+}

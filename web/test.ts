@@ -1,0 +1,152 @@
+/**
+ * Drives the built page in Debian's headless Chromium (WebGPU on SwiftShader): a short training
+ * run must finish with finite metrics, points on the charts and rows in the samples table, and no
+ * request may leave the page's own origin. Saves a screenshot to dist/web-test/screenshot.png.
+ *
+ *   deno run -A web/test.ts [--no-build] [--steps 2] [--timeout 900] [--chromium PATH]
+ */
+import assert from "node:assert/strict";
+import { chromium } from "playwright-core";
+import { buildWeb } from "./build.ts";
+import { serveStatic } from "./serve.ts";
+
+const ROOT = new URL("../", import.meta.url).pathname;
+
+const CHROMIUM_ARGS = [
+  "--headless=new",
+  "--no-sandbox",
+  "--enable-unsafe-webgpu",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+  "--no-first-run",
+  "--disable-quic",
+];
+
+function arg(name: string): string | undefined {
+  const i = Deno.args.indexOf(name);
+  return i >= 0 ? Deno.args[i + 1] : undefined;
+}
+
+function findChromium(): string {
+  const given = arg("--chromium") ?? Deno.env.get("CHROMIUM");
+  for (const p of [given, "/usr/lib/chromium/chromium", "/usr/bin/chromium"]) {
+    try {
+      if (p && Deno.statSync(p).isFile) return p;
+    } catch {
+      // not there; try the next
+    }
+  }
+  throw new Error("Chromium not found: apt-get install -y chromium (or pass --chromium PATH)");
+}
+
+interface PageState {
+  status: string;
+  error: string | null;
+  adapter: string;
+  f16: boolean;
+  steps: number;
+  metrics: { step: number; metrics: Record<string, number> }[];
+  samples: number;
+}
+
+/** The page's `globalThis.webrl`. */
+type Win = { webrl?: PageState & { chartPoints(): Record<string, number> } };
+
+/** Metrics every finished step must carry, finite. */
+const STEP_METRICS = [
+  "critic/score/mean",
+  "actor/entropy",
+  "actor/ppo_kl",
+  "actor/pg_loss",
+  "response_length/mean",
+  "perf/throughput",
+];
+
+export async function runPageTest(options: { steps: number; timeoutS: number; build: boolean }) {
+  if (options.build) await buildWeb({ quiet: true });
+  const outDir = `${ROOT}dist/web-test`;
+  await Deno.mkdir(outDir, { recursive: true });
+  let origin = "";
+  const server = serveStatic({ port: 0, onListen: (url) => (origin = new URL(url).origin) });
+  await new Promise((r) => setTimeout(r, 50));
+  const browser = await chromium.launch({ executablePath: findChromium(), args: CHROMIUM_ARGS });
+  const foreign: string[] = [];
+  const pageErrors: string[] = [];
+  try {
+    const context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
+    // Every request goes through here: anything not from the page's own origin fails the test.
+    await context.route("**/*", (route) => {
+      const url = route.request().url();
+      if (url.startsWith(`${origin}/`) || url.startsWith("data:") || url.startsWith("blob:")) {
+        return route.continue();
+      }
+      foreign.push(url);
+      return route.abort("blockedbyclient");
+    });
+    context.on("websocket", (ws) => foreign.push(ws.url()));
+    const page = await context.newPage();
+    page.on("pageerror", (e) => pageErrors.push(e.message));
+    page.on("console", (m) => {
+      if (m.type() === "error") pageErrors.push(m.text());
+      console.log(`[page] ${m.text()}`);
+    });
+    await page.goto(`${origin}/?steps=${options.steps}&tiny=1`);
+    await page.waitForFunction(
+      () => ["ready", "error", "no-webgpu"].includes((globalThis as unknown as Win).webrl?.status),
+      null,
+      { timeout: 120_000 },
+    );
+    const ready = await page.evaluate(() =>
+      JSON.parse(JSON.stringify((globalThis as unknown as Win).webrl)) as PageState
+    );
+    assert.equal(ready.status, "ready", `page not ready: ${ready.status} ${ready.error ?? ""}`);
+    console.log(`adapter: ${ready.adapter}; f16: ${ready.f16}`);
+    const t0 = performance.now();
+    await page.click("#start");
+    await page.waitForFunction(
+      () => ["done", "error"].includes((globalThis as unknown as Win).webrl?.status),
+      null,
+      { timeout: options.timeoutS * 1000, polling: 1000 },
+    );
+    const seconds = (performance.now() - t0) / 1000;
+    const s = await page.evaluate(() => {
+      const w = (globalThis as unknown as Win).webrl!;
+      return { ...w, chartPoints: w.chartPoints() };
+    });
+    await page.waitForTimeout(300);
+    await page.screenshot({ path: `${outDir}/screenshot.png`, fullPage: true });
+    console.log(
+      `run: ${s.status} after ${seconds.toFixed(1)} s; charts ${JSON.stringify(s.chartPoints)}`,
+    );
+    assert.equal(s.status, "done", `run ended with ${s.status}: ${s.error}`);
+    assert.equal(s.steps, options.steps, "every step completed");
+    const stepLogs = s.metrics.filter((m) => m.step > 0);
+    assert.equal(stepLogs.length, options.steps);
+    for (const { step, metrics } of stepLogs) {
+      for (const key of STEP_METRICS) {
+        assert.ok(Number.isFinite(metrics[key]), `step ${step}: ${key} = ${metrics[key]}`);
+      }
+    }
+    const val = Object.keys(s.metrics.at(-1)!.metrics).filter((k) => k.startsWith("val-core/"));
+    assert.ok(val.length > 0, "the last step validated");
+    for (const [title, n] of Object.entries(s.chartPoints)) {
+      assert.ok(n > 0, `chart "${title}" has no points`);
+    }
+    assert.ok(s.samples > 0, "the samples table has rows");
+    assert.deepEqual(foreign, [], "requests left the page's origin");
+    assert.deepEqual(pageErrors, [], "the page logged errors");
+    console.log(`ok: ${options.steps} steps in ${seconds.toFixed(1)} s on "${s.adapter}"`);
+  } finally {
+    await browser.close();
+    await server.shutdown();
+  }
+}
+
+if (import.meta.main) {
+  await runPageTest({
+    steps: Number(arg("--steps") ?? 2),
+    timeoutS: Number(arg("--timeout") ?? 1200),
+    build: !Deno.args.includes("--no-build"),
+  });
+}

@@ -13,7 +13,7 @@ import { linear } from "../tensor/ops/matmul.ts";
 import { rmsNorm } from "../tensor/ops/rmsnorm.ts";
 import { f16BitsToF32, fmtShape, Tensor } from "../tensor/tensor.ts";
 import { KvCache, lastStep } from "./kv_cache.ts";
-import { type Attend, decoderLayer, layerParams, type LayerParams } from "./layers.ts";
+import { type Attend, decoderLayer, type LayerParams, layerParams } from "./layers.ts";
 import { checkWeights, initWeights, weightShapes } from "./weights.ts";
 
 export interface ForwardOptions {
@@ -115,8 +115,11 @@ export class DecoderTrunk {
       ["positionIds", options.positionIds],
       ["attentionMask", options.attentionMask],
     ]);
-    return this.trunk(inputIds, options.positionIds, () => (q, k, v) =>
-      attention(q, k, v, { keyMask: options.attentionMask, causal: true }));
+    return this.trunk(
+      inputIds,
+      options.positionIds,
+      () => (q, k, v) => attention(q, k, v, { keyMask: options.attentionMask, causal: true }),
+    );
   }
 
   dispose(): void {

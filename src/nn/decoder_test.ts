@@ -14,7 +14,7 @@ import { weightShapes } from "./weights.ts";
 function validRows(x: ArrayLike<number>, mask: Int32Array, width: number): number[] {
   const out: number[] = [];
   mask.forEach((m, n) => {
-    if (m) for (let i = 0; i < width; i++) out.push(x[n * width + i]);
+    if (m) { for (let i = 0; i < width; i++) out.push(x[n * width + i]); }
   });
   return out;
 }
@@ -30,7 +30,10 @@ function inputs(B: number, T: number, ids: Int32Array, mask: Int32Array) {
 const configs: [string, ModelConfig][] = [
   ["qwen2 GQA, bias, tied", tinyQwen2()],
   ["llama untied, o bias", tinyLlama()],
-  ["qwen2 untied, no bias, one kv head", tinyQwen2({ tieWordEmbeddings: false, attentionBias: false, numKeyValueHeads: 1 })],
+  [
+    "qwen2 untied, no bias, one kv head",
+    tinyQwen2({ tieWordEmbeddings: false, attentionBias: false, numKeyValueHeads: 1 }),
+  ],
 ];
 
 for (const [name, config] of configs) {
@@ -40,9 +43,17 @@ for (const [name, config] of configs) {
     const model = CausalLM.fromTensors(config, weights);
     const { ids, mask } = leftPadded(B, T, [0, 3, 6], config.vocabSize, 9);
     const x = inputs(B, T, ids, mask);
-    const logits = model.forward(x.ids, { positionIds: x.positionIds, attentionMask: x.attentionMask });
+    const logits = model.forward(x.ids, {
+      positionIds: x.positionIds,
+      attentionMask: x.attentionMask,
+    });
     assert.deepEqual(logits.shape, [B, T, config.vocabSize]);
-    const expected = refLogits(config, weights, { inputIds: ids, batch: B, seqLen: T, attentionMask: mask });
+    const expected = refLogits(config, weights, {
+      inputIds: ids,
+      batch: B,
+      seqLen: T,
+      attentionMask: mask,
+    });
     const V = config.vocabSize;
     assertClose(validRows(await logits.toArray(), mask, V), validRows(expected, mask, V), {
       atol: 2e-4,
@@ -77,11 +88,18 @@ gpuTest("KV-cache decoding equals recomputing the whole sequence", async () => {
     );
     steps.push(await logits.toArray());
   }
-  const full = refLogits(config, weights, { inputIds: ids, batch: B, seqLen: T, attentionMask: mask });
+  const full = refLogits(config, weights, {
+    inputIds: ids,
+    batch: B,
+    seqLen: T,
+    attentionMask: mask,
+  });
   const V = config.vocabSize;
   steps.forEach((got, s) => {
     const want = new Float64Array(B * V);
-    for (let b = 0; b < B; b++) want.set(full.subarray((b * T + P - 1 + s) * V, (b * T + P + s) * V), b * V);
+    for (let b = 0; b < B; b++) {
+      want.set(full.subarray((b * T + P - 1 + s) * V, (b * T + P + s) * V), b * V);
+    }
     assertClose(got, want, { atol: 2e-4, rtol: 1e-3, label: `step ${s}` });
   });
   assert.equal(cache.length, P + extra - 1);
@@ -107,7 +125,10 @@ gpuTest("gradients of a projected loss match finite differences of the reference
   const params = model.params();
   for (const n of checked) params.get(n)!.requiresGrad = true;
   const x = inputs(B, T, ids, mask);
-  const logits = model.forward(x.ids, { positionIds: x.positionIds, attentionMask: x.attentionMask });
+  const logits = model.forward(x.ids, {
+    positionIds: x.positionIds,
+    attentionMask: x.attentionMask,
+  });
   backward(sum(mul(logits, Tensor.from(proj, [B, T, V]))));
   const loss = (w: Map<string, Float32Array>) => {
     const l = refLogits(config, w, { inputIds: ids, batch: B, seqLen: T, attentionMask: mask });
@@ -127,7 +148,11 @@ gpuTest("gradients of a projected loss match finite differences of the reference
       base[i] = orig - eps;
       const fm = loss(weights);
       base[i] = orig;
-      assertClose([grad[i]], [(fp - fm) / (2 * eps)], { atol: 2e-3, rtol: 2e-2, label: `${name}[${i}]` });
+      assertClose([grad[i]], [(fp - fm) / (2 * eps)], {
+        atol: 2e-3,
+        rtol: 2e-2,
+        label: `${name}[${i}]`,
+      });
     }
   }
   model.dispose();
@@ -156,9 +181,15 @@ gpuTest("bad inputs name the op, shapes and dtypes", () => {
     () => model.forward(ids, { positionIds: f, attentionMask: ids }),
     /hidden: expected i32 tensors of one shape \[B, T\], got inputIds i32 \[2, 3\], positionIds f32 \[2, 3\]/,
   );
-  assert.throws(() => model.forward(ids, { positionIds: ids, attentionMask: short }), /attentionMask i32 \[2, 2\]/);
+  assert.throws(
+    () => model.forward(ids, { positionIds: ids, attentionMask: short }),
+    /attentionMask i32 \[2, 2\]/,
+  );
   const weights = testWeights(weightShapes(config), 1);
   weights.delete("model.layers.1.mlp.up_proj.weight");
-  assert.throws(() => CausalLM.fromTensors(config, weights), /missing weights model.layers.1.mlp.up_proj.weight/);
+  assert.throws(
+    () => CausalLM.fromTensors(config, weights),
+    /missing weights model.layers.1.mlp.up_proj.weight/,
+  );
   model.dispose();
 });

@@ -41,12 +41,15 @@ export function tinyLlama(overrides: Partial<ModelConfig> = {}): ModelConfig {
 }
 
 /** Weights with std 0.25 matrices and randomised norms and biases, so every path matters. */
-export function testWeights(shapes: Map<string, number[]>, seed: number): Map<string, Float32Array> {
+export function testWeights(
+  shapes: Map<string, number[]>,
+  seed: number,
+): Map<string, Float32Array> {
   const w = initWeights(shapes, { seed, std: 0.25 });
   const r = rng(seed + 1);
   for (const [name, arr] of w) {
-    if (name.endsWith("norm.weight")) for (let i = 0; i < arr.length; i++) arr[i] = 0.5 + r();
-    if (name.endsWith(".bias")) for (let i = 0; i < arr.length; i++) arr[i] = r() - 0.5;
+    if (name.endsWith("norm.weight")) { for (let i = 0; i < arr.length; i++) arr[i] = 0.5 + r(); }
+    if (name.endsWith(".bias")) { for (let i = 0; i < arr.length; i++) arr[i] = r() - 0.5; }
   }
   return w;
 }

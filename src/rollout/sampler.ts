@@ -40,9 +40,14 @@ export class SampleBuffers {
 
   /**
    * `lastPositions` [N]: the position of each row's last prompt token; the first sampled token
-   * sits one further.
+   * sits one further. Responses start as `padTokenId`, so columns never sampled read as padding.
    */
-  static create(rows: number, responseLength: number, lastPositions: Int32Array): SampleBuffers {
+  static create(
+    rows: number,
+    responseLength: number,
+    lastPositions: Int32Array,
+    padTokenId = 0,
+  ): SampleBuffers {
     if (lastPositions.length !== rows) {
       throw new Error(`SampleBuffers: ${lastPositions.length} positions for ${rows} rows`);
     }
@@ -50,7 +55,7 @@ export class SampleBuffers {
     const bufs = new SampleBuffers(
       rows,
       R,
-      Tensor.from(new Int32Array(rows * R), [rows, R], "i32", "responses").keep(),
+      Tensor.from(new Int32Array(rows * R).fill(padTokenId), [rows, R], "i32", "responses").keep(),
       Tensor.from(new Int32Array(rows * R), [rows, R], "i32", "response_mask").keep(),
       Tensor.from(new Float32Array(rows * R), [rows, R], "f32", "rollout_log_probs").keep(),
       Tensor.from(new Uint32Array(rows), [rows], "u32", "finished").keep(),

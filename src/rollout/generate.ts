@@ -1,0 +1,156 @@
+/**
+ * Batched generation with a KV cache: one prefill for all B * n sequences, then decode steps for
+ * all of them together, each step's token sampled on the GPU. Steps are recorded back to back
+ * with no readback; every `checkEvery` steps one small read of the finished flags stops early
+ * once every sequence has emitted EOS, and the responses are read once at the end.
+ */
+import { gpu } from "../gpu/device.ts";
+import type { CausalLM } from "../nn/decoder.ts";
+import { positionIdsFromMask } from "../nn/ref_model.ts";
+import { scope } from "../tensor/scope.ts";
+import { Tensor } from "../tensor/tensor.ts";
+import { SampleBuffers, type SamplerConfig, sampleStep } from "./sampler.ts";
+
+export interface GenerateOptions {
+  /** Left-padded prompts [B, P]. */
+  inputIds: Int32Array;
+  /** [B, P] 1 = token, 0 = padding. */
+  attentionMask: Int32Array;
+  batch: number;
+  promptLength: number;
+  /** Samples per prompt (rows b * n .. b * n + n - 1 share prompt b). Default 1. */
+  n?: number;
+  responseLength: number;
+  temperature?: number;
+  /** 0 or less = off. */
+  topK?: number;
+  /** 1 = off. */
+  topP?: number;
+  /** false = greedy. Default true. */
+  doSample?: boolean;
+  eosTokenIds: number[];
+  padTokenId: number;
+  seed?: number;
+  returnLogProbs?: boolean;
+  /** Steps between checks of the finished flags (one small readback each). Default 16. */
+  checkEvery?: number;
+}
+
+export interface GenerateResult {
+  /** [B * n, R] sampled tokens, pad after EOS. */
+  responses: Int32Array;
+  /** [B * n, R] 1 up to and including EOS, 0 after. */
+  responseMask: Int32Array;
+  /** [B * n, R] log_softmax(logits / temperature) of each sampled token (0 where masked). */
+  logProbs?: Float32Array;
+  /** [B * n, P] the prompts repeated n times. */
+  promptIds: Int32Array;
+  /** [B * n, P] */
+  attentionMask: Int32Array;
+  /** [B * n, P] the prompt positions used (cumsum(mask) - 1, clipped at 0). */
+  positionIds: Int32Array;
+  /** Sampling steps run: R, or fewer when every sequence had finished at a check. */
+  steps: number;
+}
+
+function repeatRows(a: Int32Array, rows: number, width: number, n: number): Int32Array {
+  const out = new Int32Array(rows * n * width);
+  for (let b = 0; b < rows; b++) {
+    for (let j = 0; j < n; j++) {
+      out.set(a.subarray(b * width, (b + 1) * width), (b * n + j) * width);
+    }
+  }
+  return out;
+}
+
+function validate(o: GenerateOptions, vocab: number): void {
+  const { batch: B, promptLength: P } = o;
+  const fail = (why: string): never => {
+    throw new Error(`generate: ${why}`);
+  };
+  if (!(B > 0 && P > 0 && Number.isInteger(B) && Number.isInteger(P))) {
+    fail(`batch ${B} and promptLength ${P} must be positive integers`);
+  }
+  if (o.inputIds.length !== B * P || o.attentionMask.length !== B * P) {
+    fail(
+      `inputIds (${o.inputIds.length}) and attentionMask (${o.attentionMask.length}) must hold ` +
+        `[${B}, ${P}] = ${B * P} values`,
+    );
+  }
+  if (!(o.responseLength > 0 && Number.isInteger(o.responseLength))) {
+    fail(`responseLength ${o.responseLength} must be a positive integer`);
+  }
+  for (let i = 0; i < o.inputIds.length; i++) {
+    if (o.inputIds[i] < 0 || o.inputIds[i] >= vocab) {
+      fail(
+        `token id ${o.inputIds[i]} at [${Math.floor(i / P)}, ${i % P}] is outside [0, ${vocab})`,
+      );
+    }
+  }
+  for (let b = 0; b < B; b++) {
+    if (o.attentionMask[b * P + P - 1] !== 1) {
+      fail(`prompt ${b} does not end in a real token: prompts must be left-padded`);
+    }
+  }
+}
+
+/** Generates `n` responses per prompt; see the module doc for the schedule. */
+export async function generate(model: CausalLM, options: GenerateOptions): Promise<GenerateResult> {
+  validate(options, model.config.vocabSize);
+  const n = options.n ?? 1;
+  const { batch, promptLength: P, responseLength: R } = options;
+  const N = batch * n;
+  const cfg: SamplerConfig = {
+    temperature: options.temperature ?? 1,
+    topK: options.topK ?? 0,
+    topP: options.topP ?? 1,
+    doSample: options.doSample ?? true,
+    seed: options.seed ?? 0,
+    eosTokenIds: options.eosTokenIds,
+    padTokenId: options.padTokenId,
+  };
+  const checkEvery = Math.max(1, options.checkEvery ?? 16);
+  const promptIds = repeatRows(options.inputIds, batch, P, n);
+  const mask = repeatRows(options.attentionMask, batch, P, n);
+  const positionIds = positionIdsFromMask(mask, N, P);
+  const lastPositions = Int32Array.from({ length: N }, (_, r) => positionIds[r * P + P - 1]);
+  const cache = model.createCache(N, P + R, mask);
+  const bufs = SampleBuffers.create(N, R, lastPositions, options.padTokenId);
+  try {
+    scope(() => {
+      const logits = model.prefill(cache, Tensor.from(promptIds, [N, P], "i32"), {
+        positionIds: Tensor.from(positionIds, [N, P], "i32"),
+        attentionMask: Tensor.from(mask, [N, P], "i32"),
+      });
+      sampleStep(logits, bufs, 0, cfg);
+    });
+    let steps = 1;
+    while (steps < R) {
+      if (steps % checkEvery === 0 && cfg.eosTokenIds.length > 0) {
+        const [fin] = await gpu().read([{ buffer: bufs.finished.buffer, size: 4 * N }]);
+        if (new Uint32Array(fin).every((f) => f !== 0)) break;
+      }
+      const step = steps;
+      scope(() =>
+        sampleStep(model.decodeStep(cache, bufs.nextIds, bufs.positions), bufs, step, cfg)
+      );
+      steps++;
+    }
+    const wanted = [bufs.responses, bufs.responseMask];
+    if (options.returnLogProbs) wanted.push(bufs.logProbs);
+    const data = await gpu().read(wanted.map((t) => ({ buffer: t.buffer, size: t.byteSize })));
+    const result: GenerateResult = {
+      responses: new Int32Array(data[0]),
+      responseMask: new Int32Array(data[1]),
+      promptIds,
+      attentionMask: mask,
+      positionIds,
+      steps,
+    };
+    if (options.returnLogProbs) result.logProbs = new Float32Array(data[2]);
+    return result;
+  } finally {
+    cache.dispose();
+    bufs.dispose();
+  }
+}

@@ -1,0 +1,140 @@
+import assert from "node:assert/strict";
+import type { ModelConfig } from "../io/hf_config.ts";
+import { CausalLM } from "../nn/decoder.ts";
+import { positionIdsFromMask, refLogits, type RefWeights } from "../nn/ref_model.ts";
+import { leftPadded, testWeights, tinyQwen2 } from "../nn/test_models.ts";
+import { weightShapes } from "../nn/weights.ts";
+import { assertClose, gpuTest } from "../testing/mod.ts";
+import { generate, type GenerateOptions } from "./generate.ts";
+import { tokenLogProb } from "./ref_sampler.ts";
+
+const B = 2, P = 5, R = 6;
+
+function setup(seed = 31) {
+  const config = tinyQwen2();
+  const weights = testWeights(weightShapes(config), seed);
+  const model = CausalLM.fromTensors(config, weights);
+  const { ids, mask } = leftPadded(B, P, [2, 0], config.vocabSize, 8);
+  const base: GenerateOptions = {
+    inputIds: ids,
+    attentionMask: mask,
+    batch: B,
+    promptLength: P,
+    responseLength: R,
+    doSample: false,
+    eosTokenIds: [],
+    padTokenId: 0,
+  };
+  return { config, weights, model, ids, mask, base };
+}
+
+/** Logits of the reference at the last position of prompt + response[:t]. [V] */
+function refNext(
+  config: ModelConfig,
+  w: RefWeights,
+  prompt: Int32Array,
+  mask: Int32Array,
+  resp: ArrayLike<number>,
+): Float32Array {
+  const T = prompt.length + resp.length;
+  const ids = Int32Array.from([...prompt, ...Array.from(resp)]);
+  const m = Int32Array.from([...mask, ...new Array(resp.length).fill(1)]);
+  const logits = refLogits(config, w, { inputIds: ids, batch: 1, seqLen: T, attentionMask: m });
+  const V = config.vocabSize;
+  return Float32Array.from(logits.subarray((T - 1) * V, T * V));
+}
+
+gpuTest("greedy generation is deterministic and matches reference recomputation", async () => {
+  const { config, weights, model, ids, mask, base } = setup();
+  const a = await generate(model, base);
+  const b = await generate(model, { ...base, checkEvery: 2 });
+  assert.deepEqual(a.responses, b.responses);
+  assert.ok(a.responseMask.every((m) => m === 1));
+  for (let r = 0; r < B; r++) {
+    const resp: number[] = [];
+    for (let t = 0; t < R; t++) {
+      const logits = refNext(
+        config,
+        weights,
+        ids.subarray(r * P, (r + 1) * P),
+        mask.subarray(r * P, (r + 1) * P),
+        resp,
+      );
+      resp.push(logits.indexOf(Math.max(...logits)));
+    }
+    assert.deepEqual([...a.responses.subarray(r * R, (r + 1) * R)], resp, `row ${r}`);
+  }
+  model.dispose();
+});
+
+gpuTest("EOS ends a response: mask covers it, pad follows, all-finished stops early", async () => {
+  const { model, base } = setup();
+  const greedy = await generate(model, base);
+  const eos = greedy.responses[0]; // row 0's first token
+  const out = await generate(model, { ...base, eosTokenIds: [eos], padTokenId: 1, checkEvery: 1 });
+  assert.deepEqual([...out.responses.subarray(0, R)], [eos, 1, 1, 1, 1, 1]);
+  assert.deepEqual([...out.responseMask.subarray(0, R)], [1, 0, 0, 0, 0, 0]);
+  const row1 = [...greedy.responses.subarray(R, 2 * R)];
+  const cut = row1.indexOf(eos);
+  const len = cut < 0 ? R : cut + 1;
+  assert.deepEqual([...out.responseMask.subarray(R, 2 * R)], row1.map((_, t) => (t < len ? 1 : 0)));
+  if (cut >= 0) assert.ok(out.steps <= len + 1, `ran ${out.steps} steps for length ${len}`);
+  else assert.equal(out.steps, R);
+  model.dispose();
+});
+
+gpuTest("sampling n per prompt: shapes, repeated prompts, seeded, log-probs match", async () => {
+  const { config, weights, model, ids, mask, base } = setup(4);
+  const opts = {
+    ...base,
+    n: 3,
+    doSample: true,
+    temperature: 0.8,
+    topK: 20,
+    topP: 0.95,
+    seed: 7,
+    returnLogProbs: true,
+  };
+  const a = await generate(model, opts);
+  const b = await generate(model, opts);
+  const c = await generate(model, { ...opts, seed: 8 });
+  assert.equal(a.responses.length, B * 3 * R);
+  assert.deepEqual(a.responses, b.responses);
+  assert.notDeepEqual(a.responses, c.responses);
+  assert.deepEqual([...a.promptIds.subarray(2 * P, 3 * P)], [...ids.subarray(0, P)]);
+  assert.deepEqual([...a.attentionMask.subarray(3 * P, 4 * P)], [...mask.subarray(P, 2 * P)]);
+  assert.deepEqual([...a.positionIds.subarray(0, P)], [
+    ...positionIdsFromMask(mask, B, P).subarray(0, P),
+  ]);
+  for (const row of [0, 4]) {
+    const b0 = Math.floor(row / 3);
+    const resp = a.responses.subarray(row * R, (row + 1) * R);
+    const got: number[] = [], want: number[] = [];
+    for (let t = 0; t < R; t++) {
+      const logits = refNext(
+        config,
+        weights,
+        ids.subarray(b0 * P, (b0 + 1) * P),
+        mask.subarray(b0 * P, (b0 + 1) * P),
+        resp.subarray(0, t),
+      );
+      got.push(a.logProbs![row * R + t]);
+      want.push(tokenLogProb(logits, resp[t], 0.8));
+    }
+    assertClose(got, want, { atol: 2e-4, rtol: 1e-3, label: `log-probs row ${row}` });
+  }
+  model.dispose();
+});
+
+gpuTest("generate rejects bad prompts with the reason", async () => {
+  const { model, base } = setup();
+  await assert.rejects(
+    () => generate(model, { ...base, batch: 3 }),
+    /must hold \[3, 5\] = 15 values/,
+  );
+  const right = { ...base, attentionMask: Int32Array.from(base.attentionMask).fill(0, 4, 5) };
+  await assert.rejects(() => generate(model, right), /prompt 0 does not end in a real token/);
+  const big = { ...base, inputIds: Int32Array.from(base.inputIds).fill(99, 0, 1) };
+  await assert.rejects(() => generate(model, big), /token id 99 at \[0, 0\] is outside \[0, 37\)/);
+  model.dispose();
+});

@@ -138,28 +138,16 @@ function spec(entry: string, dtype: DType, defines: Record<string, number | stri
   } satisfies KernelSpec;
 }
 
-/** Gradient at output resolution summed to `shape`; never aliases `g`'s storage unless it is g. */
-function gradTo(g: Tensor, shape: readonly number[]): Tensor {
-  const r = sumTo(g, shape);
-  if (r === g || r.buffer !== g.buffer) return r;
-  const c = clone(r);
-  r.dispose();
-  return c;
-}
-
 function binaryGrad(name: BinaryName, side: 0 | 1, g: Tensor, a: Tensor, b: Tensor): Tensor {
   const shape = side === 0 ? a.shape : b.shape;
-  if (name === "add") return gradTo(g, shape);
+  if (name === "add") return sumTo(g, shape);
   const full = Tensor.empty(g.shape, g.dtype, `${name}.grad`);
   gpu().dispatch(spec("binary_grad_main", g.dtype, { OP: BINARY[name], SIDE: side }), {
     params: broadcastParams(g.shape, a.shape, b.shape),
     buffers: [a.buffer, b.buffer, full.buffer, g.buffer],
     workgroups: grid1d(g.size, WG),
   });
-  if (full.shape.length === shape.length && full.shape.every((d, i) => d === shape[i])) {
-    return full;
-  }
-  const r = gradTo(full, shape);
+  const r = sumTo(full, shape); // full itself when no dim was broadcast
   if (r !== full) full.dispose();
   return r;
 }
@@ -242,7 +230,7 @@ export function broadcastTo(x: Tensor, shape: readonly number[], options: { scal
     workgroups: grid1d(out.size, WG),
   });
   return record("broadcastTo", [x], out, (g) => {
-    const r = gradTo(g, x.shape);
+    const r = sumTo(g, x.shape);
     if (scale === 1) return [r];
     const scaled = mulScalar(r, scale);
     if (r !== g) r.dispose();

@@ -94,3 +94,13 @@ gpuTest("one backward seeds several outputs that share a graph", async () => {
   assertClose(await x.grad!.toArray(), [34, 34]);
   x.dispose();
 });
+
+gpuTest("gradients flow through reshaped views", async () => {
+  const x = Tensor.from([1, 2, 3, 4, 5, 6], [2, 3]).keep();
+  x.requiresGrad = true;
+  const y = double(x.reshape([3, 2]));
+  backward(y, fill([3, 2], 1));
+  assert.deepEqual(x.grad!.shape, [2, 3]);
+  assertClose(await x.grad!.toArray(), [2, 2, 2, 2, 2, 2]);
+  x.dispose();
+});

@@ -1,6 +1,6 @@
 import { gpu } from "../gpu/device.ts";
 import { trackTensor, untrackTensor } from "./scope.ts";
-import type { Node } from "./autograd.ts";
+import { isGradEnabled, type Node } from "./autograd.ts";
 
 export type DType = "f32" | "f16" | "i32" | "u32";
 export const DTYPE_BYTES: Record<DType, number> = { f32: 4, f16: 2, i32: 4, u32: 4 };
@@ -104,6 +104,11 @@ export class Tensor {
     this.buffer; // throws when disposed
     this.#storage.refs++;
     const view = new Tensor(resolved, this.dtype, this.#storage, this.label);
+    if (this.requiresGrad && isGradEnabled()) {
+      // A view is an op like any other on the tape: its gradient is the same values reshaped.
+      view.requiresGrad = true;
+      view.node = { name: "reshape", inputs: [this], backward: (g) => [g.reshape(this.shape)] };
+    }
     return view;
   }
 

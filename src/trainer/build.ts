@@ -6,9 +6,9 @@ import { createKlController } from "../algos/mod.ts";
 import type { ModelConfig } from "../io/hf_config.ts";
 import type { Tokenizer } from "../io/tokenizer_types.ts";
 import { AdamW } from "../nn/optim.ts";
-import { CausalLM } from "../nn/decoder.ts";
+import { CausalLM, type ForwardOptions } from "../nn/decoder.ts";
 import { Critic } from "../nn/critic.ts";
-import { generate } from "../rollout/mod.ts";
+import { generate } from "../rollout/generate.ts";
 import { RewardManager } from "../reward/mod.ts";
 import type { Tensor } from "../tensor/mod.ts";
 import type { PpoConfig } from "./config/mod.ts";
@@ -149,9 +149,14 @@ export async function buildTrainerParts(o: BuildOptions): Promise<TrainerParts> 
   const refModel = useRef ? CausalLM.fromTensors(refW.config, refW.tensors) : null;
   let critic: TrainerParts["critic"] = null;
   if (criticEnabled(cfg)) {
-    const w = o.critic ?? o.actor;
-    const model = Critic.fromTensors(w.config, w.tensors, { seed: cfg.trainer.seed });
-    critic = { model, optimizer: makeOptimizer(model.params(), cfg.critic.optim) };
+    const net = o.critic
+      ? Critic.fromTensors(o.critic.config, o.critic.tensors)
+      : Critic.fromActor(o.actor.config, o.actor.tensors, { seed: cfg.trainer.seed });
+    const model = {
+      forward: (ids: Tensor, f: ForwardOptions) => net.values(ids, f),
+      params: () => net.params(),
+    };
+    critic = { model, optimizer: makeOptimizer(net.params(), cfg.critic.optim) };
   }
   const reward = o.reward ?? new RewardManager();
   await Promise.resolve();

@@ -32,10 +32,11 @@ export interface LogprobEntropyOptions {
   withEntropy?: boolean;
 }
 
+/** Both outputs take the shape of `targets` ([N], or [B, T] to feed the [B, R] losses). */
 export interface LogprobEntropyResult {
-  /** [N] log p(target); 0 where the target is -100, NaN for any other out-of-range target. */
+  /** log p(target), shaped like targets; 0 where the target is -100, NaN for any other out-of-range target. */
   logProbs: Tensor;
-  /** [N] entropy of softmax(logits / temperature), computed for ignored positions too. */
+  /** entropy of softmax(logits / temperature), computed for ignored positions too. */
   entropy: Tensor | null;
 }
 
@@ -76,7 +77,7 @@ export function logprobEntropy(
   const N = logits.size / V;
   const defines = { WITH_ENTROPY: withEntropy };
   const params = packParams([N, V, { f32: temperature }, 0]);
-  const out = Tensor.empty(withEntropy ? [2, N] : [N], "f32", "logprob");
+  const out = Tensor.empty(withEntropy ? [2, N] : targets.shape, "f32", "logprob");
   const saved = Tensor.empty([2, N], "f32", "logprob.saved"); // lse, entropy
   if (N > 0) {
     gpu().dispatch({ shader: "logprob", entry: "forward", defines }, {
@@ -99,13 +100,16 @@ export function logprobEntropy(
   });
   if (!out.node) saved.dispose();
   if (!withEntropy) return { logProbs: out, entropy: null };
-  return { logProbs: stackedRow(out, 0), entropy: stackedRow(out, 1) };
+  return {
+    logProbs: stackedRow(out, 0, targets.shape),
+    entropy: stackedRow(out, 1, targets.shape),
+  };
 }
 
-/** Row r of a [2, N] tensor as its own [N] tensor (a copy), with autograd. */
-function stackedRow(stacked: Tensor, r: number): Tensor {
+/** Row r of a [2, N] tensor as its own tensor of `shape` (a copy), with autograd. */
+function stackedRow(stacked: Tensor, r: number, shape: readonly number[]): Tensor {
   const N = stacked.shape[1];
-  const out = Tensor.empty([N], "f32", r === 0 ? "logprob" : "entropy");
+  const out = Tensor.empty(shape, "f32", r === 0 ? "logprob" : "entropy");
   if (N > 0) gpu().copy(stacked.buffer, r * N * 4, out.buffer, 0, N * 4);
   return record("logprob_entropy.row", [stacked], out, (g) => {
     const full = zeros([2, N], "logprob.grad");

@@ -15,14 +15,12 @@ const ROOT = new URL("../", import.meta.url).pathname;
 const WEB = `${ROOT}web/`;
 
 /** The starting model: committed under assets/ (config.json + model.safetensors). */
-export const MODEL_DIR_CANDIDATES = [
-  "assets/tiny_arithmetic",
-  "assets/model",
-  "assets/start_model",
-];
+export const MODEL_DIR_CANDIDATES = ["assets/tiny_arith", "assets/model"];
 
 interface BuildOptions {
   outDir?: string;
+  /** The page's entry module (default web/main.ts). */
+  entry?: string;
   minify?: boolean;
   quiet?: boolean;
 }
@@ -35,8 +33,9 @@ async function run(args: string[]): Promise<string> {
 }
 
 /** Links every npm package of the import map (and what they depend on) into `<dir>/node_modules`. */
-async function linkNpmPackages(dir: string): Promise<string> {
-  await run(["cache", "--quiet", `${WEB}main.ts`]);
+async function linkNpmPackages(dir: string, entry: string): Promise<string> {
+  // Fetches whatever npm packages the page imports into Deno's cache (a fresh machine has none).
+  await run(["cache", "--quiet", entry]);
   const info = JSON.parse(await run(["info", "--json"])) as { npmCache: string };
   const registry = `${info.npmCache}/registry.npmjs.org`;
   const modules = `${dir}/node_modules`;
@@ -115,12 +114,13 @@ export async function buildWeb(options: BuildOptions = {}): Promise<string> {
   const out = options.outDir ?? `${ROOT}dist/web`;
   const work = `${ROOT}dist/.web-build`;
   await Deno.mkdir(work, { recursive: true });
-  const nodeModules = await linkNpmPackages(work);
+  const entry = options.entry ?? `${WEB}main.ts`;
+  const nodeModules = await linkNpmPackages(work, entry);
   await Deno.remove(out, { recursive: true }).catch(() => {});
   await Deno.mkdir(`${out}/model`, { recursive: true });
   await Deno.mkdir(`${out}/tokenizer`, { recursive: true });
   const result = await esbuild.build({
-    entryPoints: [`${WEB}main.ts`],
+    entryPoints: [entry],
     bundle: true,
     format: "esm",
     platform: "browser",
@@ -132,6 +132,8 @@ export async function buildWeb(options: BuildOptions = {}): Promise<string> {
     plugins: [plugin],
     logLevel: options.quiet ? "error" : "warning",
     metafile: true,
+    // Drops the Deno-only `if (import.meta.main)` blocks of CLI-capable modules.
+    define: { "import.meta.main": "false" },
   });
   await esbuild.stop();
   await Deno.copyFile(`${WEB}index.html`, `${out}/index.html`);

@@ -10,8 +10,8 @@ import { checkModelTensors, tensorToFloat32 } from "../src/io/hf_weights.ts";
 import { parseSafetensors, type RawTensor, serializeSafetensors } from "../src/io/safetensors.ts";
 import { HfTokenizer } from "../src/io/tokenizer.ts";
 import type { Tokenizer } from "../src/io/tokenizer_types.ts";
-import { makeModelConfig } from "../src/io/hf_config.ts";
 import { initWeights, weightShapes } from "../src/nn/weights.ts";
+import { tinyModelConfig } from "../src/trainer/tiny_model.ts";
 
 /** A model folder held in memory. */
 export interface ModelFolder {
@@ -51,17 +51,7 @@ function weightsFrom(
 export function randomFolder(options: { seed?: number } = {}): ModelFolder {
   const texts = charTokenizerTexts();
   const vocab = new HfTokenizer(texts["tokenizer.json"], texts["tokenizer_config.json"]);
-  const config = makeModelConfig({
-    modelType: "qwen2",
-    hiddenSize: 64,
-    intermediateSize: 128,
-    numHiddenLayers: 2,
-    numAttentionHeads: 4,
-    numKeyValueHeads: 2,
-    vocabSize: vocab.vocabSize,
-    eosTokenId: vocab.eosTokenId,
-    tieWordEmbeddings: true,
-  });
+  const config = tinyModelConfig(vocab.vocabSize, vocab.eosTokenId);
   return {
     source: "random init (seeded)",
     config,

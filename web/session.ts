@@ -31,17 +31,18 @@ export interface RunSettings {
   seed: number;
 }
 
+/** The embedded default of `deno task train` (configs/arithmetic_grpo.yaml), sized for a tab. */
 export const DEFAULT_SETTINGS: RunSettings = {
-  task: { digits: 1, operands: 2, operators: ["+"] as Operator[] },
+  task: { digits: 2, operands: 2, operators: ["+", "-"] as Operator[] },
   algorithm: "grpo",
   lr: 3e-4,
-  n: 4,
+  n: 8,
   temperature: 1,
   steps: 40,
-  promptsPerStep: 8,
-  maxResponseLength: 8,
-  testFreq: 5,
-  valPrompts: 32,
+  promptsPerStep: 16,
+  maxResponseLength: 10,
+  testFreq: 10,
+  valPrompts: 64,
   seed: 1,
 };
 

@@ -23,6 +23,8 @@ interface BuildOptions {
   entry?: string;
   minify?: boolean;
   quiet?: boolean;
+  /** Run before the project's own plugin (e.g. to stand in for a module under construction). */
+  plugins?: esbuild.Plugin[];
 }
 
 async function run(args: string[]): Promise<string> {
@@ -35,7 +37,9 @@ async function run(args: string[]): Promise<string> {
 /** Links every npm package of the import map (and what they depend on) into `<dir>/node_modules`. */
 async function linkNpmPackages(dir: string, entry: string): Promise<string> {
   // Fetches whatever npm packages the page imports into Deno's cache (a fresh machine has none).
-  await run(["cache", "--quiet", entry]);
+  await run(["cache", "--quiet", entry]).catch((e) =>
+    console.warn(`${e.message}; bundling anyway`)
+  );
   const info = JSON.parse(await run(["info", "--json"])) as { npmCache: string };
   const registry = `${info.npmCache}/registry.npmjs.org`;
   const modules = `${dir}/node_modules`;
@@ -78,9 +82,22 @@ async function shaderModule(): Promise<string> {
   return `export const SHADERS = ${JSON.stringify(sources)};\n`;
 }
 
+/** A module whose named exports throw when called: they are only reached on Deno-only paths. */
+function throwingModule(module: string, names: string[]): string {
+  const msg = JSON.stringify(`${module} is not available in the browser`);
+  return names.map((n) => `export function ${n}() { throw new Error(${msg}); }\n`).join("") +
+    "export default {};\n";
+}
+
+/**
+ * `node:` built-ins that browser-reachable modules import for their Deno-only paths:
+ * src/trainer/config/load.ts checks data paths (skipped in the tab), src/reward/sandbox.ts
+ * resolves custom reward files (the tab uses the built-in scorers).
+ */
 const STUBS: Record<string, string> = {
-  // config/load.ts checks that data paths exist; the tab has no files (and skips the check).
   "node:fs": "export function existsSync() { return false; }\nexport default {};\n",
+  "node:path": throwingModule("node:path", ["dirname", "resolve", "join", "basename", "relative"]),
+  "node:url": throwingModule("node:url", ["fileURLToPath", "pathToFileURL"]),
 };
 
 const plugin: esbuild.Plugin = {
@@ -92,8 +109,7 @@ const plugin: esbuild.Plugin = {
     }));
     build.onResolve({ filter: /^node:/ }, (args) => ({ path: args.path, namespace: "node-stub" }));
     build.onLoad({ filter: /.*/, namespace: "node-stub" }, (args) => ({
-      contents: STUBS[args.path] ??
-        `throw new Error(${JSON.stringify(`${args.path} is not available in the browser`)});\n`,
+      contents: STUBS[args.path] ?? throwingModule(args.path, []),
       loader: "js",
     }));
   },
@@ -129,7 +145,7 @@ export async function buildWeb(options: BuildOptions = {}): Promise<string> {
     minify: options.minify ?? false,
     sourcemap: "linked",
     nodePaths: [nodeModules],
-    plugins: [plugin],
+    plugins: [...(options.plugins ?? []), plugin],
     logLevel: options.quiet ? "error" : "warning",
     metafile: true,
     // Drops the Deno-only `if (import.meta.main)` blocks of CLI-capable modules.

@@ -70,6 +70,8 @@ function fail(e: unknown): void {
   const msg = e instanceof Error ? e.message : String(e);
   state.error = msg;
   print(`error: ${msg}`);
+  $("error-line").textContent = msg;
+  $("error-line").hidden = false;
   if (e instanceof Error && e.stack) console.error(e.stack);
   setStatus("error", "error");
 }
@@ -94,6 +96,7 @@ async function startRun(): Promise<void> {
   state.metrics = [];
   state.steps = 0;
   state.error = null;
+  $("error-line").hidden = true;
   $("step-line").textContent = `step 0 / ${settings.steps}: validating the starting model…`;
   const started = performance.now();
   run = new TrainingRun(folder, settings, {

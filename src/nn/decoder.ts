@@ -5,7 +5,8 @@
  */
 import { gpu } from "../gpu/device.ts";
 import type { ModelConfig } from "../io/hf_config.ts";
-import { noGrad } from "../tensor/autograd.ts";
+import { isGradEnabled, noGrad } from "../tensor/autograd.ts";
+import { scope } from "../tensor/scope.ts";
 import { attention } from "../tensor/ops/attention.ts";
 import { cast } from "../tensor/ops/elementwise.ts";
 import { embedding } from "../tensor/ops/embedding.ts";
@@ -103,8 +104,16 @@ export class DecoderTrunk {
   /** Runs the layers with the given attention; returns the final-norm hidden states [B, T, C]. */
   protected trunk(ids: Tensor, positions: Tensor, attend: (l: number) => Attend): Tensor {
     let h = embedding(ids, this.weights.get(EMBED)!);
+    const inference = !isGradEnabled();
     this.layers.forEach((w, l) => {
-      h = decoderLayer(h, w, { config: this.config, positions, attend: attend(l) });
+      const ctx = { config: this.config, positions, attend: attend(l) };
+      if (!inference) h = decoderLayer(h, w, ctx);
+      else {
+        // Off the tape nothing needs a layer's intermediates: free them before the next layer.
+        const next = scope(() => decoderLayer(h, w, ctx));
+        h.dispose();
+        h = next;
+      }
     });
     return rmsNorm(h, this.weights.get("model.norm.weight")!, { eps: this.config.rmsNormEps });
   }

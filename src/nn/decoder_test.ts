@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { gpu } from "../gpu/device.ts";
 import type { ModelConfig } from "../io/hf_config.ts";
 import { backward } from "../tensor/autograd.ts";
 import { mul } from "../tensor/ops/elementwise.ts";
@@ -192,4 +193,37 @@ gpuTest("bad inputs name the op, shapes and dtypes", () => {
     /missing weights model.layers.1.mlp.up_proj.weight/,
   );
   model.dispose();
+});
+
+gpuTest("f16 weights (where the GPU has shader-f16) stay close to the f32 reference", async () => {
+  if (!gpu().hasF16) return; // the CPU adapter has no f16; validated on GPU machines
+  for (const config of [tinyQwen2(), tinyLlama()]) {
+    const B = 2, T = 5, V = config.vocabSize;
+    const weights = testWeights(weightShapes(config), 13);
+    const model = CausalLM.fromTensors(config, weights, { dtype: "f16" });
+    assert.equal(model.params().get("model.layers.0.mlp.up_proj.weight")!.dtype, "f16");
+    const { ids, mask } = leftPadded(B, T, [1, 0], V, 2);
+    const x = inputs(B, T, ids, mask);
+    const logits = model.forward(x.ids, {
+      positionIds: x.positionIds,
+      attentionMask: x.attentionMask,
+    });
+    const ref = refLogits(config, weights, {
+      inputIds: ids,
+      batch: B,
+      seqLen: T,
+      attentionMask: mask,
+    });
+    assertClose(validRows(await logits.toArray(), mask, V), validRows(ref, mask, V), {
+      atol: 3e-2,
+      rtol: 3e-2,
+      label: "f16 logits",
+    });
+    const cache = model.createCache(B, T + 1, mask);
+    const last = await model.prefill(cache, x.ids, x).toArray();
+    const want = [...ref.subarray((T - 1) * V, T * V), ...ref.subarray((2 * T - 1) * V, 2 * T * V)];
+    assertClose(last, want, { atol: 3e-2, rtol: 3e-2, label: "f16 prefill" });
+    cache.dispose();
+    model.dispose();
+  }
 });

@@ -1,0 +1,191 @@
+/**
+ * Decode throughput of the generation engine on a real GPU, one JSON line per measurement.
+ * Random weights in the Qwen2.5-0.5B shape (or --config tiny), EOS off so every run decodes the
+ * full length. Decode tokens/s = B * (R - 1) / (time(R) - time(1)): prefill and the first
+ * sample cancel out.
+ *
+ *   deno run -A bench/generate_device.ts --batch 64 --prompt 128 --new 256 --dtype f32,f16
+ */
+import { gpu, initGpu } from "../src/gpu/device.ts";
+import { makeModelConfig, type ModelConfig } from "../src/io/hf_config.ts";
+import { CausalLM } from "../src/nn/decoder.ts";
+import { weightShapes } from "../src/nn/weights.ts";
+import { generate } from "../src/rollout/generate.ts";
+import { SampleBuffers, sampleStep } from "../src/rollout/sampler.ts";
+import { noGrad } from "../src/tensor/autograd.ts";
+import { scope } from "../src/tensor/scope.ts";
+import { Tensor } from "../src/tensor/tensor.ts";
+
+function arg(name: string, fallback: string): string {
+  const i = Deno.args.indexOf(`--${name}`);
+  return i >= 0 && i + 1 < Deno.args.length ? Deno.args[i + 1] : fallback;
+}
+
+const QWEN25_05B = {
+  hiddenSize: 896,
+  intermediateSize: 4864,
+  numHiddenLayers: 24,
+  numAttentionHeads: 14,
+  numKeyValueHeads: 2,
+  vocabSize: 151936,
+  ropeTheta: 1e6,
+};
+const TINY = {
+  hiddenSize: 64,
+  intermediateSize: 192,
+  numHiddenLayers: 2,
+  numAttentionHeads: 4,
+  numKeyValueHeads: 2,
+  vocabSize: 97,
+  ropeTheta: 1e4,
+};
+
+function benchConfig(): ModelConfig {
+  const shape = arg("config", "qwen2.5-0.5b") === "tiny" ? TINY : QWEN25_05B;
+  const layers = Number(arg("layers", `${shape.numHiddenLayers}`));
+  return makeModelConfig({
+    modelType: "qwen2",
+    eosTokenId: 0,
+    tieWordEmbeddings: true,
+    rmsNormEps: 1e-6,
+    ...shape,
+    numHiddenLayers: layers,
+  });
+}
+
+/** Cheap random weights (uniform with std 0.02, norms at 1): values do not matter for speed. */
+function randomArrays(config: ModelConfig): Map<string, Float32Array> {
+  const shared = new Map<number, Float32Array>();
+  let s = 12345;
+  const out = new Map<string, Float32Array>();
+  for (const [name, shape] of weightShapes(config)) {
+    const n = shape.reduce((a, b) => a * b, 1);
+    if (name.endsWith("norm.weight")) {
+      out.set(name, new Float32Array(n).fill(1));
+      continue;
+    }
+    let a = shared.get(n);
+    if (!a) {
+      a = new Float32Array(n);
+      for (let i = 0; i < n; i++) {
+        s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+        a[i] = (s / 4294967296 - 0.5) * 0.0693; // uniform(-a, a) with std 0.02
+      }
+      shared.set(n, a);
+    }
+    out.set(name, a);
+  }
+  return out;
+}
+
+async function timed(fn: () => Promise<unknown>): Promise<number> {
+  const t0 = performance.now();
+  await fn();
+  return (performance.now() - t0) / 1000;
+}
+
+await initGpu();
+const g = gpu();
+const config = benchConfig();
+const B = Number(arg("batch", "64")),
+  P = Number(arg("prompt", "128")),
+  R = Number(arg("new", "256"));
+const sample = arg("sample", "topp") !== "greedy";
+const ids = new Int32Array(B * P);
+for (let i = 0; i < ids.length; i++) ids[i] = (i * 7919 + 13) % config.vocabSize;
+const mask = new Int32Array(B * P).fill(1);
+for (let b = 0; b < B; b += 2) mask.fill(0, b * P, b * P + (b % 16)); // some left padding
+const arrays = randomArrays(config);
+for (const dtype of arg("dtype", "f32,f16").split(",") as ("f32" | "f16")[]) {
+  if (dtype === "f16" && !g.hasF16) {
+    console.log(JSON.stringify({ dtype, skipped: "no shader-f16 on this adapter" }));
+    continue;
+  }
+  const model = CausalLM.fromTensors(config, arrays, { dtype });
+  const run = (responseLength: number) =>
+    generate(model, {
+      inputIds: ids,
+      attentionMask: mask,
+      batch: B,
+      promptLength: P,
+      responseLength,
+      doSample: sample,
+      temperature: 1,
+      topK: sample ? 50 : 0,
+      topP: sample ? 0.9 : 1,
+      eosTokenIds: [],
+      padTokenId: 0,
+      seed: 1,
+    });
+  await run(4); // compile every pipeline
+  const first = Math.min(await timed(() => run(1)), await timed(() => run(1)));
+  const submitsBefore = g.recorder.submits;
+  const full = await timed(() => run(R));
+  const decode = B * (R - 1) / (full - first);
+  console.log(JSON.stringify({
+    bench: "generate",
+    adapter: g.adapterName,
+    dtype,
+    layers: config.numHiddenLayers,
+    hidden: config.hiddenSize,
+    vocab: config.vocabSize,
+    batch: B,
+    prompt: P,
+    new_tokens: R,
+    sampling: sample ? "top_k 50, top_p 0.9" : "greedy",
+    prefill_plus_first_s: +first.toFixed(4),
+    total_s: +full.toFixed(3),
+    ms_per_step: +((full - first) / (R - 1) * 1000).toFixed(2),
+    decode_tokens_per_s: Math.round(decode),
+    end_to_end_tokens_per_s: Math.round(B * R / full),
+    submits: g.recorder.submits - submitsBefore,
+    peak_gib: +(g.pool.peakBytes / 2 ** 30).toFixed(2),
+  }));
+  if (arg("profile", "0") === "1") await profile(model, dtype);
+  model.dispose();
+}
+
+/** Splits a decode step into the model's forward and the sampler (one sync per 32 steps). */
+async function profile(model: CausalLM, dtype: string): Promise<void> {
+  const steps = 32, V = config.vocabSize;
+  const logits = Tensor.from(
+    Float32Array.from({ length: B * V }, (_, i) => Math.sin(i * 0.37) * 8),
+    [B, V],
+  ).keep();
+  const bufs = SampleBuffers.create(B, steps, new Int32Array(B));
+  const cfgs = {
+    greedy: { doSample: false, topK: 0, topP: 1 },
+    temperature: { doSample: true, topK: 0, topP: 1 },
+    top_k_50: { doSample: true, topK: 50, topP: 1 },
+    top_p_0_9: { doSample: true, topK: 0, topP: 0.9 },
+    top_k_top_p: { doSample: true, topK: 50, topP: 0.9 },
+  };
+  const out: Record<string, number> = {};
+  for (const [name, c] of Object.entries(cfgs)) {
+    const cfg = { ...c, temperature: 1, seed: 1, eosTokenIds: [], padTokenId: 0 };
+    sampleStep(logits, bufs, 0, cfg);
+    await g.sync();
+    const t = await timed(async () => {
+      for (let s = 0; s < steps; s++) sampleStep(logits, bufs, s, cfg);
+      await g.sync();
+    });
+    out[`sampler_${name}_ms`] = +(t / steps * 1000).toFixed(3);
+  }
+  const cache = model.createCache(B, P + steps + 1, mask);
+  cache.advance(P); // contents do not matter for timing
+  const ids1 = Tensor.from(new Int32Array(B).fill(5), [B, 1], "i32").keep();
+  const pos1 = Tensor.from(new Int32Array(B).fill(P), [B, 1], "i32").keep();
+  scope(() => model.decodeStep(cache, ids1, pos1));
+  await g.sync();
+  const t = await timed(async () => {
+    for (let s = 0; s < steps - 1; s++) {
+      scope(() => noGrad(() => model.decodeStep(cache, ids1, pos1)));
+    }
+    await g.sync();
+  });
+  out.decode_forward_ms = +(t / (steps - 1) * 1000).toFixed(3);
+  console.log(JSON.stringify({ bench: "generate_profile", dtype, batch: B, ...out }));
+  for (const x of [logits, ids1, pos1]) x.dispose();
+  bufs.dispose();
+  cache.dispose();
+}

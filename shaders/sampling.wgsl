@@ -114,7 +114,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let base = row * p.vocab;
 
   // Max, first argmax and the full softmax normaliser (online, per thread, then merged).
-  var m = -3.4028235e38;
+  var m = -0x1.fffffep+127f; // lowest f32 (Tint rejects -3.4028235e38 as out of range)
   var arg = 0xffffffffu;
   var s = 0.0;
   for (var i = lid; i < p.vocab; i += WG) {

@@ -1,0 +1,38 @@
+// Column sums out[j] = sum_i x[i, j] of a row-major [R, N] matrix: the bias gradient of a linear
+// layer, and the reduction of a gradient over batch entries that shared one matrix.
+// A workgroup owns COLS adjacent columns; its ROWS thread rows stride down the matrix so each
+// warp reads consecutive addresses, then the partial sums meet in workgroup memory.
+// Column groups are folded into a 2-D grid: group = wid.y * nwg.x + wid.x.
+
+const COLS: u32 = 32u;
+const ROWS: u32 = 8u;
+
+struct Params {
+  rows: u32,
+  cols: u32,
+  _p0: u32,
+  _p1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read_write> out: array<f32>;
+
+var<workgroup> part: array<f32, COLS * ROWS>;
+
+@compute @workgroup_size(COLS, ROWS)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_id) lid: vec3<u32>) {
+  let j = (wid.y * nwg.x + wid.x) * COLS + lid.x;
+  var s = 0.0;
+  if (j < p.cols) {
+    for (var i = lid.y; i < p.rows; i += ROWS) { s += x[i * p.cols + j]; }
+  }
+  part[lid.y * COLS + lid.x] = s;
+  workgroupBarrier();
+  if (lid.y == 0u && j < p.cols) {
+    var t = 0.0;
+    for (var r = 0u; r < ROWS; r++) { t += part[r * COLS + lid.x]; }
+    out[j] = t;
+  }
+}

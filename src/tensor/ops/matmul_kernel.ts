@@ -1,0 +1,151 @@
+/**
+ * Dispatch layer of the matmul family: tile configurations, the batched GEMM launch over raw
+ * buffers with explicit sizes and strides, and the column-sum kernel. No autograd here; the
+ * differentiable ops in `matmul.ts` are built on these.
+ */
+import { gpu, packParams } from "../../gpu/device.ts";
+import type { KernelSpec } from "../../gpu/pipelines.ts";
+import { Tensor } from "../tensor.ts";
+
+/** Threads per workgroup (WG_X along N, WG_Y along M), register tile per thread, K step. */
+export interface TileConfig {
+  wgX: number;
+  wgY: number;
+  tm: number; // multiple of 4
+  tn: number; // multiple of 4
+  bk: number;
+}
+
+export type TileName = "large" | "medium" | "small";
+
+/**
+ * large: 128x128 blocks of 256 threads, 8x8 per thread (the throughput case); medium: 64x64
+ * blocks of 64 threads, 8x8 each; small: 32x32 blocks of 64 threads, 4x4 each, for skinny
+ * problems (decode with M = 1..64) where large blocks would leave most of the GPU idle.
+ * A K step of 8 keeps the double-buffered tiles small (17 KiB at most) and, on Mesa's CPU
+ * adapter, the shader compile time bearable (it grows quickly with the unrolled K step).
+ */
+export const TILES: Record<TileName, TileConfig> = {
+  large: { wgX: 16, wgY: 16, tm: 8, tn: 8, bk: 8 },
+  medium: { wgX: 8, wgY: 8, tm: 8, tn: 8, bk: 8 },
+  small: { wgX: 8, wgY: 8, tm: 4, tn: 4, bk: 8 },
+};
+
+/** Below this many blocks a tile size leaves a large GPU underused, so a smaller one is taken. */
+const MIN_BLOCKS = 240;
+
+export function tileShape(t: TileConfig): { bm: number; bn: number; sharedBytes: number } {
+  const bm = t.wgY * t.tm, bn = t.wgX * t.tn;
+  const sharedBytes = 2 * t.bk * (bm / 4 + 1) * 16 + 2 * t.bk * (bn / 4 + 1) * 16;
+  return { bm, bn, sharedBytes };
+}
+
+function checkTile(t: TileConfig): void {
+  const { bm, bn, sharedBytes } = tileShape(t);
+  const nt = t.wgX * t.wgY;
+  const g = gpu();
+  const ok = (t.tm === 4 || t.tm === 8) && (t.tn === 4 || t.tn === 8) &&
+    (bm * t.bk / 4) % nt === 0 &&
+    (bn * t.bk / 4) % nt === 0 && bm * t.bk / 4 >= nt && bn * t.bk / 4 >= nt &&
+    nt <= g.limits.maxComputeInvocationsPerWorkgroup &&
+    sharedBytes <= g.limits.maxComputeWorkgroupStorageSize;
+  if (!ok) throw new Error(`matmul: tile config ${JSON.stringify(t)} is invalid on this device`);
+}
+
+/** The largest tile that still yields enough blocks (or the smallest one). */
+export function pickTile(batch: number, m: number, n: number): TileConfig {
+  for (const t of [TILES.large, TILES.medium]) {
+    const { bm, bn } = tileShape(t);
+    if (batch * Math.ceil(m / bm) * Math.ceil(n / bn) >= MIN_BLOCKS) return t;
+  }
+  return TILES.small;
+}
+
+/** One batched product over raw buffers: C[b] = op(A[b]) @ op(B[b]) (+ bias[n]). */
+export interface Gemm {
+  batch: number;
+  m: number;
+  n: number;
+  k: number;
+  transA: boolean;
+  transB: boolean;
+  /** Elements between batch entries; 0 shares one matrix across the batch. */
+  strideA: number;
+  strideB: number;
+}
+
+export interface GemmOptions {
+  bias?: Tensor | null;
+  tile?: TileName | TileConfig;
+}
+
+/** Records the GEMM dispatches writing `out` (f32, [batch, M, N] contiguous). */
+export function gemm(a: Tensor, b: Tensor, out: Tensor, d: Gemm, options: GemmOptions = {}): void {
+  const g = gpu();
+  if (d.batch === 0 || d.m === 0 || d.n === 0) return;
+  const tile = typeof options.tile === "string"
+    ? TILES[options.tile]
+    : options.tile ?? pickTile(d.batch, d.m, d.n);
+  checkTile(tile);
+  const { bm, bn } = tileShape(tile);
+  const bias = options.bias ?? null;
+  const f16 = a.dtype === "f16" || b.dtype === "f16" || bias?.dtype === "f16";
+  const spec: KernelSpec = {
+    shader: "matmul",
+    entry: bias ? "main_bias" : "main",
+    f16,
+    defines: {
+      WG_X: `${tile.wgX}u`,
+      WG_Y: `${tile.wgY}u`,
+      TM: `${tile.tm}u`,
+      TN: `${tile.tn}u`,
+      BK: `${tile.bk}u`,
+      TRANS_A: d.transA,
+      TRANS_B: d.transB,
+      A_T: a.dtype,
+      B_T: b.dtype,
+      BIAS_T: bias?.dtype ?? "f32",
+    },
+  };
+  const buffers = [a.buffer, b.buffer, out.buffer];
+  if (bias) buffers.push(bias.buffer);
+  // A dispatch's z dimension is capped by the device; larger batches go in slices.
+  const maxZ = g.limits.maxComputeWorkgroupsPerDimension;
+  for (let off = 0; off < d.batch; off += maxZ) {
+    g.dispatch(spec, {
+      params: packParams([d.m, d.n, d.k, d.strideA, d.strideB, d.m * d.n, off, 0]),
+      buffers,
+      workgroups: [Math.ceil(d.n / bn), Math.ceil(d.m / bm), Math.min(maxZ, d.batch - off)],
+    });
+  }
+}
+
+/** Allocates C [...outShape] and records the GEMM into it. */
+export function gemmNew(
+  a: Tensor,
+  b: Tensor,
+  outShape: readonly number[],
+  d: Gemm,
+  options: GemmOptions = {},
+): Tensor {
+  const out = Tensor.empty(outShape, "f32", "matmul");
+  gemm(a, b, out, d, options);
+  return out;
+}
+
+const COLS = 32;
+
+/** Sums a row-major [rows, cols] f32 tensor over its rows; the result has shape `outShape`. */
+export function colsum(x: Tensor, rows: number, cols: number, outShape: readonly number[]): Tensor {
+  const out = Tensor.empty(outShape, "f32", "colsum");
+  if (cols === 0) return out;
+  const groups = Math.ceil(cols / COLS);
+  const max = gpu().limits.maxComputeWorkgroupsPerDimension;
+  const y = Math.ceil(groups / max);
+  gpu().dispatch({ shader: "matmul_bias" }, {
+    params: packParams([rows, cols]),
+    buffers: [x.buffer, out.buffer],
+    workgroups: [Math.ceil(groups / y), y],
+  });
+  return out;
+}

@@ -1,0 +1,91 @@
+/**
+ * CPU reference for the matmul family: plain loops over Float32Array with f64 accumulation, used
+ * by the tests to check the GPU kernels.
+ */
+
+/** Sizes of a batched product C[b] = op(A[b]) @ op(B[b]), op(A) [M, K], op(B) [K, N]. */
+export interface MatmulDims {
+  batch: number;
+  m: number;
+  n: number;
+  k: number;
+  transA?: boolean; // A stored [K, M]
+  transB?: boolean; // B stored [N, K]
+  /** One A (or B) shared by every batch entry instead of one per entry. */
+  sharedA?: boolean;
+  sharedB?: boolean;
+}
+
+/** C [batch, M, N] = op(A) @ op(B). */
+export function matmul(a: ArrayLike<number>, b: ArrayLike<number>, d: MatmulDims): Float32Array {
+  const { batch, m, n, k } = d;
+  const c = new Float32Array(batch * m * n);
+  for (let bi = 0; bi < batch; bi++) {
+    const ao = d.sharedA ? 0 : bi * m * k;
+    const bo = d.sharedB ? 0 : bi * k * n;
+    const co = bi * m * n;
+    for (let i = 0; i < m; i++) {
+      for (let j = 0; j < n; j++) {
+        let s = 0;
+        for (let p = 0; p < k; p++) {
+          const av = d.transA ? a[ao + p * m + i] : a[ao + i * k + p]; // [K, M] or [M, K]
+          const bv = d.transB ? b[bo + j * k + p] : b[bo + p * n + j]; // [N, K] or [K, N]
+          s += av * bv;
+        }
+        c[co + i * n + j] = s;
+      }
+    }
+  }
+  return c;
+}
+
+/** Gradients of sum(C * g) for the inputs of `matmul`, in their stored layouts. */
+export function matmulBackward(
+  a: ArrayLike<number>,
+  b: ArrayLike<number>,
+  g: ArrayLike<number>, // [batch, M, N]
+  d: MatmulDims,
+): { da: Float32Array; db: Float32Array } {
+  const { batch, m, n, k } = d;
+  const da = new Float64Array(d.sharedA ? m * k : batch * m * k);
+  const db = new Float64Array(d.sharedB ? k * n : batch * k * n);
+  for (let bi = 0; bi < batch; bi++) {
+    const ao = d.sharedA ? 0 : bi * m * k;
+    const bo = d.sharedB ? 0 : bi * k * n;
+    for (let i = 0; i < m; i++) {
+      for (let j = 0; j < n; j++) {
+        const gv = g[bi * m * n + i * n + j];
+        for (let p = 0; p < k; p++) {
+          const ai = ao + (d.transA ? p * m + i : i * k + p);
+          const bj = bo + (d.transB ? j * k + p : p * n + j);
+          da[ai] += gv * b[bj];
+          db[bj] += gv * a[ai];
+        }
+      }
+    }
+  }
+  return { da: Float32Array.from(da), db: Float32Array.from(db) };
+}
+
+/** out [R, N] = x [R, K] @ w^T + bias, w [N, K] (Hugging Face layout). */
+export function linear(
+  x: ArrayLike<number>,
+  w: ArrayLike<number>,
+  bias: ArrayLike<number> | null,
+  rows: number,
+  inF: number,
+  outF: number,
+): Float32Array {
+  const out = matmul(x, w, { batch: 1, m: rows, n: outF, k: inF, transB: true });
+  if (bias) {
+    for (let i = 0; i < rows; i++) for (let j = 0; j < outF; j++) out[i * outF + j] += bias[j];
+  }
+  return out;
+}
+
+/** Column sums of a row-major [R, N] matrix. */
+export function colsum(x: ArrayLike<number>, rows: number, cols: number): Float32Array {
+  const out = new Float64Array(cols);
+  for (let i = 0; i < rows; i++) for (let j = 0; j < cols; j++) out[j] += x[i * cols + j];
+  return Float32Array.from(out);
+}

@@ -106,7 +106,8 @@ fn forward(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3
     if (tgt >= 0 && u32(tgt) < p.vocab) {
       lp = logits[base + u32(tgt)] / p.temperature - lse;
     } else if (tgt != -100) {
-      lp = bitcast<f32>(0x7fc00000u); // NaN: an out-of-range target is a bug upstream
+      // NaN, built at run time (Chrome rejects a constant NaN): a bad target is a bug upstream
+      lp = bitcast<f32>(u32(tgt) | 0x7fc00000u);
     }
     out[row] = lp;
     saved_out[row] = lse;

@@ -1,6 +1,6 @@
 /**
  * Bundles the browser demo into a static folder (default `dist/web/`): index.html, main.js,
- * style.css (ours plus uPlot's), the starting model and the character tokenizer.
+ * style.css (ours plus uPlot's) and the starting model (model/, listed in model/files.json).
  *
  *   deno run -A web/build.ts [--out dist/web] [--dev]
  *
@@ -115,6 +115,18 @@ const plugin: esbuild.Plugin = {
   },
 };
 
+const MODEL_FILES = [
+  "config.json",
+  "model.safetensors",
+  "generation_config.json",
+  "tokenizer.json",
+  "tokenizer_config.json",
+];
+
+async function exists(path: string): Promise<boolean> {
+  return await Deno.stat(path).then(() => true, () => false);
+}
+
 async function copyIfExists(from: string, to: string): Promise<boolean> {
   try {
     await Deno.copyFile(from, to);
@@ -134,7 +146,6 @@ export async function buildWeb(options: BuildOptions = {}): Promise<string> {
   const nodeModules = await linkNpmPackages(work, entry);
   await Deno.remove(out, { recursive: true }).catch(() => {});
   await Deno.mkdir(`${out}/model`, { recursive: true });
-  await Deno.mkdir(`${out}/tokenizer`, { recursive: true });
   const result = await esbuild.build({
     entryPoints: [entry],
     bundle: true,
@@ -158,17 +169,18 @@ export async function buildWeb(options: BuildOptions = {}): Promise<string> {
     `${out}/style.css`,
     uplotCss + "\n" + await Deno.readTextFile(`${WEB}style.css`),
   );
+  // The page reads model/files.json first, so it never asks for a file that is not there.
   let modelFrom = "";
+  const shipped: string[] = [];
   for (const dir of MODEL_DIR_CANDIDATES) {
-    if (await copyIfExists(`${ROOT}${dir}/config.json`, `${out}/model/config.json`)) {
-      await Deno.copyFile(`${ROOT}${dir}/model.safetensors`, `${out}/model/model.safetensors`);
-      modelFrom = dir;
-      break;
+    if (!await exists(`${ROOT}${dir}/config.json`)) continue;
+    for (const f of MODEL_FILES) {
+      if (await copyIfExists(`${ROOT}${dir}/${f}`, `${out}/model/${f}`)) shipped.push(f);
     }
+    modelFrom = dir;
+    break;
   }
-  for (const f of ["tokenizer.json", "tokenizer_config.json"]) {
-    await copyIfExists(`${ROOT}assets/char_tokenizer/${f}`, `${out}/tokenizer/${f}`);
-  }
+  await Deno.writeTextFile(`${out}/model/files.json`, JSON.stringify(shipped) + "\n");
   if (!options.quiet) {
     const bytes = Object.values(result.metafile!.outputs).reduce((a, o) => a + o.bytes, 0);
     console.log(

@@ -147,7 +147,7 @@ async function main(): Promise<void> {
   state.f16 = g.hasF16;
   $("adapter").textContent = `adapter: ${g.adapterName}`;
   $("f16").textContent = g.hasF16 ? "f16: available (weights f32)" : "f16: not available (f32)";
-  folder = await fetchModelFolder("model", "tokenizer") ?? randomFolder({ seed: 1 });
+  folder = await fetchModelFolder("model") ?? randomFolder({ seed: 1 });
   showModel(folder);
   setStatus("ready");
 

@@ -60,27 +60,24 @@ export function randomFolder(options: { seed?: number } = {}): ModelFolder {
   };
 }
 
-async function fetchOk(url: string): Promise<Response | null> {
+async function fetchOk(url: string): Promise<Response> {
   const res = await fetch(url);
-  return res.ok ? res : null;
+  if (!res.ok) throw new Error(`${url}: HTTP ${res.status}`);
+  return res;
 }
 
-/** Fetches `base/config.json` + `base/model.safetensors` (same origin); null when not shipped. */
-export async function fetchModelFolder(
-  base: string,
-  tokenizerBase: string,
-): Promise<ModelFolder | null> {
-  const cfg = await fetchOk(`${base}/config.json`);
-  const st = cfg && await fetchOk(`${base}/model.safetensors`);
-  if (!cfg || !st) return null;
-  const config = parseModelConfig(await cfg.text(), { file: `${base}/config.json` });
-  const bytes = new Uint8Array(await st.arrayBuffer());
+/** The starting model shipped with the page (`base/files.json` lists it); null when none is. */
+export async function fetchModelFolder(base: string): Promise<ModelFolder | null> {
+  const files = await (await fetchOk(`${base}/files.json`)).json() as string[];
+  if (!files.includes("config.json") || !files.includes("model.safetensors")) return null;
+  const text = await (await fetchOk(`${base}/config.json`)).text();
+  const config = parseModelConfig(text, { file: `${base}/config.json` });
+  const bytes = new Uint8Array(await (await fetchOk(`${base}/model.safetensors`)).arrayBuffer());
   const tensors = weightsFrom([{ name: `${base}/model.safetensors`, bytes }], config, base);
   const tokenizerFiles: Record<string, string> = { ...charTokenizerTexts() };
-  for (const dir of [tokenizerBase, base]) {
-    for (const name of ["tokenizer.json", "tokenizer_config.json"]) {
-      const res = await fetchOk(`${dir}/${name}`);
-      if (res) tokenizerFiles[name] = await res.text();
+  for (const name of ["tokenizer.json", "tokenizer_config.json"]) {
+    if (files.includes(name)) {
+      tokenizerFiles[name] = await (await fetchOk(`${base}/${name}`)).text();
     }
   }
   return { source: `${base}/`, config, tensors, tokenizerFiles };

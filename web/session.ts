@@ -9,6 +9,7 @@ import { buildTrainerParts } from "../src/trainer/build.ts";
 import type { GenerationRow, TrainerParts } from "../src/trainer/parts.ts";
 import { fit, type FitResult } from "../src/trainer/ppo_trainer.ts";
 import { gpu } from "../src/gpu/device.ts";
+import { RewardManager } from "../src/reward/manager.ts";
 import { folderTokenizer, type ModelFolder } from "./model_files.ts";
 import { arithmeticItems, type ArithmeticTask } from "./task.ts";
 
@@ -126,6 +127,8 @@ export class TrainingRun {
       actor: { config: this.folder.config, tensors: this.folder.tensors },
       trainItems: items.train,
       valItems: items.val,
+      // build.ts's default manager has no tokenizer to decode responses with (see the report).
+      reward: new RewardManager({ tokenizer, log: (line) => this.events.print(line) }),
       tracking: {
         log: (step, metrics) => this.events.onMetrics(step, metrics),
         close: () => {},

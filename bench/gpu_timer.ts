@@ -1,0 +1,109 @@
+/**
+ * GPU-side timing for benchmarks. With `timestamp-query`, `begin()` / `end()` each submit what
+ * was recorded so far followed by an empty compute pass that writes a timestamp, so a span
+ * brackets exactly the work recorded between them; all spans are resolved and read back once,
+ * in `read()`. Without timestamps the spans fall back to wall time around a full sync (which then
+ * includes the ~11 ms a sync costs in Deno: time many dispatches per span).
+ */
+import { gpu } from "../src/gpu/device.ts";
+
+export class GpuTimer {
+  readonly gpuTimed: boolean;
+  #querySet: GPUQuerySet | null = null;
+  #resolve: GPUBuffer | null = null;
+  #next = 0;
+  #wall: number[] = [];
+
+  /** `spans`: how many begin/end pairs this timer holds before `read()` or `reset()`. */
+  constructor(readonly spans = 64, options: { wallClock?: boolean } = {}) {
+    const g = gpu();
+    this.gpuTimed = g.hasTimestamps && !options.wallClock;
+    if (this.gpuTimed) {
+      this.#querySet = g.device.createQuerySet({ type: "timestamp", count: 2 * spans });
+      this.#resolve = g.device.createBuffer({
+        size: 16 * spans,
+        usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC,
+      });
+    }
+  }
+
+  async #mark(): Promise<void> {
+    if (this.#next >= 2 * this.spans) throw new Error(`GpuTimer: more than ${this.spans} spans`);
+    const g = gpu();
+    if (!this.gpuTimed) {
+      // Wall clock: wait for everything so far, then stamp.
+      await g.sync();
+      this.#wall[this.#next++] = performance.now();
+      return;
+    }
+    g.flush();
+    const enc = g.device.createCommandEncoder();
+    enc.beginComputePass({
+      timestampWrites: { querySet: this.#querySet!, beginningOfPassWriteIndex: this.#next++ },
+    }).end();
+    g.device.queue.submit([enc.finish()]);
+  }
+
+  /**
+   * Starts a span after all previously recorded work. With timestamps it returns at once (no
+   * wait); the wall-clock fallback waits for the GPU, so always await it.
+   */
+  begin(): Promise<void> {
+    if (this.#next % 2 !== 0) throw new Error("GpuTimer: begin() twice without end()");
+    return this.#mark();
+  }
+
+  /** Ends the current span after all work recorded since `begin()`. */
+  end(): Promise<void> {
+    if (this.#next % 2 !== 1) throw new Error("GpuTimer: end() without begin()");
+    return this.#mark();
+  }
+
+  /** Milliseconds of every finished span, in order; one resolve and one readback for all. */
+  async read(): Promise<number[]> {
+    const n = Math.floor(this.#next / 2);
+    if (!this.gpuTimed) {
+      return Array.from({ length: n }, (_, i) => this.#wall[2 * i + 1] - this.#wall[2 * i]);
+    }
+    if (n === 0) return [];
+    const g = gpu();
+    g.flush();
+    const enc = g.device.createCommandEncoder();
+    enc.resolveQuerySet(this.#querySet!, 0, 2 * n, this.#resolve!, 0);
+    g.device.queue.submit([enc.finish()]);
+    const [bytes] = await g.read([{ buffer: this.#resolve!, size: 16 * n }]);
+    const t = new BigUint64Array(bytes);
+    return Array.from({ length: n }, (_, i) => Number(t[2 * i + 1] - t[2 * i]) / 1e6);
+  }
+
+  /** Forgets all spans so the query set can be reused. */
+  reset(): void {
+    this.#next = 0;
+    this.#wall = [];
+  }
+
+  destroy(): void {
+    this.#querySet?.destroy();
+    this.#resolve?.destroy();
+  }
+}
+
+/** Times `fn` (which records GPU work) over `reps` spans after `warmup` untimed calls. */
+export async function timeGpu(
+  fn: () => void,
+  options: { reps?: number; warmup?: number; perSpan?: number } = {},
+): Promise<{ ms: number[]; medianMs: number; gpuTimed: boolean }> {
+  const { reps = 5, warmup = 1, perSpan = 1 } = options;
+  for (let i = 0; i < warmup; i++) fn();
+  await gpu().sync();
+  const timer = new GpuTimer(reps);
+  for (let r = 0; r < reps; r++) {
+    await timer.begin();
+    for (let i = 0; i < perSpan; i++) fn();
+    await timer.end();
+  }
+  const ms = (await timer.read()).map((t) => t / perSpan);
+  timer.destroy();
+  const sorted = [...ms].sort((a, b) => a - b);
+  return { ms, medianMs: sorted[Math.floor(sorted.length / 2)], gpuTimed: timer.gpuTimed };
+}

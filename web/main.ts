@@ -31,6 +31,7 @@ interface PageState {
   steps: number;
   metrics: { step: number; metrics: Record<string, number> }[];
   samples: number;
+  model: string;
   chartPoints: () => Record<string, number>;
 }
 
@@ -42,6 +43,7 @@ const state: PageState = {
   steps: 0,
   metrics: [],
   samples: 0,
+  model: "",
   chartPoints: () => ({}),
 };
 (globalThis as { webrl?: PageState }).webrl = state;
@@ -84,6 +86,7 @@ state.chartPoints = () => charts.points();
 
 function showModel(f: ModelFolder): void {
   const c = f.config;
+  state.model = f.source;
   $("model-source").textContent = `${f.source} · ${c.modelType}, ${c.numHiddenLayers} layers, ` +
     `hidden ${c.hiddenSize}, vocab ${c.vocabSize}`;
 }

@@ -6,7 +6,8 @@
  *   deno run -A web/test.ts [--no-build] [--steps 2] [--timeout 900] [--chromium PATH]
  */
 import assert from "node:assert/strict";
-import { chromium } from "playwright-core";
+import { chromium, type Page } from "playwright-core";
+import { unzipSync } from "fflate";
 import { buildWeb } from "./build.ts";
 import { serveStatic } from "./serve.ts";
 
@@ -48,6 +49,8 @@ interface PageState {
   steps: number;
   metrics: { step: number; metrics: Record<string, number> }[];
   samples: number;
+  /** Where the page's model came from. */
+  model: string;
 }
 
 /** The page's `globalThis.webrl`. */
@@ -84,16 +87,19 @@ export async function runPageTest(options: { steps: number; timeoutS: number; bu
       foreign.push(url);
       return route.abort("blockedbyclient");
     });
-    context.on("websocket", (ws) => foreign.push(ws.url()));
     const page = await context.newPage();
     page.on("pageerror", (e) => pageErrors.push(e.message));
+    page.on("websocket", (ws) => foreign.push(ws.url()));
     page.on("console", (m) => {
       if (m.type() === "error") pageErrors.push(m.text());
       console.log(`[page] ${m.text()}`);
     });
     await page.goto(`${origin}/?steps=${options.steps}&tiny=1`);
     await page.waitForFunction(
-      () => ["ready", "error", "no-webgpu"].includes((globalThis as unknown as Win).webrl?.status),
+      () =>
+        ["ready", "error", "no-webgpu"].includes(
+          (globalThis as unknown as Win).webrl?.status ?? "",
+        ),
       null,
       { timeout: 120_000 },
     );
@@ -104,8 +110,19 @@ export async function runPageTest(options: { steps: number; timeoutS: number; bu
     console.log(`adapter: ${ready.adapter}; f16: ${ready.f16}`);
     const t0 = performance.now();
     await page.click("#start");
+    // Paused right away, the run validates the starting model (step 0) and then must hold.
+    await page.click("#pause");
     await page.waitForFunction(
-      () => ["done", "error"].includes((globalThis as unknown as Win).webrl?.status),
+      () => ((globalThis as unknown as Win).webrl?.metrics.length ?? 0) > 0,
+      null,
+      { timeout: options.timeoutS * 1000, polling: 500 },
+    );
+    await page.waitForTimeout(2000);
+    const held = await page.evaluate(() => (globalThis as unknown as Win).webrl!.steps);
+    assert.equal(held, 0, "a paused run took a step");
+    await page.click("#resume");
+    await page.waitForFunction(
+      () => ["done", "error"].includes((globalThis as unknown as Win).webrl?.status ?? ""),
       null,
       { timeout: options.timeoutS * 1000, polling: 1000 },
     );
@@ -134,6 +151,7 @@ export async function runPageTest(options: { steps: number; timeoutS: number; bu
       assert.ok(n > 0, `chart "${title}" has no points`);
     }
     assert.ok(s.samples > 0, "the samples table has rows");
+    await checkDownloadAndUpload(page, outDir);
     assert.deepEqual(foreign, [], "requests left the page's origin");
     assert.deepEqual(pageErrors, [], "the page logged errors");
     console.log(`ok: ${options.steps} steps in ${seconds.toFixed(1)} s on "${s.adapter}"`);
@@ -141,6 +159,29 @@ export async function runPageTest(options: { steps: number; timeoutS: number; bu
     await browser.close();
     await server.shutdown();
   }
+}
+
+/** The trained model downloads as an HF folder zip, and that folder loads back into the page. */
+async function checkDownloadAndUpload(page: Page, outDir: string): Promise<void> {
+  const [dl] = await Promise.all([page.waitForEvent("download"), page.click("#download")]);
+  const zipPath = `${outDir}/webrl-model.zip`;
+  await dl.saveAs(zipPath);
+  const files = unzipSync(await Deno.readFile(zipPath));
+  for (const f of ["config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"]) {
+    assert.ok(files[`webrl-model/${f}`]?.byteLength > 0, `the zip lacks webrl-model/${f}`);
+  }
+  const dir = `${outDir}/webrl-model`;
+  await Deno.mkdir(dir, { recursive: true });
+  for (const [name, bytes] of Object.entries(files)) {
+    await Deno.writeFile(`${outDir}/${name}`, bytes);
+  }
+  await page.setInputFiles("#upload", dir);
+  await page.waitForFunction(
+    () => /^webrl-model\//.test((globalThis as unknown as Win).webrl?.model ?? ""),
+    null,
+    { timeout: 60_000 },
+  );
+  console.log(`download: ${Object.keys(files).length} files; uploaded back`);
 }
 
 if (import.meta.main) {

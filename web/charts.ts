@@ -54,6 +54,16 @@ function valueOf(metrics: Record<string, number>, key: string | RegExp): number 
   return null;
 }
 
+/** Steps are whole numbers: no fractional ticks on the x axis. */
+const STEP_INCRS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000];
+
+/** A little room around the data; a flat line gets a unit band instead of uPlot's 0..100. */
+function padRange(_u: uPlot, min: number, max: number): [number, number] {
+  if (min === max) return [min - (Math.abs(min) || 1) * 0.5, max + (Math.abs(max) || 1) * 0.5];
+  const pad = (max - min) * 0.08;
+  return [min - pad, max + pad];
+}
+
 class Chart {
   readonly xs: number[] = [];
   readonly ys: (number | null)[][];
@@ -74,9 +84,9 @@ class Chart {
         height: 170,
         legend: { show: true, live: false },
         cursor: { drag: { x: false, y: false } },
-        scales: { x: { time: false } },
+        scales: { x: { time: false }, y: { range: padRange } },
         axes: [
-          { stroke: "#64748b", grid: { stroke: "#e2e8f0" }, size: 28 },
+          { stroke: "#64748b", grid: { stroke: "#e2e8f0" }, size: 28, incrs: STEP_INCRS },
           { stroke: "#64748b", grid: { stroke: "#e2e8f0" }, size: 48 },
         ],
         series: [

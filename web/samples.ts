@@ -30,7 +30,7 @@ export class SamplesTable {
         [String(step), ""],
         [kind, ""],
         [promptText(r.input), "text"],
-        [r.output, "text"],
+        [r.output.replaceAll("\n", "\u21b5"), "text"],
         [r.ground_truth, "text"],
         [r.score.toFixed(2), `score ${r.score > 0 ? "good" : "bad"}`],
       ];

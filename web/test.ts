@@ -3,7 +3,8 @@
  * run must finish with finite metrics, points on the charts and rows in the samples table, and no
  * request may leave the page's own origin. Saves a screenshot to dist/web-test/screenshot.png.
  *
- *   deno run -A web/test.ts [--no-build] [--steps 2] [--timeout 900] [--chromium PATH]
+ *   deno run -A web/test.ts [--no-build] [--steps 2] [--algorithm grpo|gae] [--timeout 1200]
+ *     [--chromium PATH]
  */
 import assert from "node:assert/strict";
 import { chromium, type Page } from "playwright-core";
@@ -66,7 +67,9 @@ const STEP_METRICS = [
   "perf/throughput",
 ];
 
-export async function runPageTest(options: { steps: number; timeoutS: number; build: boolean }) {
+export async function runPageTest(
+  options: { steps: number; timeoutS: number; build: boolean; algorithm?: "grpo" | "gae" },
+) {
   if (options.build) await buildWeb({ quiet: true });
   const outDir = `${ROOT}dist/web-test`;
   await Deno.mkdir(outDir, { recursive: true });
@@ -94,7 +97,9 @@ export async function runPageTest(options: { steps: number; timeoutS: number; bu
       if (m.type() === "error") pageErrors.push(m.text());
       console.log(`[page] ${m.text()}`);
     });
-    await page.goto(`${origin}/?steps=${options.steps}&tiny=1`);
+    await page.goto(
+      `${origin}/?steps=${options.steps}&tiny=1&algorithm=${options.algorithm ?? "grpo"}`,
+    );
     await page.waitForFunction(
       () =>
         ["ready", "error", "no-webgpu"].includes(
@@ -189,5 +194,6 @@ if (import.meta.main) {
     steps: Number(arg("--steps") ?? 2),
     timeoutS: Number(arg("--timeout") ?? 1200),
     build: !Deno.args.includes("--no-build"),
+    algorithm: arg("--algorithm") === "gae" ? "gae" : "grpo",
   });
 }

@@ -42,6 +42,8 @@ function jsonlDumper(dir: string | null): ((step: number, rows: GenerationRow[])
   };
 }
 
+export const TINY_CHECKPOINT = new URL("../../assets/tiny_arith", import.meta.url).pathname;
+
 export interface SetupOptions {
   print?: (line: string) => void;
 }
@@ -56,8 +58,8 @@ export async function setupTrainer(
     root: t.default_local_dir,
     resumeFromPath: t.resume_from_path,
   });
-  const modelPath = cfg.actor_rollout_ref.model.path;
-  if (!modelPath) throw new Error("actor_rollout_ref.model.path: a model folder is required");
+  // No model path means the tiny checkpoint the embedded default starts from.
+  const modelPath = cfg.actor_rollout_ref.model.path ?? TINY_CHECKPOINT;
   const base = await readWeights(modelPath);
   const actor = resumePath ? await readWeights(`${resumePath}/actor`) : base;
   const critic = resumePath && criticEnabled(cfg)

@@ -201,9 +201,12 @@ Deno.test("missing paths are rejected, naming key and path", async () => {
     });
   assert.equal(withData([]).data.train_files, train);
   rejects(
-    () => loadConfig("ppo_trainer", { overrides: [`data.val_files=${train}`] }),
+    () =>
+      loadConfig("ppo_trainer", {
+        overrides: [`data.train_files=${dir}/absent.parquet`, `data.val_files=${train}`],
+      }),
     "data.train_files",
-    "data/arithmetic/train.parquet",
+    "absent.parquet",
     "does not exist",
   );
   rejects(

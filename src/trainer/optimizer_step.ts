@@ -20,11 +20,11 @@ export async function optimizerStep(
   const withGrad = opt.params.filter((p) => p.grad);
   if (withGrad.length === 0) return { gradNorm: 0, skipped: true };
   const clip = clipGradNorm(withGrad, options.gradClip > 0 ? options.gradClip : Infinity);
-  const norm = (await clip.norm.toArray())[0];
+  const norm = (await clip.toArray())[0];
   const skipped = !Number.isFinite(norm);
-  if (!skipped) opt.adamw.step({ lr: options.lr, clipScale: clip.scale });
-  clip.norm.dispose();
-  clip.scale.dispose();
+  // The kernel also skips on a non-finite norm (scale 0); the readback is for logging.
+  if (!skipped) opt.adamw.step({ lr: options.lr, clip });
+  clip.dispose();
   zeroGrad(opt.params);
   return { gradNorm: norm, skipped };
 }

@@ -1,0 +1,158 @@
+// Attention backward, key side: one workgroup owns KB keys of one (batch, kv head), keeps them in
+// workgroup memory and streams every query row (t, g) of the G query heads sharing the kv head in
+// blocks of QB, so dK and dV come out already summed over the group and need no atomics:
+// dV += P^T dO and dK += scale * dS^T Q with P, dS recomputed from the saved lse and delta.
+// Thread (kr, sub) owns key kr, recomputes P/dS for rows sub + j * TPR and owns columns
+// sub + j * TPR of dK/dV. Keys past kvLength get zero gradients.
+
+const D: u32 = 64u;
+const KB: u32 = 16u;
+const QB: u32 = 16u;
+const TPR: u32 = 4u;
+const WG: u32 = KB * TPR;
+const NC: u32 = (D + TPR - 1u) / TPR;
+const NQ: u32 = QB / TPR;
+
+struct Params {
+  batch: u32,
+  t: u32,
+  s: u32,
+  l: u32,
+  hq: u32,
+  hkv: u32,
+  g: u32,
+  off: i32,
+  scale: f32,
+  causal: u32,
+  has_mask: u32,
+  mask_stride: u32,
+  rows: u32,
+  _p0: u32,
+  _p1: u32,
+  _p2: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> q: array<f32>;
+@group(0) @binding(2) var<storage, read> k: array<f32>;
+@group(0) @binding(3) var<storage, read> v: array<f32>;
+@group(0) @binding(4) var<storage, read> mask: array<i32>;
+@group(0) @binding(5) var<storage, read> dout: array<f32>;
+@group(0) @binding(6) var<storage, read> lse: array<f32>; // [B, Hq, T]
+@group(0) @binding(7) var<storage, read> delta: array<f32>; // [B, Hq, T]
+@group(0) @binding(8) var<storage, read_write> dk: array<f32>;
+@group(0) @binding(9) var<storage, read_write> dv: array<f32>;
+
+var<workgroup> ks: array<f32, KB * D>;
+var<workgroup> vs: array<f32, KB * D>;
+var<workgroup> qs: array<f32, QB * D>;
+var<workgroup> dos: array<f32, QB * D>;
+var<workgroup> ps: array<f32, QB * KB>;
+var<workgroup> dss: array<f32, QB * KB>;
+var<workgroup> lses: array<f32, QB>;
+var<workgroup> deltas: array<f32, QB>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid: u32) {
+  let kr = tid / TPR;
+  let sub = tid % TPR;
+  let s0 = wid.x * KB;
+  let hk = wid.y;
+  let b = wid.z;
+
+  for (var i = tid; i < KB * D; i += WG) {
+    let s = s0 + i / D;
+    var kx = 0.0;
+    var vx = 0.0;
+    if (s < p.l) {
+      let a = ((b * p.s + s) * p.hkv + hk) * D + i % D;
+      kx = k[a];
+      vx = v[a];
+    }
+    ks[i] = kx;
+    vs[i] = vx;
+  }
+
+  let s = s0 + kr;
+  var kvis = s < p.l;
+  if (kvis && p.has_mask != 0u) { kvis = mask[b * p.mask_stride + s] != 0; }
+
+  // Causality hides this block from every query t with off + t < s0: start at the first row
+  // that can see it, rounded down to a block boundary.
+  var rstart = 0u;
+  var rend = p.rows;
+  if (s0 >= p.l) { rend = 0u; }
+  if (p.causal != 0u) {
+    let tfirst = max(i32(s0) - p.off, 0);
+    rstart = min(u32(tfirst) * p.g, p.rows) / QB * QB;
+  }
+
+  var dka: array<f32, NC>;
+  var dva: array<f32, NC>;
+  for (var rf0 = rstart; rf0 < rend; rf0 += QB) {
+    workgroupBarrier();
+    for (var i = tid; i < QB * D; i += WG) {
+      let rf = rf0 + i / D;
+      var x = 0.0;
+      var dx = 0.0;
+      if (rf < p.rows) {
+        let a = ((b * p.t + rf / p.g) * p.hq + hk * p.g + rf % p.g) * D + i % D;
+        x = q[a];
+        dx = dout[a];
+      }
+      qs[i] = x;
+      dos[i] = dx;
+    }
+    if (tid < QB) {
+      let rf = rf0 + tid;
+      var ls = 0.0;
+      var dl = 0.0;
+      if (rf < p.rows) {
+        let li = (b * p.hq + hk * p.g + rf % p.g) * p.t + rf / p.g;
+        ls = lse[li];
+        dl = delta[li];
+      }
+      lses[tid] = ls;
+      deltas[tid] = dl;
+    }
+    workgroupBarrier();
+    for (var j = 0u; j < NQ; j++) {
+      let qq = sub + j * TPR;
+      let rf = rf0 + qq;
+      var pk = 0.0;
+      var ds = 0.0;
+      if (kvis && rf < p.rows && (p.causal == 0u || i32(s) <= p.off + i32(rf / p.g))) {
+        var sc = 0.0;
+        var dp = 0.0;
+        for (var d = 0u; d < D; d++) {
+          sc += qs[qq * D + d] * ks[kr * D + d];
+          dp += dos[qq * D + d] * vs[kr * D + d];
+        }
+        pk = exp(sc * p.scale - lses[qq]);
+        ds = pk * (dp - deltas[qq]);
+      }
+      ps[qq * KB + kr] = pk;
+      dss[qq * KB + kr] = ds;
+    }
+    workgroupBarrier();
+    for (var qq = 0u; qq < QB; qq++) {
+      let pk = ps[qq * KB + kr];
+      let ds = dss[qq * KB + kr];
+      for (var j = 0u; j < NC; j++) {
+        let c = min(sub + j * TPR, D - 1u);
+        dva[j] += pk * dos[qq * D + c];
+        dka[j] += ds * qs[qq * D + c];
+      }
+    }
+  }
+
+  if (s >= p.s) { return; }
+  let a = ((b * p.s + s) * p.hkv + hk) * D;
+  for (var j = 0u; j < NC; j++) {
+    let c = sub + j * TPR;
+    if (c < D) {
+      dk[a + c] = dka[j] * p.scale;
+      dv[a + c] = dva[j];
+    }
+  }
+}

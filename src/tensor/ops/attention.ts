@@ -1,0 +1,233 @@
+import { gpu, packParams } from "../../gpu/device.ts";
+import { isGradEnabled, record, registerOp } from "../autograd.ts";
+import { fmtShape, Tensor } from "../tensor.ts";
+import { grid1d } from "./grid.ts";
+
+registerOp(
+  "attention",
+  "grouped-query scaled dot-product attention (causal, key padding mask, kv-length views); " +
+    "flash-style forward saving the row logsumexp, recompute backward for q, k and v",
+);
+
+export interface AttentionOptions {
+  /** i32 [B, S'] with S' >= kvLength: 1 = real token, 0 = padding. */
+  keyMask?: Tensor;
+  /** Hide keys after the query's own position (default true). */
+  causal?: boolean;
+  /** Query t sits at position queryOffset + t in key space (default kvLength - T). */
+  queryOffset?: number;
+  /** Logit scale (default 1 / sqrt(D)). */
+  scale?: number;
+  /** Only the first kvLength rows of k/v dim 1 are valid (a view of a larger KV cache). */
+  kvLength?: number;
+}
+
+const MAX_D = 128;
+// Aim for at least this many workgroups before splitting the key range of a forward pass.
+const TARGET_WORKGROUPS = 256;
+const MIN_SPLIT_KEYS = 64;
+const FWD_BK = 16;
+
+interface Geometry {
+  B: number;
+  T: number;
+  S: number;
+  L: number;
+  Hq: number;
+  Hkv: number;
+  D: number;
+  G: number;
+  off: number;
+  scale: number;
+  causal: boolean;
+  mask: Tensor | undefined;
+}
+
+function describe(name: string, t: Tensor | undefined): string {
+  return t ? `${name} ${fmtShape(t.shape)} ${t.dtype}` : `${name} none`;
+}
+
+function validate(q: Tensor, k: Tensor, v: Tensor, o: AttentionOptions): Geometry {
+  const all = [describe("q", q), describe("k", k), describe("v", v), describe("keyMask", o.keyMask)]
+    .join(", ");
+  const fail = (why: string): never => {
+    throw new Error(`attention: ${why} (${all})`);
+  };
+  if (q.dtype !== "f32" || k.dtype !== "f32" || v.dtype !== "f32") {
+    fail("q, k and v must be f32");
+  }
+  if (q.rank !== 4 || k.rank !== 4 || v.rank !== 4) {
+    fail("expected q [B, T, Hq, D], k and v [B, S, Hkv, D]");
+  }
+  const [B, T, Hq, D] = q.shape;
+  const [Bk, S, Hkv, Dk] = k.shape;
+  if (k.shape.some((d, i) => d !== v.shape[i])) fail("k and v shapes differ");
+  if (Bk !== B || Dk !== D) fail("batch or head size of q and k differ");
+  if (Hkv === 0 || Hq % Hkv !== 0) fail("Hq must be a multiple of Hkv");
+  if (D < 1 || D > MAX_D) fail(`head size must be in [1, ${MAX_D}]`);
+  const L = o.kvLength ?? S;
+  if (!Number.isInteger(L) || L < 0 || L > S) fail(`kvLength ${L} must be an integer in [0, ${S}]`);
+  const off = o.queryOffset ?? L - T;
+  if (!Number.isInteger(off)) fail(`queryOffset ${off} must be an integer`);
+  const scale = o.scale ?? 1 / Math.sqrt(D);
+  if (!Number.isFinite(scale)) fail(`scale ${scale} must be finite`);
+  const m = o.keyMask;
+  if (m && (m.dtype !== "i32" || m.rank !== 2 || m.shape[0] !== B || m.shape[1] < L)) {
+    fail(`keyMask must be i32 [B, S'] with S' >= kvLength ${L}`);
+  }
+  const causal = o.causal ?? true;
+  return { B, T, S, L, Hq, Hkv, D, G: Hq / Hkv, off, scale, causal, mask: m };
+}
+
+function paramFields(g: Geometry): (number | { f32: number } | { i32: number })[] {
+  return [
+    g.B,
+    g.T,
+    g.S,
+    g.L,
+    g.Hq,
+    g.Hkv,
+    g.G,
+    { i32: g.off },
+    { f32: g.scale },
+    g.causal ? 1 : 0,
+    g.mask ? 1 : 0,
+    g.mask ? g.mask.shape[1] : 0,
+    g.T * g.G,
+  ];
+}
+
+function floatsFit(floats: number): boolean {
+  return floats * 4 <= gpu().limits.maxComputeWorkgroupStorageSize;
+}
+
+/** Query rows per forward workgroup: small for decode-like calls, else the largest that fits. */
+function forwardTile(rows: number, D: number): { bq: number; tpr: number } {
+  for (const bq of [16, 8, 4]) {
+    if (bq > 4 && rows <= bq / 2) continue;
+    if (floatsFit((bq + 2 * FWD_BK) * D + bq * FWD_BK)) return { bq, tpr: bq >= 16 ? 4 : 8 };
+  }
+  return { bq: 4, tpr: 8 };
+}
+
+/** Block size shared by both backward kernels (query rows and keys per block). */
+function backwardTile(D: number): number {
+  for (const t of [16, 8]) {
+    const tpr = 4;
+    const dq = 4 * t * D + t * t + t * tpr;
+    const dkv = 4 * t * D + 2 * t * t + 2 * t;
+    if (floatsFit(Math.max(dq, dkv))) return t;
+  }
+  return 4;
+}
+
+function dispatchForward(g: Geometry, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: Tensor) {
+  const rows = g.T * g.G;
+  const { bq, tpr } = forwardTile(rows, g.D);
+  const xBlocks = Math.ceil(rows / bq);
+  const groups = xBlocks * g.Hkv * g.B;
+  let nsplit = 1;
+  if (groups < TARGET_WORKGROUPS && g.L >= 2 * MIN_SPLIT_KEYS) {
+    nsplit = Math.min(Math.ceil(TARGET_WORKGROUPS / groups), Math.floor(g.L / MIN_SPLIT_KEYS));
+  }
+  const chunk = Math.ceil(Math.ceil(Math.max(g.L, 1) / nsplit) / FWD_BK) * FWD_BK;
+  nsplit = Math.max(1, Math.ceil(g.L / chunk));
+  nsplit = Math.min(nsplit, Math.floor(gpu().limits.maxComputeWorkgroupsPerDimension / g.B));
+  const spec = {
+    shader: "attention_fwd",
+    defines: { D: g.D, BQ: bq, BK: FWD_BK, TPR: tpr },
+  };
+  const params = packParams([...paramFields(g), nsplit, nsplit === 1 ? g.L : chunk, 0]);
+  const maskBuf = g.mask?.buffer ?? k.buffer;
+  if (nsplit === 1) {
+    gpu().dispatch(spec, {
+      params,
+      buffers: [q.buffer, k.buffer, v.buffer, maskBuf, out.buffer, lse.buffer],
+      workgroups: [xBlocks, g.Hkv, g.B],
+    });
+    return;
+  }
+  const oPart = Tensor.empty([nsplit, ...out.shape], "f32", "attention.o_part");
+  const lsePart = Tensor.empty([nsplit, ...lse.shape], "f32", "attention.lse_part");
+  gpu().dispatch(spec, {
+    params,
+    buffers: [q.buffer, k.buffer, v.buffer, maskBuf, oPart.buffer, lsePart.buffer],
+    workgroups: [xBlocks, g.Hkv, g.B * nsplit],
+  });
+  gpu().dispatch({ shader: "attention_combine" }, {
+    params: packParams([out.size, nsplit, g.T, g.Hq, g.D]),
+    buffers: [oPart.buffer, lsePart.buffer, out.buffer, lse.buffer],
+    workgroups: grid1d(out.size, 256),
+  });
+  oPart.dispose();
+  lsePart.dispose();
+}
+
+function dispatchBackward(
+  g: Geometry,
+  saved: { q: Tensor; k: Tensor; v: Tensor; out: Tensor; lse: Tensor },
+  dout: Tensor,
+): [Tensor, Tensor, Tensor] {
+  const { q, k, v, out, lse } = saved;
+  const dq = Tensor.empty(q.shape, "f32", "attention.dq");
+  const dk = Tensor.empty(k.shape, "f32", "attention.dk");
+  const dv = Tensor.empty(v.shape, "f32", "attention.dv");
+  const delta = Tensor.empty(lse.shape, "f32", "attention.delta");
+  const tile = backwardTile(g.D);
+  const params = packParams([...paramFields(g), 0, 0, 0]);
+  const maskBuf = g.mask?.buffer ?? k.buffer;
+  const rows = g.T * g.G;
+  gpu().dispatch({ shader: "attention_bwd_dq", defines: { D: g.D, BQ: tile, BK: tile } }, {
+    params,
+    buffers: [
+      q.buffer,
+      k.buffer,
+      v.buffer,
+      maskBuf,
+      out.buffer,
+      dout.buffer,
+      lse.buffer,
+      dq.buffer,
+      delta.buffer,
+    ],
+    workgroups: [Math.ceil(rows / tile), g.Hkv, g.B],
+  });
+  gpu().dispatch({ shader: "attention_bwd_dkv", defines: { D: g.D, KB: tile, QB: tile } }, {
+    params,
+    buffers: [
+      q.buffer,
+      k.buffer,
+      v.buffer,
+      maskBuf,
+      dout.buffer,
+      lse.buffer,
+      delta.buffer,
+      dk.buffer,
+      dv.buffer,
+    ],
+    workgroups: [Math.ceil(g.S / tile), g.Hkv, g.B],
+  });
+  delta.dispose();
+  return [dq, dk, dv];
+}
+
+/**
+ * Grouped-query attention: q [B, T, Hq, D], k and v [B, S, Hkv, D] -> [B, T, Hq, D]. Query head h
+ * reads kv head floor(h / (Hq / Hkv)). A query row that sees no key (left padding under a causal
+ * mask) outputs zeros and gets zero gradients. k/v may be views of a larger cache (`kvLength`).
+ */
+export function attention(q: Tensor, k: Tensor, v: Tensor, options: AttentionOptions = {}): Tensor {
+  const g = validate(q, k, v, options);
+  const out = Tensor.empty(q.shape, "f32", "attention");
+  const lse = Tensor.empty([g.B, g.Hq, g.T], "f32", "attention.lse");
+  dispatchForward(g, q, k, v, out, lse);
+  if (!isGradEnabled() || ![q, k, v].some((t) => t.requiresGrad)) {
+    lse.dispose();
+    return out;
+  }
+  return record("attention", [q, k, v], out, (dout) => {
+    const grads = dispatchBackward(g, { q, k, v, out, lse }, dout);
+    lse.dispose();
+    return grads;
+  });
+}

@@ -136,30 +136,31 @@ fn block(wid: vec3<u32>, lid: vec3<u32>) -> array<vec4<f32>, 16> {
     for (var kk = 0u; kk < BK; kk++) {
       let a0 = As[ao + kk * AS_STRIDE];
       let b0 = Bs[bo + kk * BS_STRIDE];
+      var a1 = vec4<f32>(0.0);
+      var b1 = vec4<f32>(0.0);
+      if (RG > 1u) { a1 = As[ao + kk * AS_STRIDE + WG_Y]; }
+      if (CG > 1u) { b1 = Bs[bo + kk * BS_STRIDE + WG_X]; }
       acc[0] = fma(vec4<f32>(a0.x), b0, acc[0]);
       acc[2] = fma(vec4<f32>(a0.y), b0, acc[2]);
       acc[4] = fma(vec4<f32>(a0.z), b0, acc[4]);
       acc[6] = fma(vec4<f32>(a0.w), b0, acc[6]);
       if (CG > 1u) {
-        let b1 = Bs[bo + kk * BS_STRIDE + WG_X];
         acc[1] = fma(vec4<f32>(a0.x), b1, acc[1]);
         acc[3] = fma(vec4<f32>(a0.y), b1, acc[3]);
         acc[5] = fma(vec4<f32>(a0.z), b1, acc[5]);
         acc[7] = fma(vec4<f32>(a0.w), b1, acc[7]);
-        if (RG > 1u) {
-          let a1 = As[ao + kk * AS_STRIDE + WG_Y];
-          acc[9] = fma(vec4<f32>(a1.x), b1, acc[9]);
-          acc[11] = fma(vec4<f32>(a1.y), b1, acc[11]);
-          acc[13] = fma(vec4<f32>(a1.z), b1, acc[13]);
-          acc[15] = fma(vec4<f32>(a1.w), b1, acc[15]);
-        }
       }
       if (RG > 1u) {
-        let a1 = As[ao + kk * AS_STRIDE + WG_Y];
         acc[8] = fma(vec4<f32>(a1.x), b0, acc[8]);
         acc[10] = fma(vec4<f32>(a1.y), b0, acc[10]);
         acc[12] = fma(vec4<f32>(a1.z), b0, acc[12]);
         acc[14] = fma(vec4<f32>(a1.w), b0, acc[14]);
+      }
+      if (RG > 1u && CG > 1u) {
+        acc[9] = fma(vec4<f32>(a1.x), b1, acc[9]);
+        acc[11] = fma(vec4<f32>(a1.y), b1, acc[11]);
+        acc[13] = fma(vec4<f32>(a1.z), b1, acc[13]);
+        acc[15] = fma(vec4<f32>(a1.w), b1, acc[15]);
       }
     }
     if (more) {

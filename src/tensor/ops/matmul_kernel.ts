@@ -11,8 +11,8 @@ import { Tensor } from "../tensor.ts";
 export interface TileConfig {
   wgX: number;
   wgY: number;
-  tm: number; // multiple of 4
-  tn: number; // multiple of 4
+  tm: number; // 4 or 8
+  tn: number; // 4 or 8
   bk: number;
 }
 

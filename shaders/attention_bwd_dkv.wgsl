@@ -3,14 +3,15 @@
 // blocks of QB, so dK and dV come out already summed over the group and need no atomics:
 // dV += P^T dO and dK += scale * dS^T Q with P, dS recomputed from the saved lse and delta.
 // Thread (kr, sub) owns key kr, recomputes P/dS for rows sub + j * TPR and owns columns
-// sub + j * TPR of dK/dV. Keys past kvLength get zero gradients.
+// sub + j * TPR of dK/dV (vec4 column groups). Keys past kvLength get zero gradients.
 
 const D: u32 = 64u;
 const KB: u32 = 16u;
 const QB: u32 = 16u;
 const TPR: u32 = 4u;
 const WG: u32 = KB * TPR;
-const NC: u32 = (D + TPR - 1u) / TPR;
+const D4: u32 = (D + 3u) / 4u;
+const NC: u32 = (D4 + TPR - 1u) / TPR;
 const NQ: u32 = QB / TPR;
 
 struct Params {
@@ -38,19 +39,43 @@ struct Params {
 @group(0) @binding(3) var<storage, read> v: array<f32>;
 @group(0) @binding(4) var<storage, read> mask: array<i32>;
 @group(0) @binding(5) var<storage, read> dout: array<f32>;
-@group(0) @binding(6) var<storage, read> lse: array<f32>; // [B, Hq, T]
-@group(0) @binding(7) var<storage, read> delta: array<f32>; // [B, Hq, T]
-@group(0) @binding(8) var<storage, read_write> dk: array<f32>;
-@group(0) @binding(9) var<storage, read_write> dv: array<f32>;
+@group(0) @binding(6) var<storage, read> stats: array<f32>; // [2, B, Hq, T]: lse, delta
+@group(0) @binding(7) var<storage, read_write> dk: array<f32>;
+@group(0) @binding(8) var<storage, read_write> dv: array<f32>;
 
-var<workgroup> ks: array<f32, KB * D>;
-var<workgroup> vs: array<f32, KB * D>;
-var<workgroup> qs: array<f32, QB * D>;
-var<workgroup> dos: array<f32, QB * D>;
+var<workgroup> ks: array<vec4f, KB * D4>;
+var<workgroup> vs: array<vec4f, KB * D4>;
+var<workgroup> qs: array<vec4f, QB * D4>;
+var<workgroup> dos: array<vec4f, QB * D4>;
 var<workgroup> ps: array<f32, QB * KB>;
 var<workgroup> dss: array<f32, QB * KB>;
 var<workgroup> lses: array<f32, QB>;
 var<workgroup> deltas: array<f32, QB>;
+
+// Columns 4 * c4 .. 4 * c4 + 3 of the row starting at `base`, zero past D.
+fn q4(base: u32, c4: u32) -> vec4f {
+  var x = vec4f();
+  for (var e = 0u; e < 4u; e++) { if (4u * c4 + e < D) { x[e] = q[base + 4u * c4 + e]; } }
+  return x;
+}
+
+fn k4(base: u32, c4: u32) -> vec4f {
+  var x = vec4f();
+  for (var e = 0u; e < 4u; e++) { if (4u * c4 + e < D) { x[e] = k[base + 4u * c4 + e]; } }
+  return x;
+}
+
+fn v4(base: u32, c4: u32) -> vec4f {
+  var x = vec4f();
+  for (var e = 0u; e < 4u; e++) { if (4u * c4 + e < D) { x[e] = v[base + 4u * c4 + e]; } }
+  return x;
+}
+
+fn do4(base: u32, c4: u32) -> vec4f {
+  var x = vec4f();
+  for (var e = 0u; e < 4u; e++) { if (4u * c4 + e < D) { x[e] = dout[base + 4u * c4 + e]; } }
+  return x;
+}
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid: u32) {
@@ -60,14 +85,14 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid:
   let hk = wid.y;
   let b = wid.z;
 
-  for (var i = tid; i < KB * D; i += WG) {
-    let s = s0 + i / D;
-    var kx = 0.0;
-    var vx = 0.0;
+  for (var i = tid; i < KB * D4; i += WG) {
+    let s = s0 + i / D4;
+    var kx = vec4f();
+    var vx = vec4f();
     if (s < p.l) {
-      let a = ((b * p.s + s) * p.hkv + hk) * D + i % D;
-      kx = k[a];
-      vx = v[a];
+      let a = ((b * p.s + s) * p.hkv + hk) * D;
+      kx = k4(a, i % D4);
+      vx = v4(a, i % D4);
     }
     ks[i] = kx;
     vs[i] = vx;
@@ -87,18 +112,18 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid:
     rstart = min(u32(tfirst) * p.g, p.rows) / QB * QB;
   }
 
-  var dka: array<f32, NC>;
-  var dva: array<f32, NC>;
+  var dka: array<vec4f, NC>;
+  var dva: array<vec4f, NC>;
   for (var rf0 = rstart; rf0 < rend; rf0 += QB) {
     workgroupBarrier();
-    for (var i = tid; i < QB * D; i += WG) {
-      let rf = rf0 + i / D;
-      var x = 0.0;
-      var dx = 0.0;
+    for (var i = tid; i < QB * D4; i += WG) {
+      let rf = rf0 + i / D4;
+      var x = vec4f();
+      var dx = vec4f();
       if (rf < p.rows) {
-        let a = ((b * p.t + rf / p.g) * p.hq + hk * p.g + rf % p.g) * D + i % D;
-        x = q[a];
-        dx = dout[a];
+        let a = ((b * p.t + rf / p.g) * p.hq + hk * p.g + rf % p.g) * D;
+        x = q4(a, i % D4);
+        dx = do4(a, i % D4);
       }
       qs[i] = x;
       dos[i] = dx;
@@ -109,8 +134,8 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid:
       var dl = 0.0;
       if (rf < p.rows) {
         let li = (b * p.hq + hk * p.g + rf % p.g) * p.t + rf / p.g;
-        ls = lse[li];
-        dl = delta[li];
+        ls = stats[li];
+        dl = stats[p.batch * p.hq * p.t + li];
       }
       lses[tid] = ls;
       deltas[tid] = dl;
@@ -124,9 +149,9 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid:
       if (kvis && rf < p.rows && (p.causal == 0u || i32(s) <= p.off + i32(rf / p.g))) {
         var sc = 0.0;
         var dp = 0.0;
-        for (var d = 0u; d < D; d++) {
-          sc += qs[qq * D + d] * ks[kr * D + d];
-          dp += dos[qq * D + d] * vs[kr * D + d];
+        for (var d = 0u; d < D4; d++) {
+          sc += dot(qs[qq * D4 + d], ks[kr * D4 + d]);
+          dp += dot(dos[qq * D4 + d], vs[kr * D4 + d]);
         }
         pk = exp(sc * p.scale - lses[qq]);
         ds = pk * (dp - deltas[qq]);
@@ -139,9 +164,9 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid:
       let pk = ps[qq * KB + kr];
       let ds = dss[qq * KB + kr];
       for (var j = 0u; j < NC; j++) {
-        let c = min(sub + j * TPR, D - 1u);
-        dva[j] += pk * dos[qq * D + c];
-        dka[j] += ds * qs[qq * D + c];
+        let c4 = min(sub + j * TPR, D4 - 1u);
+        dva[j] += pk * dos[qq * D4 + c4];
+        dka[j] += ds * qs[qq * D4 + c4];
       }
     }
   }
@@ -149,10 +174,13 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid:
   if (s >= p.s) { return; }
   let a = ((b * p.s + s) * p.hkv + hk) * D;
   for (var j = 0u; j < NC; j++) {
-    let c = sub + j * TPR;
-    if (c < D) {
-      dk[a + c] = dka[j] * p.scale;
-      dv[a + c] = dva[j];
+    let c4 = sub + j * TPR;
+    for (var e = 0u; e < 4u; e++) {
+      let c = 4u * c4 + e;
+      if (c4 < D4 && c < D) {
+        dk[a + c] = dka[j][e] * p.scale;
+        dv[a + c] = dva[j][e];
+      }
     }
   }
 }

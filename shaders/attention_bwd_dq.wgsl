@@ -2,13 +2,15 @@
 // rows of one (batch, kv head) as in attention_fwd, computes delta = dO . O per row (saved for the
 // key-side kernel), then streams key blocks: P = exp(S - lse), dS = P * (dO V^T - delta) and
 // dQ += scale * dS K. Rows that saw no key have P = 0 everywhere, hence zero gradients.
+// Tiles are vec4 arrays over column groups, as in attention_fwd.
 
 const D: u32 = 64u;
 const BQ: u32 = 16u;
 const BK: u32 = 16u;
 const TPR: u32 = 4u;
 const WG: u32 = BQ * TPR;
-const NC: u32 = (D + TPR - 1u) / TPR;
+const D4: u32 = (D + 3u) / 4u;
+const NC: u32 = (D4 + TPR - 1u) / TPR;
 const NS: u32 = BK / TPR;
 
 struct Params {
@@ -37,16 +39,48 @@ struct Params {
 @group(0) @binding(4) var<storage, read> mask: array<i32>;
 @group(0) @binding(5) var<storage, read> o: array<f32>;
 @group(0) @binding(6) var<storage, read> dout: array<f32>;
-@group(0) @binding(7) var<storage, read> lse: array<f32>; // [B, Hq, T]
+// [2, B, Hq, T]: the forward's lse, then delta (written here). One buffer keeps the kernels
+// within 8 storage bindings, the lowest maxStorageBuffersPerShaderStage we target.
+@group(0) @binding(7) var<storage, read_write> stats: array<f32>;
 @group(0) @binding(8) var<storage, read_write> dq: array<f32>;
-@group(0) @binding(9) var<storage, read_write> delta: array<f32>; // [B, Hq, T]
 
-var<workgroup> qs: array<f32, BQ * D>;
-var<workgroup> dos: array<f32, BQ * D>;
-var<workgroup> ks: array<f32, BK * D>;
-var<workgroup> vs: array<f32, BK * D>;
+var<workgroup> qs: array<vec4f, BQ * D4>;
+var<workgroup> dos: array<vec4f, BQ * D4>;
+var<workgroup> ks: array<vec4f, BK * D4>;
+var<workgroup> vs: array<vec4f, BK * D4>;
 var<workgroup> ss: array<f32, BQ * BK>;
 var<workgroup> red: array<f32, WG>;
+
+// Columns 4 * c4 .. 4 * c4 + 3 of the row starting at `base`, zero past D.
+fn q4(base: u32, c4: u32) -> vec4f {
+  var x = vec4f();
+  for (var e = 0u; e < 4u; e++) { if (4u * c4 + e < D) { x[e] = q[base + 4u * c4 + e]; } }
+  return x;
+}
+
+fn k4(base: u32, c4: u32) -> vec4f {
+  var x = vec4f();
+  for (var e = 0u; e < 4u; e++) { if (4u * c4 + e < D) { x[e] = k[base + 4u * c4 + e]; } }
+  return x;
+}
+
+fn v4(base: u32, c4: u32) -> vec4f {
+  var x = vec4f();
+  for (var e = 0u; e < 4u; e++) { if (4u * c4 + e < D) { x[e] = v[base + 4u * c4 + e]; } }
+  return x;
+}
+
+fn o4(base: u32, c4: u32) -> vec4f {
+  var x = vec4f();
+  for (var e = 0u; e < 4u; e++) { if (4u * c4 + e < D) { x[e] = o[base + 4u * c4 + e]; } }
+  return x;
+}
+
+fn do4(base: u32, c4: u32) -> vec4f {
+  var x = vec4f();
+  for (var e = 0u; e < 4u; e++) { if (4u * c4 + e < D) { x[e] = dout[base + 4u * c4 + e]; } }
+  return x;
+}
 
 fn key_ok(b: u32, s: u32) -> bool {
   if (s >= p.l) { return false; }
@@ -61,14 +95,14 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid:
   let hk = wid.y;
   let b = wid.z;
 
-  for (var i = tid; i < BQ * D; i += WG) {
-    let rf = rf0 + i / D;
-    var x = 0.0;
-    var dx = 0.0;
+  for (var i = tid; i < BQ * D4; i += WG) {
+    let rf = rf0 + i / D4;
+    var x = vec4f();
+    var dx = vec4f();
     if (rf < p.rows) {
-      let a = ((b * p.t + rf / p.g) * p.hq + hk * p.g + rf % p.g) * D + i % D;
-      x = q[a];
-      dx = dout[a];
+      let a = ((b * p.t + rf / p.g) * p.hq + hk * p.g + rf % p.g) * D;
+      x = q4(a, i % D4);
+      dx = do4(a, i % D4);
     }
     qs[i] = x;
     dos[i] = dx;
@@ -82,11 +116,12 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid:
   let ob = ((b * p.t + t) * p.hq + h) * D;
   let li = (b * p.hq + h) * p.t + t;
 
+  workgroupBarrier();
   var part = 0.0;
   if (row_ok) {
     for (var j = 0u; j < NC; j++) {
-      let c = sub + j * TPR;
-      if (c < D) { part += o[ob + c] * dout[ob + c]; }
+      let c4 = sub + j * TPR;
+      if (c4 < D4) { part += dot(o4(ob, c4), dos[r * D4 + c4]); }
     }
   }
   red[tid] = part;
@@ -95,8 +130,8 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid:
   for (var j = 0u; j < TPR; j++) { dl += red[r * TPR + j]; }
   var lrow = 0.0;
   if (row_ok) {
-    lrow = lse[li];
-    if (sub == 0u) { delta[li] = dl; }
+    lrow = stats[li];
+    if (sub == 0u) { stats[p.batch * p.hq * p.t + li] = dl; }
   }
 
   var kend = p.l;
@@ -104,17 +139,17 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid:
     let t_last = i32(min(rf0 + BQ, p.rows) - 1u) / i32(p.g);
     kend = u32(clamp(p.off + t_last + 1, 0, i32(p.l)));
   }
-  var acc: array<f32, NC>;
+  var acc: array<vec4f, NC>;
   for (var k0 = 0u; k0 < kend; k0 += BK) {
     workgroupBarrier();
-    for (var i = tid; i < BK * D; i += WG) {
-      let s = k0 + i / D;
-      var kx = 0.0;
-      var vx = 0.0;
+    for (var i = tid; i < BK * D4; i += WG) {
+      let s = k0 + i / D4;
+      var kx = vec4f();
+      var vx = vec4f();
       if (s < p.l) {
-        let a = ((b * p.s + s) * p.hkv + hk) * D + i % D;
-        kx = k[a];
-        vx = v[a];
+        let a = ((b * p.s + s) * p.hkv + hk) * D;
+        kx = k4(a, i % D4);
+        vx = v4(a, i % D4);
       }
       ks[i] = kx;
       vs[i] = vx;
@@ -127,9 +162,9 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid:
       if (row_ok && key_ok(b, s) && (p.causal == 0u || i32(s) <= qpos)) {
         var sc = 0.0;
         var dp = 0.0;
-        for (var d = 0u; d < D; d++) {
-          sc += qs[r * D + d] * ks[kk * D + d];
-          dp += dos[r * D + d] * vs[kk * D + d];
+        for (var d = 0u; d < D4; d++) {
+          sc += dot(qs[r * D4 + d], ks[kk * D4 + d]);
+          dp += dot(dos[r * D4 + d], vs[kk * D4 + d]);
         }
         ds = exp(sc * p.scale - lrow) * (dp - dl);
       }
@@ -139,14 +174,16 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid:
     for (var kk = 0u; kk < BK; kk++) {
       let ds = ss[r * BK + kk];
       for (var j = 0u; j < NC; j++) {
-        acc[j] += ds * ks[kk * D + min(sub + j * TPR, D - 1u)];
+        acc[j] += ds * ks[kk * D4 + min(sub + j * TPR, D4 - 1u)];
       }
     }
   }
 
   if (!row_ok) { return; }
   for (var j = 0u; j < NC; j++) {
-    let c = sub + j * TPR;
-    if (c < D) { dq[ob + c] = acc[j] * p.scale; }
+    let c4 = sub + j * TPR;
+    for (var e = 0u; e < 4u; e++) {
+      if (c4 < D4 && 4u * c4 + e < D) { dq[ob + 4u * c4 + e] = acc[j][e] * p.scale; }
+    }
   }
 }

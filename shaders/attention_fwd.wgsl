@@ -4,14 +4,17 @@
 // as rf = t * G + g: the G query heads sharing a kv head read each key block once (decode with
 // T = 1 still fills a workgroup). Optionally the key range is split over NSPLIT workgroups
 // (wid.z = b * nsplit + split) writing partial outputs that attention_combine merges.
-// Thread (r, sub) owns row r, scores for keys sub + j * TPR and output columns sub + j * TPR.
+// Thread (r, sub) owns row r, scores for keys sub + j * TPR and the vec4 column groups
+// sub + j * TPR of the output. Tiles are vec4 arrays: fewer, wider workgroup loads, and CPU
+// adapters compile the zero-initialisation of workgroup arrays far faster for fewer elements.
 
 const D: u32 = 64u;
 const BQ: u32 = 16u;
 const BK: u32 = 16u;
 const TPR: u32 = 4u;
 const WG: u32 = BQ * TPR;
-const NC: u32 = (D + TPR - 1u) / TPR;
+const D4: u32 = (D + 3u) / 4u;
+const NC: u32 = (D4 + TPR - 1u) / TPR;
 const NS: u32 = BK / TPR;
 // Finite stand-ins for -inf: backends may assume no infinities, and exp(NEG - x) is exactly 0.
 const NEG: f32 = -1e30;
@@ -44,10 +47,29 @@ struct Params {
 @group(0) @binding(5) var<storage, read_write> o: array<f32>; // [nsplit, B, T, Hq, D]
 @group(0) @binding(6) var<storage, read_write> lse: array<f32>; // [nsplit, B, Hq, T]
 
-var<workgroup> qs: array<f32, BQ * D>;
-var<workgroup> ks: array<f32, BK * D>;
-var<workgroup> vs: array<f32, BK * D>;
+var<workgroup> qs: array<vec4f, BQ * D4>;
+var<workgroup> ks: array<vec4f, BK * D4>;
+var<workgroup> vs: array<vec4f, BK * D4>;
 var<workgroup> ss: array<f32, BQ * BK>;
+
+// Columns 4 * c4 .. 4 * c4 + 3 of the row starting at `base`, zero past D.
+fn q4(base: u32, c4: u32) -> vec4f {
+  var x = vec4f();
+  for (var e = 0u; e < 4u; e++) { if (4u * c4 + e < D) { x[e] = q[base + 4u * c4 + e]; } }
+  return x;
+}
+
+fn k4(base: u32, c4: u32) -> vec4f {
+  var x = vec4f();
+  for (var e = 0u; e < 4u; e++) { if (4u * c4 + e < D) { x[e] = k[base + 4u * c4 + e]; } }
+  return x;
+}
+
+fn v4(base: u32, c4: u32) -> vec4f {
+  var x = vec4f();
+  for (var e = 0u; e < 4u; e++) { if (4u * c4 + e < D) { x[e] = v[base + 4u * c4 + e]; } }
+  return x;
+}
 
 fn key_ok(b: u32, s: u32) -> bool {
   if (s >= p.l) { return false; }
@@ -63,12 +85,12 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid:
   let b = wid.z / p.nsplit;
   let split = wid.z % p.nsplit;
 
-  for (var i = tid; i < BQ * D; i += WG) {
-    let rf = rf0 + i / D;
-    var x = 0.0;
+  for (var i = tid; i < BQ * D4; i += WG) {
+    let rf = rf0 + i / D4;
+    var x = vec4f();
     if (rf < p.rows) {
       let h = hk * p.g + rf % p.g;
-      x = q[((b * p.t + rf / p.g) * p.hq + h) * D + i % D];
+      x = q4(((b * p.t + rf / p.g) * p.hq + h) * D, i % D4);
     }
     qs[i] = x;
   }
@@ -87,18 +109,18 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid:
   let qpos = p.off + i32(t);
   var m = NEG;
   var lsum = 0.0;
-  var acc: array<f32, NC>;
+  var acc: array<vec4f, NC>;
 
   for (var k0 = kbeg; k0 < kend; k0 += BK) {
     workgroupBarrier();
-    for (var i = tid; i < BK * D; i += WG) {
-      let s = k0 + i / D;
-      var kx = 0.0;
-      var vx = 0.0;
+    for (var i = tid; i < BK * D4; i += WG) {
+      let s = k0 + i / D4;
+      var kx = vec4f();
+      var vx = vec4f();
       if (s < p.l) {
-        let a = ((b * p.s + s) * p.hkv + hk) * D + i % D;
-        kx = k[a];
-        vx = v[a];
+        let a = ((b * p.s + s) * p.hkv + hk) * D;
+        kx = k4(a, i % D4);
+        vx = v4(a, i % D4);
       }
       ks[i] = kx;
       vs[i] = vx;
@@ -109,9 +131,9 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid:
       let s = k0 + kk;
       var sc = NEG;
       if (row_ok && key_ok(b, s) && (p.causal == 0u || i32(s) <= qpos)) {
-        var dot = 0.0;
-        for (var d = 0u; d < D; d++) { dot += qs[r * D + d] * ks[kk * D + d]; }
-        sc = dot * p.scale;
+        var sdot = 0.0;
+        for (var d = 0u; d < D4; d++) { sdot += dot(qs[r * D4 + d], ks[kk * D4 + d]); }
+        sc = sdot * p.scale;
       }
       ss[r * BK + kk] = sc;
     }
@@ -127,8 +149,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid:
         let pk = exp(sc - mb);
         lsum += pk;
         for (var j = 0u; j < NC; j++) {
-          let c = min(sub + j * TPR, D - 1u);
-          acc[j] += pk * vs[kk * D + c];
+          acc[j] += pk * vs[kk * D4 + min(sub + j * TPR, D4 - 1u)];
         }
       }
     }
@@ -141,8 +162,10 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid:
   let inv = select(0.0, 1.0 / max(lsum, 1.0), lsum > 0.0);
   let ob = (((split * p.batch + b) * p.t + t) * p.hq + h) * D;
   for (var j = 0u; j < NC; j++) {
-    let c = sub + j * TPR;
-    if (c < D) { o[ob + c] = acc[j] * inv; }
+    let c4 = sub + j * TPR;
+    for (var e = 0u; e < 4u; e++) {
+      if (c4 < D4 && 4u * c4 + e < D) { o[ob + 4u * c4 + e] = acc[j][e] * inv; }
+    }
   }
   if (sub == 0u) {
     lse[((split * p.batch + b) * p.hq + h) * p.t + t] = select(NEG, m + log(lsum), lsum > 0.0);

@@ -101,21 +101,40 @@ function floatsFit(floats: number): boolean {
   return floats * 4 <= gpu().limits.maxComputeWorkgroupStorageSize;
 }
 
+/**
+ * CPU adapters (llvmpipe) spend seconds compiling the zero-initialisation of large workgroup
+ * arrays, and gain nothing from big tiles: give them the smallest.
+ */
+function smallTiles(): boolean {
+  return gpu().adapter.info?.isFallbackAdapter === true;
+}
+
+interface Tile {
+  bq: number;
+  bk: number;
+  tpr: number;
+}
+
 /** Query rows per forward workgroup: small for decode-like calls, else the largest that fits. */
-function forwardTile(rows: number, D: number): { bq: number; tpr: number } {
+function forwardTile(rows: number, D: number): Tile {
+  const dp = Math.ceil(D / 4) * 4;
+  if (smallTiles()) return { bq: 4, bk: 4, tpr: 4 };
   for (const bq of [16, 8, 4]) {
     if (bq > 4 && rows <= bq / 2) continue;
-    if (floatsFit((bq + 2 * FWD_BK) * D + bq * FWD_BK)) return { bq, tpr: bq >= 16 ? 4 : 8 };
+    if (floatsFit((bq + 2 * FWD_BK) * dp + bq * FWD_BK)) {
+      return { bq, bk: FWD_BK, tpr: bq >= 16 ? 4 : 8 };
+    }
   }
-  return { bq: 4, tpr: 8 };
+  return { bq: 4, bk: FWD_BK, tpr: 8 };
 }
 
 /** Block size shared by both backward kernels (query rows and keys per block). */
 function backwardTile(D: number): number {
+  const dp = Math.ceil(D / 4) * 4;
+  if (smallTiles()) return 4;
   for (const t of [16, 8]) {
-    const tpr = 4;
-    const dq = 4 * t * D + t * t + t * tpr;
-    const dkv = 4 * t * D + 2 * t * t + 2 * t;
+    const dq = 4 * t * dp + t * t + t * 4;
+    const dkv = 4 * t * dp + 2 * t * t + 2 * t;
     if (floatsFit(Math.max(dq, dkv))) return t;
   }
   return 4;
@@ -123,19 +142,19 @@ function backwardTile(D: number): number {
 
 function dispatchForward(g: Geometry, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: Tensor) {
   const rows = g.T * g.G;
-  const { bq, tpr } = forwardTile(rows, g.D);
+  const { bq, bk, tpr } = forwardTile(rows, g.D);
   const xBlocks = Math.ceil(rows / bq);
   const groups = xBlocks * g.Hkv * g.B;
   let nsplit = 1;
   if (groups < TARGET_WORKGROUPS && g.L >= 2 * MIN_SPLIT_KEYS) {
     nsplit = Math.min(Math.ceil(TARGET_WORKGROUPS / groups), Math.floor(g.L / MIN_SPLIT_KEYS));
   }
-  const chunk = Math.ceil(Math.ceil(Math.max(g.L, 1) / nsplit) / FWD_BK) * FWD_BK;
+  const chunk = Math.ceil(Math.ceil(Math.max(g.L, 1) / nsplit) / bk) * bk;
   nsplit = Math.max(1, Math.ceil(g.L / chunk));
   nsplit = Math.min(nsplit, Math.floor(gpu().limits.maxComputeWorkgroupsPerDimension / g.B));
   const spec = {
     shader: "attention_fwd",
-    defines: { D: g.D, BQ: bq, BK: FWD_BK, TPR: tpr },
+    defines: { D: g.D, BQ: bq, BK: bk, TPR: tpr },
   };
   const params = packParams([...paramFields(g), nsplit, nsplit === 1 ? g.L : chunk, 0]);
   const maskBuf = g.mask?.buffer ?? k.buffer;
@@ -148,7 +167,7 @@ function dispatchForward(g: Geometry, q: Tensor, k: Tensor, v: Tensor, out: Tens
     return;
   }
   const oPart = Tensor.empty([nsplit, ...out.shape], "f32", "attention.o_part");
-  const lsePart = Tensor.empty([nsplit, ...lse.shape], "f32", "attention.lse_part");
+  const lsePart = Tensor.empty([nsplit, g.B, g.Hq, g.T], "f32", "attention.lse_part");
   gpu().dispatch(spec, {
     params,
     buffers: [q.buffer, k.buffer, v.buffer, maskBuf, oPart.buffer, lsePart.buffer],
@@ -165,14 +184,13 @@ function dispatchForward(g: Geometry, q: Tensor, k: Tensor, v: Tensor, out: Tens
 
 function dispatchBackward(
   g: Geometry,
-  saved: { q: Tensor; k: Tensor; v: Tensor; out: Tensor; lse: Tensor },
+  saved: { q: Tensor; k: Tensor; v: Tensor; out: Tensor; stats: Tensor },
   dout: Tensor,
 ): [Tensor, Tensor, Tensor] {
-  const { q, k, v, out, lse } = saved;
+  const { q, k, v, out, stats } = saved;
   const dq = Tensor.empty(q.shape, "f32", "attention.dq");
   const dk = Tensor.empty(k.shape, "f32", "attention.dk");
   const dv = Tensor.empty(v.shape, "f32", "attention.dv");
-  const delta = Tensor.empty(lse.shape, "f32", "attention.delta");
   const tile = backwardTile(g.D);
   const params = packParams([...paramFields(g), 0, 0, 0]);
   const maskBuf = g.mask?.buffer ?? k.buffer;
@@ -186,9 +204,8 @@ function dispatchBackward(
       maskBuf,
       out.buffer,
       dout.buffer,
-      lse.buffer,
+      stats.buffer,
       dq.buffer,
-      delta.buffer,
     ],
     workgroups: [Math.ceil(rows / tile), g.Hkv, g.B],
   });
@@ -200,14 +217,12 @@ function dispatchBackward(
       v.buffer,
       maskBuf,
       dout.buffer,
-      lse.buffer,
-      delta.buffer,
+      stats.buffer,
       dk.buffer,
       dv.buffer,
     ],
     workgroups: [Math.ceil(g.S / tile), g.Hkv, g.B],
   });
-  delta.dispose();
   return [dq, dk, dv];
 }
 
@@ -219,15 +234,16 @@ function dispatchBackward(
 export function attention(q: Tensor, k: Tensor, v: Tensor, options: AttentionOptions = {}): Tensor {
   const g = validate(q, k, v, options);
   const out = Tensor.empty(q.shape, "f32", "attention");
-  const lse = Tensor.empty([g.B, g.Hq, g.T], "f32", "attention.lse");
-  dispatchForward(g, q, k, v, out, lse);
+  // The forward's row logsumexp, then room for the backward's delta = dO . O per row.
+  const stats = Tensor.empty([2, g.B, g.Hq, g.T], "f32", "attention.stats");
+  dispatchForward(g, q, k, v, out, stats);
   if (!isGradEnabled() || ![q, k, v].some((t) => t.requiresGrad)) {
-    lse.dispose();
+    stats.dispose();
     return out;
   }
   return record("attention", [q, k, v], out, (dout) => {
-    const grads = dispatchBackward(g, { q, k, v, out, lse }, dout);
-    lse.dispose();
+    const grads = dispatchBackward(g, { q, k, v, out, stats }, dout);
+    stats.dispose();
     return grads;
   });
 }

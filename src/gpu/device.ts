@@ -1,7 +1,7 @@
 import { BufferPool } from "./buffer_pool.ts";
 import { formatBytes, GpuError } from "./errors.ts";
 import { type KernelSpec, PipelineCache } from "./pipelines.ts";
-import { Recorder } from "./recorder.ts";
+import { KernelProfiler, Recorder } from "./recorder.ts";
 
 export interface GpuOptions {
   powerPreference?: GPUPowerPreference;
@@ -31,6 +31,8 @@ export interface DispatchOptions {
 export class Gpu {
   readonly hasF16: boolean;
   readonly hasTimestamps: boolean;
+  /** A software adapter (llvmpipe, SwiftShader): few cores, so kernels prefer fewer, larger blocks. */
+  readonly isCpuAdapter: boolean;
   readonly limits: GPUSupportedLimits;
   readonly pool: BufferPool;
   readonly pipelines: PipelineCache;
@@ -45,6 +47,9 @@ export class Gpu {
   ) {
     this.hasF16 = useF16;
     this.hasTimestamps = device.features.has("timestamp-query");
+    const info = adapter.info;
+    this.isCpuAdapter = !!(info?.isFallbackAdapter) ||
+      /llvmpipe|swiftshader|lavapipe|software/i.test(`${info?.description} ${info?.device}`);
     this.limits = device.limits;
     this.pool = new BufferPool(device, device.limits.maxBufferSize);
     this.pipelines = new PipelineCache(device);
@@ -161,6 +166,27 @@ export class Gpu {
     this.flush();
     await this.recorder.idle();
     this.throwIfFailed();
+  }
+
+  /**
+   * Runs `fn` with every dispatch timed by timestamp queries and returns GPU milliseconds per
+   * kernel (shader:entry), largest first. Needs the `timestamp-query` feature.
+   */
+  async profile(
+    fn: () => Promise<void> | void,
+  ): Promise<{ kernel: string; ms: number; count: number }[]> {
+    if (!this.hasTimestamps) throw new GpuError("profiling needs the timestamp-query feature");
+    const p = new KernelProfiler(this.device);
+    this.flush();
+    this.recorder.profiler = p;
+    try {
+      await fn();
+      await p.collect(this.recorder);
+    } finally {
+      this.recorder.profiler = null;
+    }
+    return [...p.totals].map(([kernel, e]) => ({ kernel, ms: e.ns / 1e6, count: e.count }))
+      .sort((a, b) => b.ms - a.ms);
   }
 
   destroy(): void {

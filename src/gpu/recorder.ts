@@ -25,6 +25,8 @@ export class Recorder {
   #rejectLost!: (e: Error) => void;
   /** Number of submits so far (benchmarks and tests count them). */
   submits = 0;
+  /** When set, every dispatch runs in its own timed pass (see `Gpu.profile`). */
+  profiler: KernelProfiler | null = null;
 
   constructor(private readonly device: GPUDevice, private readonly check: () => void) {
     this.#arena = device.createBuffer({
@@ -86,10 +88,15 @@ export class Recorder {
       group = this.device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries });
       this.#bindGroups.set(key, group);
     }
-    this.#pass ??= this.#encoderNow().beginComputePass();
+    const timed = this.profiler?.slot(pipeline.label);
+    if (timed) {
+      this.#endPass();
+      this.#pass = this.#encoderNow().beginComputePass({ timestampWrites: timed });
+    } else this.#pass ??= this.#encoderNow().beginComputePass();
     this.#pass.setPipeline(pipeline);
     this.#pass.setBindGroup(0, group);
     this.#pass.dispatchWorkgroups(x, y, z);
+    if (timed) this.#endPass();
     this.#commands++;
   }
 
@@ -116,6 +123,12 @@ export class Recorder {
     staging.unmap();
     this.#staging.push(staging);
     this.copy(staging, 0, dst, dstOffset, size);
+  }
+
+  resolve(set: GPUQuerySet, count: number, dst: GPUBuffer): void {
+    this.#endPass();
+    this.#encoderNow().resolveQuerySet(set, 0, count, dst, 0);
+    this.#commands++;
   }
 
   copy(src: GPUBuffer, srcOffset: number, dst: GPUBuffer, dstOffset: number, size: number): void {
@@ -171,5 +184,52 @@ export class Recorder {
 
   async idle(): Promise<void> {
     await Promise.race([this.device.queue.onSubmittedWorkDone(), this.#lostSignal]);
+  }
+}
+
+/**
+ * Per-kernel GPU time from timestamp queries: each dispatch gets its own pass writing a begin and
+ * an end timestamp; `report()` resolves them once and sums nanoseconds per pipeline label.
+ */
+export class KernelProfiler {
+  #set: GPUQuerySet;
+  #labels: string[] = [];
+  readonly totals = new Map<string, { ns: number; count: number }>();
+
+  constructor(private readonly device: GPUDevice, readonly capacity = 2048) {
+    this.#set = device.createQuerySet({ type: "timestamp", count: capacity * 2 });
+  }
+
+  slot(label: string): GPUComputePassTimestampWrites | undefined {
+    const i = this.#labels.length;
+    if (i >= this.capacity) return undefined;
+    this.#labels.push(label);
+    return {
+      querySet: this.#set,
+      beginningOfPassWriteIndex: 2 * i,
+      endOfPassWriteIndex: 2 * i + 1,
+    };
+  }
+
+  /** Resolves the pending timestamps into `totals` (call after the work was recorded). */
+  async collect(recorder: Recorder): Promise<void> {
+    const n = this.#labels.length;
+    if (n === 0) return;
+    const buf = this.device.createBuffer({
+      size: n * 16,
+      usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC,
+    });
+    recorder.resolve(this.#set, n * 2, buf);
+    const [bytes] = await recorder.read([{ buffer: buf, size: n * 16 }]);
+    buf.destroy();
+    const t = new BigUint64Array(bytes);
+    this.#labels.forEach((label, i) => {
+      const key = label.split(":").slice(0, 2).join(":");
+      const e = this.totals.get(key) ?? { ns: 0, count: 0 };
+      e.ns += Number(t[2 * i + 1] - t[2 * i]);
+      e.count++;
+      this.totals.set(key, e);
+    });
+    this.#labels = [];
   }
 }

@@ -158,7 +158,7 @@ export async function buildTrainerParts(o: BuildOptions): Promise<TrainerParts> 
     };
     critic = { model, optimizer: makeOptimizer(net.params(), cfg.critic.optim) };
   }
-  const reward = o.reward ?? new RewardManager();
+  const reward = o.reward ?? new RewardManager({ tokenizer: o.tokenizer, log: o.print });
   await Promise.resolve();
   return {
     config: cfg,

@@ -6,7 +6,7 @@
 import { gpu, packParams } from "../../gpu/device.ts";
 import { record, registerOp } from "../autograd.ts";
 import { fmtShape, Tensor } from "../tensor.ts";
-import { grid1d } from "./grid.ts";
+import { grid1d, rowDefines } from "./grid.ts";
 
 export interface CrossEntropyOptions {
   /** Targets equal to this contribute no loss, no gradient and no count (default -100). */
@@ -82,7 +82,7 @@ export function crossEntropy(
   ]);
   const lse = Tensor.empty([n + 1], "f32", "crossEntropy.lse");
   const rowLoss = Tensor.empty([n], "f32", "crossEntropy");
-  gpu().dispatch({ shader: "cross_entropy", entry: "forward_main" }, {
+  gpu().dispatch({ shader: "cross_entropy", entry: "forward_main", defines: rowDefines(v) }, {
     params,
     buffers: [logits.buffer, t.buffer, lse.buffer, rowLoss.buffer],
     workgroups: grid1d(n, 1),
@@ -99,7 +99,7 @@ export function crossEntropy(
   }
   record("crossEntropy", [logits], out, (g) => {
     const dx = Tensor.empty(logits.shape, "f32", "crossEntropy.grad");
-    gpu().dispatch({ shader: "cross_entropy", entry: "backward_main" }, {
+    gpu().dispatch({ shader: "cross_entropy", entry: "backward_main", defines: rowDefines(v) }, {
       params,
       buffers: [logits.buffer, t.buffer, lse.buffer, g.buffer, dx.buffer],
       workgroups: grid1d(n, 1),

@@ -12,3 +12,19 @@ export function grid1d(n: number, perGroup: number): [number, number] {
   const y = Math.ceil(groups / max);
   return [Math.ceil(groups / y), y];
 }
+
+/**
+ * Workgroup size for kernels that give one workgroup to each row: about four elements per
+ * invocation, a power of two in [32, 256]. Short rows (hidden 64, a tiny vocabulary) then do not
+ * leave most invocations idle at every barrier, which dominates on CPU adapters.
+ */
+export function rowWorkgroupSize(cols: number): number {
+  let wg = 32;
+  while (wg < 256 && wg * 4 < cols) wg *= 2;
+  return wg;
+}
+
+/** `defines` that specialise a row kernel's `const WG` for rows of `cols` elements. */
+export function rowDefines(cols: number): { WG: string } {
+  return { WG: `${rowWorkgroupSize(cols)}u` };
+}

@@ -7,7 +7,7 @@ import { gpu, packParams } from "../../gpu/device.ts";
 import { record, registerOp } from "../autograd.ts";
 import { fmtShape, Tensor } from "../tensor.ts";
 import { zeros } from "./basic.ts";
-import { grid1d } from "./grid.ts";
+import { grid1d, rowDefines } from "./grid.ts";
 
 const WG = 256; // matches shaders/logprob.wgsl
 /** Targets equal to it are ignored (log-prob 0, no log-prob gradient), as in torch. */
@@ -80,7 +80,11 @@ export function logprobEntropy(
   const out = Tensor.empty(withEntropy ? [2, N] : targets.shape, "f32", "logprob");
   const saved = Tensor.empty([2, N], "f32", "logprob.saved"); // lse, entropy
   if (N > 0) {
-    gpu().dispatch({ shader: "logprob", entry: "forward", defines }, {
+    gpu().dispatch({
+      shader: "logprob",
+      entry: "forward",
+      defines: { ...defines, ...rowDefines(V) },
+    }, {
       params,
       buffers: [logits.buffer, targets.buffer, out.buffer, saved.buffer],
       workgroups: grid1d(N, 1),

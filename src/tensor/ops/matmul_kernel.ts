@@ -54,6 +54,9 @@ function checkTile(t: TileConfig): void {
 
 /** The largest tile that still yields enough blocks (or the smallest one). */
 export function pickTile(batch: number, m: number, n: number): TileConfig {
+  // A CPU adapter runs a handful of workgroups at a time: the 64x64 block amortises its barriers
+  // best there (measured 3.5x faster than 32x32 on llvmpipe for a [1280,64]x[64,192] product).
+  if (gpu().isCpuAdapter) return TILES.medium;
   for (const t of [TILES.large, TILES.medium]) {
     const { bm, bn } = tileShape(t);
     if (batch * Math.ceil(m / bm) * Math.ceil(n / bn) >= MIN_BLOCKS) return t;

@@ -1,7 +1,7 @@
 import { gpu, packParams } from "../../gpu/device.ts";
 import { record, registerOp } from "../autograd.ts";
 import { fmtShape, Tensor } from "../tensor.ts";
-import { grid1d } from "./grid.ts";
+import { grid1d, rowDefines } from "./grid.ts";
 
 const WG = 256; // matches shaders/rmsnorm.wgsl
 const CHUNK_ROWS = 32; // rows per partial sum of the weight gradient
@@ -51,7 +51,7 @@ export function rmsNorm(x: Tensor, weight: Tensor, options: RmsNormOptions = {})
   const y = Tensor.empty(x.shape, "f32", "rms_norm");
   const rstd = Tensor.empty([rows], "f32", "rms_norm.rstd");
   if (rows > 0) {
-    gpu().dispatch({ shader: "rmsnorm", entry: "forward" }, {
+    gpu().dispatch({ shader: "rmsnorm", entry: "forward", defines: rowDefines(C) }, {
       params: params(rows, C, eps),
       buffers: [x.buffer, weight.buffer, y.buffer, rstd.buffer],
       workgroups: grid1d(rows, 1),
@@ -72,7 +72,7 @@ function rmsNormBackwardX(x: Tensor, w: Tensor, rstd: Tensor, gy: Tensor, eps: n
   const rows = rstd.size;
   const gx = Tensor.empty(x.shape, "f32", "rms_norm.gx");
   if (rows > 0) {
-    gpu().dispatch({ shader: "rmsnorm", entry: "backward_x" }, {
+    gpu().dispatch({ shader: "rmsnorm", entry: "backward_x", defines: rowDefines(C) }, {
       params: params(rows, C, eps),
       buffers: [x.buffer, w.buffer, rstd.buffer, gy.buffer, gx.buffer],
       workgroups: grid1d(rows, 1),

@@ -24,7 +24,7 @@ export interface AttentionOptions {
 
 const MAX_D = 128;
 // Aim for at least this many workgroups before splitting the key range of a forward pass.
-const TARGET_WORKGROUPS = 256;
+const TARGET_WORKGROUPS = 1024;
 const MIN_SPLIT_KEYS = 64;
 const FWD_BK = 16;
 
@@ -230,6 +230,8 @@ function dispatchBackward(
  * Grouped-query attention: q [B, T, Hq, D], k and v [B, S, Hkv, D] -> [B, T, Hq, D]. Query head h
  * reads kv head floor(h / (Hq / Hkv)). A query row that sees no key (left padding under a causal
  * mask) outputs zeros and gets zero gradients. k/v may be views of a larger cache (`kvLength`).
+ * The saved row statistics live until backward or the end of the enclosing scope: run the
+ * backward inside the scope that ran the forward.
  */
 export function attention(q: Tensor, k: Tensor, v: Tensor, options: AttentionOptions = {}): Tensor {
   const g = validate(q, k, v, options);

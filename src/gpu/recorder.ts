@@ -192,44 +192,49 @@ export class Recorder {
  * an end timestamp; `report()` resolves them once and sums nanoseconds per pipeline label.
  */
 export class KernelProfiler {
-  #set: GPUQuerySet;
-  #labels: string[] = [];
+  // Query sets hold at most 4096 queries (2048 timed passes); more sets are added as needed.
+  #sets: { set: GPUQuerySet; labels: string[] }[] = [];
   readonly totals = new Map<string, { ns: number; count: number }>();
 
-  constructor(private readonly device: GPUDevice, readonly capacity = 2048) {
-    this.#set = device.createQuerySet({ type: "timestamp", count: capacity * 2 });
-  }
+  constructor(private readonly device: GPUDevice, readonly maxPasses = 65536) {}
 
   slot(label: string): GPUComputePassTimestampWrites | undefined {
-    const i = this.#labels.length;
-    if (i >= this.capacity) return undefined;
-    this.#labels.push(label);
-    return {
-      querySet: this.#set,
-      beginningOfPassWriteIndex: 2 * i,
-      endOfPassWriteIndex: 2 * i + 1,
-    };
+    let cur = this.#sets.at(-1);
+    if (!cur || cur.labels.length === 2048) {
+      if (this.#sets.length * 2048 >= this.maxPasses) return undefined;
+      cur = { set: this.device.createQuerySet({ type: "timestamp", count: 4096 }), labels: [] };
+      this.#sets.push(cur);
+    }
+    const i = cur.labels.length;
+    cur.labels.push(label);
+    return { querySet: cur.set, beginningOfPassWriteIndex: 2 * i, endOfPassWriteIndex: 2 * i + 1 };
   }
 
   /** Resolves the pending timestamps into `totals` (call after the work was recorded). */
   async collect(recorder: Recorder): Promise<void> {
-    const n = this.#labels.length;
-    if (n === 0) return;
-    const buf = this.device.createBuffer({
-      size: n * 16,
-      usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC,
+    const sets = this.#sets.filter((s) => s.labels.length > 0);
+    if (sets.length === 0) return;
+    const bufs = sets.map((s) => {
+      const buf = this.device.createBuffer({
+        size: s.labels.length * 16,
+        usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC,
+      });
+      recorder.resolve(s.set, s.labels.length * 2, buf);
+      return buf;
     });
-    recorder.resolve(this.#set, n * 2, buf);
-    const [bytes] = await recorder.read([{ buffer: buf, size: n * 16 }]);
-    buf.destroy();
-    const t = new BigUint64Array(bytes);
-    this.#labels.forEach((label, i) => {
-      const key = label.split(":").slice(0, 2).join(":");
-      const e = this.totals.get(key) ?? { ns: 0, count: 0 };
-      e.ns += Number(t[2 * i + 1] - t[2 * i]);
-      e.count++;
-      this.totals.set(key, e);
+    const bytes = await recorder.read(bufs.map((b) => ({ buffer: b, size: b.size })));
+    sets.forEach((s, k) => {
+      const t = new BigUint64Array(bytes[k]);
+      s.labels.forEach((label, i) => {
+        const key = label.split(":").slice(0, 2).join(":");
+        const e = this.totals.get(key) ?? { ns: 0, count: 0 };
+        e.ns += Number(t[2 * i + 1] - t[2 * i]);
+        e.count++;
+        this.totals.set(key, e);
+      });
+      bufs[k].destroy();
+      s.set.destroy();
     });
-    this.#labels = [];
+    this.#sets = [];
   }
 }

@@ -1,0 +1,97 @@
+/**
+ * One GRPO training step on the Qwen2.5-0.5B shape with random weights, through the same stages
+ * `fit()` runs (gen, reward, old_log_prob, adv, update_actor), printing per-stage timings and
+ * tokens/s as JSON lines. For a GPU machine: `deno run -A bench/grpo_step_device.ts [--prompts=8]
+ * [--n=8] [--prompt-len=128] [--response-len=256] [--micro=8] [--layers=24]`.
+ */
+import { initGpu } from "../src/gpu/device.ts";
+import { charTokenizer } from "../src/io/char_tokenizer.ts";
+import { makeModelConfig } from "../src/io/hf_config.ts";
+import { initWeights, weightShapes } from "../src/nn/weights.ts";
+import { RewardManager } from "../src/reward/mod.ts";
+import { buildTrainerParts } from "../src/trainer/build.ts";
+import { loadConfig } from "../src/trainer/config/mod.ts";
+import { trainStep } from "../src/trainer/ppo_trainer.ts";
+import type { PromptItem } from "../src/trainer/stages.ts";
+
+const arg = (name: string, d: number) =>
+  Number(Deno.args.find((a) => a.startsWith(`--${name}=`))?.split("=")[1] ?? d);
+const prompts = arg("prompts", 8), n = arg("n", 8), P = arg("prompt-len", 128);
+const R = arg("response-len", 256), micro = arg("micro", 8), layers = arg("layers", 24);
+const steps = arg("steps", 2), vocab = arg("vocab", 151936), hidden = arg("hidden", 896);
+
+const g = await initGpu();
+const config = makeModelConfig({
+  modelType: "qwen2",
+  hiddenSize: hidden,
+  intermediateSize: 4864,
+  numHiddenLayers: layers,
+  numAttentionHeads: 14,
+  numKeyValueHeads: 2,
+  vocabSize: vocab,
+  eosTokenId: vocab - 1,
+  maxPositionEmbeddings: 4096,
+  tieWordEmbeddings: true,
+  ropeTheta: 1e6,
+});
+const tensors = initWeights(weightShapes(config), { seed: 0 });
+let seed = 1;
+const rand = () => ((seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32);
+const items: PromptItem[] = Array.from({ length: prompts * 4 }, (_, i) => ({
+  index: i,
+  inputIds: Array.from({ length: P }, () => Math.floor(rand() * Math.min(150000, vocab - 1))),
+  dataSource: "random",
+  groundTruth: "",
+  extraInfo: {},
+}));
+// Random 0/1 scores, so GRPO groups have non-zero advantages.
+const reward = new RewardManager({
+  scorer: {
+    scoreBatch: (s) => Promise.resolve(s.map(() => ({ ok: true, value: rand() < 0.5 ? 1 : 0 }))),
+    close() {},
+  },
+  tokenizer: charTokenizer(),
+});
+const cfg = loadConfig("ppo_trainer", {
+  skipPathChecks: true,
+  overrides: [
+    `data.train_batch_size=${prompts}`,
+    `data.max_prompt_length=${P}`,
+    `data.max_response_length=${R}`,
+    `actor_rollout_ref.rollout.n=${n}`,
+    `actor_rollout_ref.actor.ppo_mini_batch_size=${prompts}`,
+    `actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=${micro}`,
+    `actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=${micro}`,
+    "actor_rollout_ref.rollout.top_k=-1",
+    "actor_rollout_ref.actor.use_kl_loss=false",
+    "algorithm.adv_estimator=grpo",
+  ],
+});
+const parts = await buildTrainerParts({
+  config: cfg,
+  tokenizer: charTokenizer(),
+  actor: { config, tensors },
+  trainItems: items,
+  valItems: [],
+  tracking: { log() {}, close() {} },
+  reward,
+  peakMemoryBytes: () => g.pool.peakBytes,
+});
+console.log(JSON.stringify({ adapter: g.adapterName, prompts, n, P, R, micro, layers }));
+for (let step = 1; step <= steps; step++) {
+  const m = await trainStep(parts, step, parts.trainLoader.next()!);
+  const pick = Object.fromEntries(
+    Object.entries(m).filter(([k]) =>
+      k.startsWith("timing_s/") || k.startsWith("perf/") || k === "response_length/mean" ||
+      k === "actor/grad_norm"
+    ).map(([k, v]) => [k, Math.round(v * 1000) / 1000]),
+  );
+  const genTokens = prompts * n * m["response_length/mean"];
+  console.log(JSON.stringify({
+    fig: "grpo_step",
+    step,
+    ...pick,
+    gen_tok_per_s: Math.round(genTokens / m["timing_s/gen"]),
+    update_tok_per_s: Math.round((prompts * n * (P + R)) / m["timing_s/update_actor"]),
+  }));
+}

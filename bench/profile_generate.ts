@@ -1,0 +1,68 @@
+/**
+ * Where decode time goes: GPU milliseconds per kernel (timestamp queries) against wall time for a
+ * short generation on the Qwen2.5-0.5B shape. `deno run -A bench/profile_generate.ts [--new 16]`.
+ */
+import { gpu, initGpu } from "../src/gpu/device.ts";
+import { makeModelConfig } from "../src/io/hf_config.ts";
+import { CausalLM } from "../src/nn/decoder.ts";
+import { weightShapes } from "../src/nn/weights.ts";
+import { generate } from "../src/rollout/generate.ts";
+
+const arg = (name: string, d: number) => {
+  const i = Deno.args.indexOf(`--${name}`);
+  return i >= 0 ? Number(Deno.args[i + 1]) : d;
+};
+const B = arg("batch", 64), P = arg("prompt", 128), R = arg("new", 16);
+const g = await initGpu();
+const config = makeModelConfig({
+  modelType: "qwen2",
+  hiddenSize: arg("hidden", 896),
+  intermediateSize: arg("intermediate", 4864),
+  numHiddenLayers: arg("layers", 24),
+  numAttentionHeads: 14,
+  numKeyValueHeads: 2,
+  vocabSize: arg("vocab", 151936),
+  eosTokenId: 0,
+  tieWordEmbeddings: true,
+  ropeTheta: 1e6,
+});
+const arrays = new Map<string, Float32Array>();
+for (const [name, shape] of weightShapes(config)) {
+  const a = new Float32Array(shape.reduce((x, y) => x * y, 1));
+  if (name.endsWith("norm.weight")) a.fill(1);
+  else for (let i = 0; i < a.length; i++) a[i] = ((i * 2654435761) % 1000) / 25000 - 0.02;
+  arrays.set(name, a);
+}
+const model = CausalLM.fromTensors(config, arrays);
+const ids = Int32Array.from(
+  { length: B * P },
+  (_, i) => (i * 7919) % Math.min(150000, config.vocabSize),
+);
+const opts = {
+  inputIds: ids,
+  attentionMask: new Int32Array(B * P).fill(1),
+  batch: B,
+  promptLength: P,
+  responseLength: R,
+  eosTokenIds: [] as number[],
+  padTokenId: 0,
+  seed: 1,
+  topK: 50,
+  topP: 0.9,
+};
+await generate(model, opts); // warm-up: pipelines compiled
+let t0 = performance.now();
+await generate(model, opts);
+const wall = performance.now() - t0;
+t0 = performance.now();
+const rows = await g.profile(async () => {
+  await generate(model, opts);
+});
+const total = rows.reduce((a, r) => a + r.ms, 0);
+console.log(
+  JSON.stringify({ wall_ms: Math.round(wall), gpu_ms_profiled: Math.round(total), steps: R }),
+);
+for (const r of rows.slice(0, 20)) {
+  console.log(JSON.stringify({ kernel: r.kernel, ms: Math.round(r.ms * 10) / 10, count: r.count }));
+}
+console.log(JSON.stringify({ submits: gpu().recorder.submits }));

@@ -6,6 +6,7 @@
 import { gpu, packParams } from "../../gpu/device.ts";
 import type { KernelSpec } from "../../gpu/pipelines.ts";
 import { Tensor } from "../tensor.ts";
+import { gemmSkinny, skinnyApplies } from "./matmul_skinny.ts";
 
 /** Threads per workgroup (WG_X along N, WG_Y along M), register tile per thread, K step. */
 export interface TileConfig {
@@ -79,6 +80,7 @@ export interface Gemm {
 
 export interface GemmOptions {
   bias?: Tensor | null;
+  /** A tile forces the tiled kernel; without one few-row linear products take the skinny one. */
   tile?: TileName | TileConfig;
 }
 
@@ -86,6 +88,10 @@ export interface GemmOptions {
 export function gemm(a: Tensor, b: Tensor, out: Tensor, d: Gemm, options: GemmOptions = {}): void {
   const g = gpu();
   if (d.batch === 0 || d.m === 0 || d.n === 0) return;
+  if (options.tile === undefined && skinnyApplies(a, b, d)) {
+    gemmSkinny(a, b, out, d, { bias: options.bias });
+    return;
+  }
   const tile = typeof options.tile === "string"
     ? TILES[options.tile]
     : options.tile ?? pickTile(d.batch, d.m, d.n);

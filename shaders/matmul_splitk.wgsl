@@ -1,0 +1,39 @@
+// Sums the split-K partial products of matmul_skinny.wgsl: y[i] = sum_s part[s * size + i]
+// (+ bias[i % n]). One invocation per output element, in a 1-D grid folded into 2-D
+// (index = (wid.y * nwg.x + wid.x) * WG + lid.x); the splits are summed in order, so the result
+// does not depend on scheduling.
+
+const WG: u32 = 256u;
+alias BIAS_T = f32;
+
+struct Params {
+  size: u32, // M * N
+  n: u32,
+  splits: u32,
+  _p0: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> part: array<f32>; // [splits, M, N]
+@group(0) @binding(2) var<storage, read_write> y: array<f32>; // [M, N]
+@group(0) @binding(3) var<storage, read> bias: array<BIAS_T>; // [N]
+
+fn total(i: u32) -> f32 {
+  var s = 0.0;
+  for (var k = 0u; k < p.splits; k++) { s += part[k * p.size + i]; }
+  return s;
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_id) lid: vec3<u32>) {
+  let i = (wid.y * nwg.x + wid.x) * WG + lid.x;
+  if (i < p.size) { y[i] = total(i); }
+}
+
+@compute @workgroup_size(WG)
+fn main_bias(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+             @builtin(local_invocation_id) lid: vec3<u32>) {
+  let i = (wid.y * nwg.x + wid.x) * WG + lid.x;
+  if (i < p.size) { y[i] = total(i) + f32(bias[i % p.n]); }
+}

@@ -1,0 +1,148 @@
+/**
+ * The skinny GEMM of the linear layer when few rows go through it (decoding: M = batch):
+ * y [M, N] = x [M, K] @ W [N, K]^T (+ bias), shaders/matmul_skinny.wgsl, with an optional split of
+ * K reduced by shaders/matmul_splitk.wgsl. `gemm` routes here by `skinnyPolicy`; GPUs only, since
+ * a CPU adapter runs few workgroups at once and prefers the tiled kernel's large blocks.
+ */
+import { gpu, packParams } from "../../gpu/device.ts";
+import type { KernelSpec } from "../../gpu/pipelines.ts";
+import { Tensor } from "../tensor.ts";
+import { grid1d } from "./grid.ts";
+
+/** Threads along N (wgX) and M (wgY), rows of W (tn) and of x (tm) per thread, K per stage. */
+export interface SkinnyConfig {
+  wgX: number;
+  wgY: number;
+  tn: number;
+  tm: number;
+  bk: number;
+}
+
+/** When `gemm` takes the skinny kernel, and how finely it splits K. Mutable for benchmarks. */
+export const skinnyPolicy = {
+  /** Largest M routed here (measured against the tiled kernel on an H200). */
+  maxM: 128,
+  /** Workgroups wanted per product: fewer output blocks than this split K. */
+  targetGroups: 264,
+  /** Fewest K stages per split, so a split's loads and stores stay amortised. */
+  minStages: 4,
+};
+
+/** Sizes of one skinny product. */
+export interface SkinnyDims {
+  m: number;
+  n: number;
+  k: number;
+}
+
+export interface SkinnyOptions {
+  bias?: Tensor | null;
+  config?: SkinnyConfig;
+  /** Number of K splits; default from `skinnyPolicy`. */
+  splits?: number;
+}
+
+/** The register tile for M rows: just enough thread rows to cover M (at most 64 per block). */
+export function skinnyConfig(m: number): SkinnyConfig {
+  if (m <= 4) return { wgX: 16, wgY: 4, tn: 8, tm: 1, bk: 16 };
+  if (m <= 16) return { wgX: 16, wgY: 4, tn: 8, tm: 4, bk: 16 };
+  if (m <= 32) return { wgX: 16, wgY: 8, tn: 8, tm: 4, bk: 16 };
+  return { wgX: 16, wgY: 16, tn: 8, tm: 4, bk: 16 };
+}
+
+function checkConfig(c: SkinnyConfig): void {
+  const g = gpu();
+  const bm = c.wgY * c.tm, bn = c.wgX * c.tn;
+  const shared = 2 * (bm + bn) * (c.bk / 4 + 1) * 16;
+  const ok = c.bk % 4 === 0 && c.bk > 0 && c.tm > 0 && c.tn > 0 &&
+    c.wgX * c.wgY <= g.limits.maxComputeInvocationsPerWorkgroup &&
+    shared <= g.limits.maxComputeWorkgroupStorageSize;
+  if (!ok) throw new Error(`matmul: skinny config ${JSON.stringify(c)} is invalid on this device`);
+}
+
+/** Splits of K that bring the product near `targetGroups` workgroups. */
+export function skinnySplits(d: SkinnyDims, c: SkinnyConfig): number {
+  const blocks = Math.ceil(d.n / (c.wgX * c.tn)) * Math.ceil(d.m / (c.wgY * c.tm));
+  const stages = Math.ceil(d.k / c.bk);
+  const most = Math.max(1, Math.floor(stages / skinnyPolicy.minStages));
+  return Math.max(1, Math.min(Math.ceil(skinnyPolicy.targetGroups / blocks), most));
+}
+
+/** Whether `gemm` should run this product on the skinny kernel. */
+export function skinnyApplies(
+  a: Tensor,
+  b: Tensor,
+  d: { batch: number; m: number; k: number; transA: boolean; transB: boolean },
+): boolean {
+  return !gpu().isCpuAdapter && d.batch === 1 && !d.transA && d.transB && d.k % 4 === 0 &&
+    d.m <= skinnyPolicy.maxM && a.dtype !== "i32" && b.dtype !== "i32";
+}
+
+/** Records y = x @ w^T (+ bias) into `out` (f32 [M, N]); x [M, K], w [N, K], K % 4 == 0. */
+export function gemmSkinny(
+  x: Tensor,
+  w: Tensor,
+  out: Tensor,
+  d: SkinnyDims,
+  options: SkinnyOptions = {},
+): void {
+  const { m, n, k } = d;
+  if (m === 0 || n === 0) return;
+  if (k % 4 !== 0) throw new Error(`matmul: the skinny kernel needs K % 4 == 0, got K=${k}`);
+  const c = options.config ?? skinnyConfig(m);
+  checkConfig(c);
+  const bias = options.bias ?? null;
+  const k4 = k / 4, stage4 = c.bk / 4;
+  const stages = Math.max(1, Math.ceil(k4 / stage4));
+  const wanted = Math.max(1, Math.min(options.splits ?? skinnySplits(d, c), stages));
+  const splitK4 = Math.ceil(stages / wanted) * stage4;
+  const splits = Math.max(1, Math.ceil(k4 / splitK4));
+  const f16 = x.dtype === "f16" || w.dtype === "f16" || bias?.dtype === "f16";
+  const vec = (t: Tensor) => `vec4<${t.dtype}>`;
+  const spec: KernelSpec = {
+    shader: "matmul_skinny",
+    entry: bias && splits === 1 ? "main_bias" : "main",
+    f16,
+    defines: {
+      WG_X: `${c.wgX}u`,
+      WG_Y: `${c.wgY}u`,
+      TN: `${c.tn}u`,
+      TM: `${c.tm}u`,
+      BK: `${c.bk}u`,
+      X4: vec(x),
+      W4: vec(w),
+      BIAS_T: bias?.dtype ?? "f32",
+    },
+  };
+  const workgroups: [number, number, number] = [
+    Math.ceil(n / (c.wgX * c.tn)),
+    Math.ceil(m / (c.wgY * c.tm)),
+    splits,
+  ];
+  const g = gpu();
+  if (splits === 1) {
+    const buffers = [x.buffer, w.buffer, out.buffer];
+    if (bias) buffers.push(bias.buffer);
+    g.dispatch(spec, { params: packParams([m, n, k4, splitK4, 0]), buffers, workgroups });
+    return;
+  }
+  const part = Tensor.empty([splits, m, n], "f32", "matmul_split");
+  g.dispatch(spec, {
+    params: packParams([m, n, k4, splitK4, m * n]),
+    buffers: [x.buffer, w.buffer, part.buffer],
+    workgroups,
+  });
+  const buffers = [part.buffer, out.buffer];
+  if (bias) buffers.push(bias.buffer);
+  g.dispatch({
+    shader: "matmul_splitk",
+    entry: bias ? "main_bias" : "main",
+    f16: bias?.dtype === "f16",
+    defines: { BIAS_T: bias?.dtype ?? "f32" },
+  }, {
+    params: packParams([m * n, n, splits]),
+    buffers,
+    workgroups: grid1d(m * n, 256),
+  });
+  part.dispose();
+}

@@ -1,6 +1,6 @@
 /**
  * `deno task data [--out_dir DIR] [--train_size N] [--val_size N] [--digits D] [--operands K]
- * [--ops +,-,*] [--seed S]`: writes the synthetic arithmetic task as verl parquet files
+ * [--other_digits D2] [--ops +,-,*] [--plain_ratio R] [--seed S]`: writes the synthetic arithmetic task as verl parquet files
  * (DIR/train.parquet and DIR/val.parquet; validation problems never appear in training).
  */
 import { generateArithmetic, type Operator, writeParquet } from "../trainer/data/mod.ts";
@@ -10,7 +10,9 @@ const DEFAULTS = {
   train_size: "10000",
   val_size: "500",
   digits: "2",
+  other_digits: "0",
   operands: "2",
+  plain_ratio: "0",
   ops: "+,-",
   seed: "1",
 };
@@ -50,7 +52,9 @@ export async function main(args: string[]): Promise<string[]> {
   const ops = f.ops.split(",").map((s) => s.trim()) as Operator[];
   const common = {
     digits: int(f, "digits", 1),
+    otherDigits: int(f, "other_digits", 0) || undefined,
     operands: int(f, "operands", 2),
+    plainRatio: Number(f.plain_ratio),
     operators: ops,
   };
   const seed = int(f, "seed", 0);

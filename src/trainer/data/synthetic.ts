@@ -15,10 +15,17 @@ export interface ArithmeticOptions {
   count: number;
   /** Most digits per operand (operands are uniform in [0, 10^digits)). */
   digits?: number;
+  /** Most digits of the operands after the first (default: `digits`); 1 makes `47+8` problems. */
+  otherDigits?: number;
   /** Operands per problem (>= 2). */
   operands?: number;
   operators?: Operator[];
   seed?: number;
+  /**
+   * Share of rows whose `extra_info.sft_answer` is the bare number instead of `#### n` (SFT data
+   * with an inconsistent answer format; the scorer only accepts `#### n`). Default 0.
+   */
+  plainRatio?: number;
   /** Written to extra_info.split. */
   split?: string;
   /** Expressions to avoid (e.g. the training set's, when making the validation set). */
@@ -53,7 +60,12 @@ export function generateArithmetic(o: ArithmeticOptions): Row[] {
   if (operators.length === 0 || operators.some((op) => !["+", "-", "*"].includes(op))) {
     throw new Error(`operators must be drawn from + - *, got ${operators.join(" ")}`);
   }
-  const space = Math.pow(10, digits * nOperands) * Math.pow(operators.length, nOperands - 1);
+  const other = o.otherDigits ?? digits;
+  if (!Number.isInteger(other) || other < 1 || other > 7) {
+    throw new Error(`otherDigits must be an integer in [1, 7], got ${other}`);
+  }
+  const space = Math.pow(10, digits + other * (nOperands - 1)) *
+    Math.pow(operators.length, nOperands - 1);
   if (o.count > space / 2) {
     throw new Error(`asked for ${o.count} distinct problems, but only ~${space} exist`);
   }
@@ -61,7 +73,10 @@ export function generateArithmetic(o: ArithmeticOptions): Row[] {
   const seen = new Set<string>();
   const rows: Row[] = [];
   while (rows.length < o.count) {
-    const nums = Array.from({ length: nOperands }, () => randInt(rand, 0, 10 ** digits - 1));
+    const nums = Array.from(
+      { length: nOperands },
+      (_, i) => randInt(rand, 0, 10 ** (i === 0 ? digits : other) - 1),
+    );
     const ops = Array.from(
       { length: nOperands - 1 },
       () => operators[randInt(rand, 0, operators.length - 1)],
@@ -83,6 +98,7 @@ export function generateArithmetic(o: ArithmeticOptions): Row[] {
         op: ops[0],
         expression: expr,
         answer: `#### ${answer}`,
+        sft_answer: rand() < (o.plainRatio ?? 0) ? answer : `#### ${answer}`,
       },
     });
   }

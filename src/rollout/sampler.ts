@@ -13,6 +13,11 @@ export type { SamplingOptions } from "./ref_sampler.ts";
 /** Up to this many EOS ids (Qwen lists two or three). */
 export const MAX_EOS_IDS = 8;
 
+/** Logits each invocation of the first pass holds (a chunk is 64 or 256 times this). */
+const PER_INVOCATION = 16;
+/** Top-k candidates kept per chunk: a larger top_k scans whole rows instead (slower, exact). */
+const CANDIDATES = 128;
+
 export interface SamplerConfig extends SamplingOptions {
   seed: number;
   eosTokenIds: number[];
@@ -93,7 +98,8 @@ function checkConfig(cfg: SamplerConfig): void {
 
 /**
  * Picks one token per row from `logits` [N, V] (f32) and records it at column `step` of the
- * buffers; rows already finished get `padTokenId`. Records one dispatch, reads nothing back.
+ * buffers; rows already finished get `padTokenId`. Records two dispatches (per-chunk stats and
+ * top-k candidates over the whole GPU, then one workgroup per row), reads nothing back.
  */
 export function sampleStep(
   logits: Tensor,
@@ -113,10 +119,33 @@ export function sampleStep(
   }
   checkConfig(cfg);
   const V = logits.shape[1];
+  const rows = bufs.rows;
   const eos = [...cfg.eosTokenIds, ...new Array(MAX_EOS_IDS - cfg.eosTokenIds.length).fill(-1)];
   const topK = cfg.topK > 0 && cfg.topK < V ? cfg.topK : 0;
+  // Small vocabularies (tests, synthetic tasks) waste most of a 256-wide workgroup on barriers.
+  const wg = V <= 2048 ? 64 : 256;
+  const chunk = wg * PER_INVOCATION;
+  const chunks = Math.ceil(V / chunk);
+  const g = gpu();
+  const work = Tensor.empty([rows * chunks * (4 + CANDIDATES)], "u32", "sampling_work");
+  g.dispatch({
+    shader: "sampling_chunks",
+    defines: { WG: `${wg}u`, PER: `${PER_INVOCATION}u`, CAP: `${CANDIDATES}u` },
+  }, {
+    params: packParams([
+      rows,
+      V,
+      chunks,
+      topK <= CANDIDATES ? topK : 0,
+      { f32: inverseTemperature(cfg.temperature) },
+      32,
+      wg,
+    ]),
+    buffers: [logits.buffer, work.buffer],
+    workgroups: [chunks, rows],
+  });
   const params = packParams([
-    bufs.rows,
+    rows,
     V,
     bufs.responseLength,
     step,
@@ -127,15 +156,27 @@ export function sampleStep(
     cfg.seed >>> 0,
     { i32: cfg.padTokenId },
     cfg.eosTokenIds.length,
-    0,
+    chunks,
     ...eos.map((e) => ({ i32: e })),
+    32,
+    wg,
   ]);
-  // Small vocabularies (tests, synthetic tasks) waste most of a 256-wide workgroup on barriers.
-  const wg = V <= 2048 ? 64 : 256;
-  gpu().dispatch({ shader: "sampling", defines: { WG: `${wg}u` } }, {
+  g.dispatch({
+    shader: "sampling",
+    defines: {
+      WG: `${wg}u`,
+      CAP: `${CANDIDATES}u`,
+      CHUNK: `${chunk}u`,
+      // Workgroup memory is zero-filled at every launch; on a CPU adapter a large candidate
+      // array also makes the shader take minutes to compile, and test vocabularies are small.
+      MAXC: `${Math.min(chunks * CANDIDATES, g.isCpuAdapter ? 256 : 4096)}u`,
+      MAXCH: `${Math.min(chunks, 256)}u`,
+    },
+  }, {
     params,
     buffers: [
       logits.buffer,
+      work.buffer,
       bufs.responses.buffer,
       bufs.responseMask.buffer,
       bufs.logProbs.buffer,
@@ -143,6 +184,7 @@ export function sampleStep(
       bufs.nextIds.buffer,
       bufs.positions.buffer,
     ],
-    workgroups: grid1d(bufs.rows, 1),
+    workgroups: grid1d(rows, 1),
   });
+  work.dispose();
 }

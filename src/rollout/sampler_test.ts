@@ -151,3 +151,70 @@ gpuTest("sampleStep rejects bad inputs with shapes and dtypes", () => {
   );
   bufs.dispose();
 });
+
+/** A row over two first-pass chunks (64 x 16 logits each): a few live tokens, the rest far below. */
+function twoChunkRow(): Float32Array {
+  const V = 2040;
+  const row = new Float32Array(V).map((_, i) => -40 - (i % 97) * 0.01);
+  const live = [3, 500, 1023, 1024, 1500, 2039];
+  const vals = randomArray(live.length, 21, -1, 1);
+  live.forEach((t, i) => row[t] = vals[i]);
+  return row;
+}
+
+const chunkCases: [string, Partial<SamplerConfig>][] = [
+  ["temperature only (a chunk, then a token)", { temperature: 0.8 }],
+  ["top-k 4 (candidates)", { topK: 4 }],
+  ["top-k 5, top-p 0.7 (candidates)", { topK: 5, topP: 0.7 }],
+  ["top-p 0.8 (whole-row scan)", { topP: 0.8 }],
+  ["top-k 200 (more than the candidates kept: whole-row scan)", { topK: 200, topP: 0.95 }],
+];
+
+gpuTest("rows over several chunks: every sampling path follows the distribution", async () => {
+  const row = twoChunkRow(), rows = 1000;
+  for (const [name, opts] of chunkCases) {
+    const cfg = { ...base, ...opts };
+    const probs = samplingDistribution(row, cfg);
+    const { tokens } = await sampleRows(row, rows, cfg);
+    // Tokens of negligible mass share one bin: a chi-square over 2040 bins would say nothing.
+    const bins = new Map<number, number>();
+    let restP = 0, restCount = 0;
+    for (let i = 0; i < row.length; i++) if (probs[i] < 1e-6) restP += probs[i];
+    for (const t of tokens) {
+      assert.ok(probs[t] > 0, `${name}: token ${t} is outside the kept set`);
+      if (probs[t] < 1e-6) restCount++;
+      else bins.set(t, (bins.get(t) ?? 0) + 1);
+    }
+    assert.ok(
+      restCount <= 2 + rows * restP * 10,
+      `${name}: ${restCount} draws of negligible tokens`,
+    );
+    let chi = 0, df = -1;
+    for (let i = 0; i < row.length; i++) {
+      if (probs[i] < 1e-6) continue;
+      df++;
+      chi += ((bins.get(i) ?? 0) - rows * probs[i]) ** 2 / (rows * probs[i]);
+    }
+    assert.ok(df >= 2, `${name}: degenerate case`);
+    assert.ok(chi < chiSquareCritical(df), `${name}: chi-square ${chi.toFixed(2)} with ${df} dof`);
+    const again = await sampleRows(row, 64, cfg);
+    assert.deepEqual([...again.tokens], [...tokens.subarray(0, 64)], `${name}: not deterministic`);
+  }
+});
+
+gpuTest(
+  "rows over several chunks: greedy takes the first argmax; ties beyond the candidates",
+  async () => {
+    const row = twoChunkRow();
+    row[1500] = 5;
+    row[500] = 5;
+    const greedy = await sampleRows(row, 3, { ...base, doSample: false });
+    assert.deepEqual([...greedy.tokens], [500, 500, 500]);
+    // Every logit tied: top-k keeps all of them (more than a chunk's candidates), so a whole-row
+    // scan decides, and the draws spread over the vocabulary.
+    const flat = new Float32Array(2040);
+    const { tokens } = await sampleRows(flat, 300, { ...base, topK: 3 });
+    assert.ok(new Set(tokens).size > 200, `only ${new Set(tokens).size} distinct tokens`);
+    assert.ok(tokens.some((t) => t >= 1024) && tokens.some((t) => t < 1024));
+  },
+);

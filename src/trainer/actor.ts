@@ -6,7 +6,7 @@
  */
 import { computeActorLoss, type LossAggMode } from "../algos/mod.ts";
 import { gpu } from "../gpu/device.ts";
-import { backward, noGrad, scope, scopeAsync, Tensor } from "../tensor/mod.ts";
+import { backward, noGrad, scope, Tensor } from "../tensor/mod.ts";
 import { tokenLogProbs } from "./logprob.ts";
 import {
   type Batch,
@@ -17,8 +17,8 @@ import {
   responseSlice,
   sequenceInputs,
 } from "./batch.ts";
-import { type Optimizer, optimizerStep } from "./optimizer_step.ts";
-import { appendMetrics, reduceMetrics, seededRandom, shuffled } from "./util.ts";
+import type { Optimizer } from "./optimizer_step.ts";
+import { updateLoop } from "./minibatch.ts";
 
 /** What the actor needs of a causal LM. */
 export interface CausalModel {
@@ -122,61 +122,47 @@ export async function updateActor(
   o: ActorUpdateOptions,
 ): Promise<Record<string, number>> {
   const P = batch.promptLength, R = batch.responseLength;
-  const lists: Record<string, number[]> = {};
-  let skipped = 0;
   const withEntropy = o.loss.entropyCoeff !== 0;
-  for (let epoch = 0; epoch < o.ppoEpochs; epoch++) {
-    const order = o.shuffle
-      ? shuffled(range(batch.size), seededRandom(o.seed, o.step, epoch, 17))
-      : range(batch.size);
-    for (const mini of chunks(order, o.miniBatchSize)) {
-      let tokens = 0;
-      for (const b of mini) for (let r = 0; r < R; r++) tokens += batch.responseMask[b * R + r];
-      for (const rows of chunks(mini, o.microBatchSize)) {
-        await scopeAsync(async () => {
-          const t = uploadSequences(batch, rows);
-          const logits = model.forward(t.ids, { positionIds: t.pos, attentionMask: t.mask });
-          const out = tokenLogProbs(logits, t.targets, { withEntropy, temperature: o.temperature });
-          const read = await gpu().read(
-            [out.logProbs, ...(out.entropy ? [out.entropy] : [])].map((x) => ({
-              buffer: x.buffer,
-              size: x.byteSize,
-            })),
-          );
-          const n = rows.length;
-          const mask = new Int32Array(n * R);
-          rows.forEach((b, i) => mask.set(batch.responseMask.subarray(b * R, b * R + R), i * R));
-          const res = computeActorLoss({
-            R,
-            logProb: responseSlice(new Float32Array(read[0]), n, P, R),
-            oldLogProb: gatherRows(batch.oldLogProbs!, R, rows),
-            advantages: gatherRows(batch.advantages!, R, rows),
-            responseMask: mask,
-            entropy: out.entropy ? responseSlice(new Float32Array(read[1]), n, P, R) : undefined,
-            refLogProb: o.loss.useKlLoss ? gatherRows(batch.refLogProbs!, R, rows) : undefined,
-          }, {
-            ...o.loss,
-            batchNumTokens: tokens,
-            globalBatchSize: mini.length,
-          });
-          appendMetrics(lists, res.metrics);
-          const seedLp = Tensor.from(responseScatter(res.gradLogProb as Float32Array, n, P, R), [
-            n * P + n * R,
-          ]);
-          if (out.entropy && res.gradEntropy) {
-            // The entropy is a second branch from the same logits: one backward seeds both.
-            const seedEnt = Tensor.from(
-              responseScatter(res.gradEntropy as Float32Array, n, P, R),
-              [n * (P + R)],
-            );
-            backward([out.logProbs, out.entropy], [seedLp, seedEnt]);
-          } else backward(out.logProbs, seedLp);
-        });
-      }
-      const step = await optimizerStep(optimizer, { lr: o.lr, gradClip: o.gradClip });
-      appendMetrics(lists, { "actor/grad_norm": step.gradNorm });
-      if (step.skipped) skipped++;
-    }
-  }
-  return { ...reduceMetrics(lists), "actor/lr": o.lr, "actor/skipped_steps": skipped };
+  const { metrics, skipped } = await updateLoop(
+    batch,
+    optimizer,
+    { ...o, stream: 17 },
+    "actor/grad_norm",
+    async (mb) => {
+      const { rows } = mb;
+      const n = rows.length;
+      const t = uploadSequences(batch, rows);
+      const logits = model.forward(t.ids, { positionIds: t.pos, attentionMask: t.mask });
+      const out = tokenLogProbs(logits, t.targets, { withEntropy, temperature: o.temperature });
+      const read = await gpu().read(
+        [out.logProbs, ...(out.entropy ? [out.entropy] : [])].map((x) => ({
+          buffer: x.buffer,
+          size: x.byteSize,
+        })),
+      );
+      const res = computeActorLoss({
+        R,
+        logProb: responseSlice(new Float32Array(read[0]), n, P, R),
+        oldLogProb: gatherRows(batch.oldLogProbs!, R, rows),
+        advantages: gatherRows(batch.advantages!, R, rows),
+        responseMask: mb.responseMask,
+        entropy: out.entropy ? responseSlice(new Float32Array(read[1]), n, P, R) : undefined,
+        refLogProb: o.loss.useKlLoss ? gatherRows(batch.refLogProbs!, R, rows) : undefined,
+      }, { ...o.loss, batchNumTokens: mb.miniTokens, globalBatchSize: mb.miniRows });
+      const seedLp = Tensor.from(
+        responseScatter(res.gradLogProb as Float32Array, n, P, R),
+        [n * (P + R)],
+      );
+      if (out.entropy && res.gradEntropy) {
+        // The entropy is a second branch from the same logits: one backward seeds both.
+        const seedEnt = Tensor.from(
+          responseScatter(res.gradEntropy as Float32Array, n, P, R),
+          [n * (P + R)],
+        );
+        backward([out.logProbs, out.entropy], [seedLp, seedEnt]);
+      } else backward(out.logProbs, seedLp);
+      return res.metrics;
+    },
+  );
+  return { ...metrics, "actor/lr": o.lr, "actor/skipped_steps": skipped };
 }

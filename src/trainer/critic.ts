@@ -5,11 +5,11 @@
  */
 import { computeValueLoss, type LossAggMode } from "../algos/mod.ts";
 import { gpu } from "../gpu/device.ts";
-import { backward, noGrad, scope, scopeAsync, Tensor } from "../tensor/mod.ts";
+import { backward, noGrad, scope, Tensor } from "../tensor/mod.ts";
 import { uploadSequences } from "./actor.ts";
 import { type Batch, chunks, gatherRows, range, responseScatter, responseSlice } from "./batch.ts";
-import { type Optimizer, optimizerStep } from "./optimizer_step.ts";
-import { appendMetrics, reduceMetrics, seededRandom, shuffled } from "./util.ts";
+import type { Optimizer } from "./optimizer_step.ts";
+import { updateLoop } from "./minibatch.ts";
 
 export interface ValueModel {
   forward(
@@ -66,42 +66,33 @@ export async function updateCritic(
   o: CriticUpdateOptions,
 ): Promise<Record<string, number>> {
   const P = batch.promptLength, R = batch.responseLength;
-  const lists: Record<string, number[]> = {};
-  for (let epoch = 0; epoch < o.ppoEpochs; epoch++) {
-    const order = o.shuffle
-      ? shuffled(range(batch.size), seededRandom(o.seed, o.step, epoch, 29))
-      : range(batch.size);
-    for (const mini of chunks(order, o.miniBatchSize)) {
-      let tokens = 0;
-      for (const b of mini) for (let r = 0; r < R; r++) tokens += batch.responseMask[b * R + r];
-      for (const rows of chunks(mini, o.microBatchSize)) {
-        await scopeAsync(async () => {
-          const t = uploadSequences(batch, rows);
-          const vpred = critic.forward(t.ids, { positionIds: t.pos, attentionMask: t.mask });
-          const [bytes] = await gpu().read([{ buffer: vpred.buffer, size: vpred.byteSize }]);
-          const n = rows.length;
-          const mask = new Int32Array(n * R);
-          rows.forEach((b, i) => mask.set(batch.responseMask.subarray(b * R, b * R + R), i * R));
-          const res = computeValueLoss({
-            R,
-            vpreds: responseSlice(new Float32Array(bytes), n, P, R),
-            values: gatherRows(batch.values!, R, rows),
-            returns: gatherRows(batch.returns!, R, rows),
-            responseMask: mask,
-          }, {
-            cliprangeValue: o.cliprangeValue,
-            lossAggMode: o.lossAggMode,
-            batchNumTokens: tokens,
-            globalBatchSize: mini.length,
-          });
-          appendMetrics(lists, res.metrics);
-          const seed = responseScatter(res.gradVpreds as Float32Array, n, P, R);
-          backward(vpred, Tensor.from(seed, vpred.shape));
-        });
-      }
-      const step = await optimizerStep(optimizer, { lr: o.lr, gradClip: o.gradClip });
-      appendMetrics(lists, { "critic/grad_norm": step.gradNorm });
-    }
-  }
-  return { ...reduceMetrics(lists), "critic/lr": o.lr };
+  const { metrics } = await updateLoop(
+    batch,
+    optimizer,
+    { ...o, stream: 29 },
+    "critic/grad_norm",
+    async (mb) => {
+      const { rows } = mb;
+      const n = rows.length;
+      const t = uploadSequences(batch, rows);
+      const vpred = critic.forward(t.ids, { positionIds: t.pos, attentionMask: t.mask });
+      const [bytes] = await gpu().read([{ buffer: vpred.buffer, size: vpred.byteSize }]);
+      const res = computeValueLoss({
+        R,
+        vpreds: responseSlice(new Float32Array(bytes), n, P, R),
+        values: gatherRows(batch.values!, R, rows),
+        returns: gatherRows(batch.returns!, R, rows),
+        responseMask: mb.responseMask,
+      }, {
+        cliprangeValue: o.cliprangeValue,
+        lossAggMode: o.lossAggMode,
+        batchNumTokens: mb.miniTokens,
+        globalBatchSize: mb.miniRows,
+      });
+      const seed = responseScatter(res.gradVpreds as Float32Array, n, P, R);
+      backward(vpred, Tensor.from(seed, vpred.shape));
+      return res.metrics;
+    },
+  );
+  return { ...metrics, "critic/lr": o.lr };
 }

@@ -4,6 +4,8 @@
  * @module
  */
 
+import { finiteDiff as sharedFiniteDiff } from "../testing/mod.ts";
+
 import assert from "node:assert/strict";
 
 /** Asserts |a - e| <= tol·max(1, |e|) element-wise, with a readable message. */
@@ -42,26 +44,13 @@ export function rng(seed: number): () => number {
   };
 }
 
-/**
- * Central finite difference of `f` at `x` (f64) for every coordinate:
- * g_i ≈ (f(x + h e_i) - f(x - h e_i)) / 2h.
- */
+/** Central finite differences (f64); the shared helper, with the step size these tests use. */
 export function finiteDiff(
   f: (x: Float64Array) => number,
   x: Float64Array,
   h = 1e-6,
 ): Float64Array {
-  const g = new Float64Array(x.length);
-  for (let i = 0; i < x.length; i++) {
-    const xi = x[i];
-    x[i] = xi + h;
-    const up = f(x);
-    x[i] = xi - h;
-    const down = f(x);
-    x[i] = xi;
-    g[i] = (up - down) / (2 * h);
-  }
-  return g;
+  return sharedFiniteDiff(f, x, h);
 }
 
 /** Σ x_i of any numeric array. */

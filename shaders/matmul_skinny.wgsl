@@ -11,12 +11,14 @@
 // W at the same k hit distinct banks. The next stage's global loads are held in registers while
 // the current one is used (two shared buffers, one barrier per stage).
 // Out-of-range rows and K load as 0 and are never stored, so any M, N and K % 4 == 0 is correct.
+// Register tiles use constant indices only (TN = 4 or 8, TM = 1 or 4, unrolled by hand): a
+// register array indexed in a loop ends up in slow local memory on this toolchain.
 // W (and x) may be f16 under shader-f16; tiles and accumulation stay f32.
 
 const WG_X: u32 = 16u; // threads along N
 const WG_Y: u32 = 16u; // threads along M
-const TN: u32 = 8u; // rows of W per thread
-const TM: u32 = 4u; // rows of x per thread
+const TN: u32 = 8u; // rows of W per thread: 4 or 8
+const TM: u32 = 4u; // rows of x per thread: 1 or 4
 const BK: u32 = 16u; // K per stage (a multiple of 4)
 alias X4 = vec4<f32>;
 alias W4 = vec4<f32>;
@@ -29,8 +31,8 @@ const K4: u32 = BK / 4u; // vec4s per tile row
 const RS: u32 = K4 + 1u; // padded tile row stride, in vec4s
 const XS_SIZE: u32 = BM * RS;
 const WS_SIZE: u32 = BN * RS;
-const LX: u32 = (BM * K4 + NT - 1u) / NT; // x tile slots per thread
-const LW: u32 = (BN * K4 + NT - 1u) / NT;
+const LX: u32 = (BM * K4 + NT - 1u) / NT; // x tile slots per thread (at most 4)
+const LW: u32 = (BN * K4 + NT - 1u) / NT; // W tile slots per thread (at most 4)
 
 struct Params {
   m: u32,
@@ -69,80 +71,160 @@ fn fetch_w(n0: u32, kb: u32, kend: u32, s: u32) -> vec4<f32> {
   return select(vec4<f32>(0.0), vec4<f32>(w[select(0u, j * p.k4 + kk, ok)]), ok);
 }
 
-fn put(buf: u32, tid: u32, px: array<vec4<f32>, LX>, pw: array<vec4<f32>, LW>) {
-  for (var l = 0u; l < LX; l++) {
-    let s = tid + l * NT;
-    if (s < BM * K4) { xs[buf * XS_SIZE + (s / K4) * RS + s % K4] = px[l]; }
-  }
-  for (var l = 0u; l < LW; l++) {
-    let s = tid + l * NT;
-    if (s < BN * K4) { ws[buf * WS_SIZE + (s / K4) * RS + s % K4] = pw[l]; }
-  }
+// The next stage's tile slots of this thread (LX, LW <= 4), as named registers.
+struct Staged {
+  x0: vec4<f32>,
+  x1: vec4<f32>,
+  x2: vec4<f32>,
+  x3: vec4<f32>,
+  w0: vec4<f32>,
+  w1: vec4<f32>,
+  w2: vec4<f32>,
+  w3: vec4<f32>,
 }
 
-// This thread's TM x TN partial sums over the workgroup's K range: acc[i * TN + j] belongs to
-// row m0 + ty + i * WG_Y and column n0 + tx + j * WG_X.
-fn block(wid: vec3<u32>, lid: vec3<u32>) -> array<f32, TM * TN> {
+fn fetch(m0: u32, n0: u32, kb: u32, kend: u32, tid: u32) -> Staged {
+  var r: Staged;
+  r.x0 = fetch_x(m0, kb, kend, tid);
+  if (LX > 1u) { r.x1 = fetch_x(m0, kb, kend, tid + NT); }
+  if (LX > 2u) { r.x2 = fetch_x(m0, kb, kend, tid + 2u * NT); }
+  if (LX > 3u) { r.x3 = fetch_x(m0, kb, kend, tid + 3u * NT); }
+  r.w0 = fetch_w(n0, kb, kend, tid);
+  if (LW > 1u) { r.w1 = fetch_w(n0, kb, kend, tid + NT); }
+  if (LW > 2u) { r.w2 = fetch_w(n0, kb, kend, tid + 2u * NT); }
+  if (LW > 3u) { r.w3 = fetch_w(n0, kb, kend, tid + 3u * NT); }
+  return r;
+}
+
+fn put_x(buf: u32, s: u32, v: vec4<f32>) {
+  if (s < BM * K4) { xs[buf * XS_SIZE + (s / K4) * RS + s % K4] = v; }
+}
+
+fn put_w(buf: u32, s: u32, v: vec4<f32>) {
+  if (s < BN * K4) { ws[buf * WS_SIZE + (s / K4) * RS + s % K4] = v; }
+}
+
+fn put(buf: u32, tid: u32, r: Staged) {
+  put_x(buf, tid, r.x0);
+  if (LX > 1u) { put_x(buf, tid + NT, r.x1); }
+  if (LX > 2u) { put_x(buf, tid + 2u * NT, r.x2); }
+  if (LX > 3u) { put_x(buf, tid + 3u * NT, r.x3); }
+  put_w(buf, tid, r.w0);
+  if (LW > 1u) { put_w(buf, tid + NT, r.w1); }
+  if (LW > 2u) { put_w(buf, tid + 2u * NT, r.w2); }
+  if (LW > 3u) { put_w(buf, tid + 3u * NT, r.w3); }
+}
+
+fn dots(x: vec4<f32>, w0: vec4<f32>, w1: vec4<f32>, w2: vec4<f32>, w3: vec4<f32>) -> vec4<f32> {
+  return vec4<f32>(dot(x, w0), dot(x, w1), dot(x, w2), dot(x, w3));
+}
+
+// This thread's TM x TN partial sums over the workgroup's K range: acc[i] holds row
+// m0 + ty + i * WG_Y at columns n0 + tx + (0..3) * WG_X, acc[4 + i] the columns (4..7) * WG_X.
+fn block(wid: vec3<u32>, lid: vec3<u32>) -> array<vec4<f32>, 8> {
   let tid = lid.y * WG_X + lid.x;
   let n0 = wid.x * BN;
   let m0 = wid.y * BM;
   let kb0 = wid.z * p.split_k4;
   let kend = min(p.k4, kb0 + p.split_k4);
   let stages = (kend - kb0 + K4 - 1u) / K4;
-  var acc: array<f32, TM * TN>;
-  var px: array<vec4<f32>, LX>;
-  var pw: array<vec4<f32>, LW>;
-  for (var l = 0u; l < LX; l++) { px[l] = fetch_x(m0, kb0, kend, tid + l * NT); }
-  for (var l = 0u; l < LW; l++) { pw[l] = fetch_w(n0, kb0, kend, tid + l * NT); }
-  put(0u, tid, px, pw);
+  var acc: array<vec4<f32>, 8>;
+  var staged = fetch(m0, n0, kb0, kend, tid);
+  put(0u, tid, staged);
   workgroupBarrier();
   for (var t = 0u; t < stages; t++) {
     let cur = t % 2u;
     let more = t + 1u < stages;
-    if (more) {
-      let kb = kb0 + (t + 1u) * K4;
-      for (var l = 0u; l < LX; l++) { px[l] = fetch_x(m0, kb, kend, tid + l * NT); }
-      for (var l = 0u; l < LW; l++) { pw[l] = fetch_w(n0, kb, kend, tid + l * NT); }
-    }
+    if (more) { staged = fetch(m0, n0, kb0 + (t + 1u) * K4, kend, tid); }
     let xo = cur * XS_SIZE + lid.y * RS;
     let wo = cur * WS_SIZE + lid.x * RS;
     for (var c = 0u; c < K4; c++) {
-      var xv: array<vec4<f32>, TM>;
-      for (var i = 0u; i < TM; i++) { xv[i] = xs[xo + i * WG_Y * RS + c]; }
-      for (var j = 0u; j < TN; j++) {
-        let wv = ws[wo + j * WG_X * RS + c];
-        for (var i = 0u; i < TM; i++) { acc[i * TN + j] += dot(xv[i], wv); }
+      let x0 = xs[xo + c];
+      var x1 = vec4<f32>(0.0);
+      var x2 = vec4<f32>(0.0);
+      var x3 = vec4<f32>(0.0);
+      if (TM > 1u) {
+        x1 = xs[xo + WG_Y * RS + c];
+        x2 = xs[xo + 2u * WG_Y * RS + c];
+        x3 = xs[xo + 3u * WG_Y * RS + c];
+      }
+      let w0 = ws[wo + c];
+      let w1 = ws[wo + WG_X * RS + c];
+      let w2 = ws[wo + 2u * WG_X * RS + c];
+      let w3 = ws[wo + 3u * WG_X * RS + c];
+      acc[0] += dots(x0, w0, w1, w2, w3);
+      if (TM > 1u) {
+        acc[1] += dots(x1, w0, w1, w2, w3);
+        acc[2] += dots(x2, w0, w1, w2, w3);
+        acc[3] += dots(x3, w0, w1, w2, w3);
+      }
+      if (TN > 4u) {
+        let w4 = ws[wo + 4u * WG_X * RS + c];
+        let w5 = ws[wo + 5u * WG_X * RS + c];
+        let w6 = ws[wo + 6u * WG_X * RS + c];
+        let w7 = ws[wo + 7u * WG_X * RS + c];
+        acc[4] += dots(x0, w4, w5, w6, w7);
+        if (TM > 1u) {
+          acc[5] += dots(x1, w4, w5, w6, w7);
+          acc[6] += dots(x2, w4, w5, w6, w7);
+          acc[7] += dots(x3, w4, w5, w6, w7);
+        }
       }
     }
-    if (more) { put(1u - cur, tid, px, pw); }
+    if (more) { put(1u - cur, tid, staged); }
     workgroupBarrier();
   }
   return acc;
 }
 
-@compute @workgroup_size(WG_X, WG_Y)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
-  let acc = block(wid, lid);
-  let base = wid.z * p.stride_out;
-  for (var i = 0u; i < TM; i++) {
-    let m = wid.y * BM + lid.y + i * WG_Y;
-    for (var j = 0u; j < TN; j++) {
-      let n = wid.x * BN + lid.x + j * WG_X;
-      if (m < p.m && n < p.n) { y[base + m * p.n + n] = acc[i * TN + j]; }
+// Row m of the output at columns n, n + WG_X, n + 2 WG_X, n + 3 WG_X.
+fn store4(at: u32, m: u32, n: u32, v: vec4<f32>) {
+  if (m >= p.m) { return; }
+  let row = at + m * p.n;
+  if (n < p.n) { y[row + n] = v.x; }
+  if (n + WG_X < p.n) { y[row + n + WG_X] = v.y; }
+  if (n + 2u * WG_X < p.n) { y[row + n + 2u * WG_X] = v.z; }
+  if (n + 3u * WG_X < p.n) { y[row + n + 3u * WG_X] = v.w; }
+}
+
+// b0, b1: the bias at this thread's columns 0..3 and 4..7 (zero without bias).
+fn store(wid: vec3<u32>, lid: vec3<u32>, acc: array<vec4<f32>, 8>, at: u32, b0: vec4<f32>,
+         b1: vec4<f32>) {
+  let m = wid.y * BM + lid.y;
+  let n = wid.x * BN + lid.x;
+  store4(at, m, n, acc[0] + b0);
+  if (TM > 1u) {
+    store4(at, m + WG_Y, n, acc[1] + b0);
+    store4(at, m + 2u * WG_Y, n, acc[2] + b0);
+    store4(at, m + 3u * WG_Y, n, acc[3] + b0);
+  }
+  if (TN > 4u) {
+    let n4 = n + 4u * WG_X;
+    store4(at, m, n4, acc[4] + b1);
+    if (TM > 1u) {
+      store4(at, m + WG_Y, n4, acc[5] + b1);
+      store4(at, m + 2u * WG_Y, n4, acc[6] + b1);
+      store4(at, m + 3u * WG_Y, n4, acc[7] + b1);
     }
   }
 }
 
-// One split only: the bias is added here (`main` must not touch `bias`, or its auto layout
-// would require the binding).
+@compute @workgroup_size(WG_X, WG_Y)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+  store(wid, lid, block(wid, lid), wid.z * p.stride_out, vec4<f32>(0.0), vec4<f32>(0.0));
+}
+
+// The bias at columns n, n + WG_X, n + 2 WG_X, n + 3 WG_X (clamped reads, unused past N).
+fn bias4(n: u32) -> vec4<f32> {
+  let last = p.n - 1u;
+  return vec4<f32>(f32(bias[min(n, last)]), f32(bias[min(n + WG_X, last)]),
+                   f32(bias[min(n + 2u * WG_X, last)]), f32(bias[min(n + 3u * WG_X, last)]));
+}
+
+// One split only: the bias is added here. Only this entry reads `bias`: `main` must not touch
+// it, or its auto layout would require the binding.
 @compute @workgroup_size(WG_X, WG_Y)
 fn main_bias(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
-  let acc = block(wid, lid);
-  for (var i = 0u; i < TM; i++) {
-    let m = wid.y * BM + lid.y + i * WG_Y;
-    for (var j = 0u; j < TN; j++) {
-      let n = wid.x * BN + lid.x + j * WG_X;
-      if (m < p.m && n < p.n) { y[m * p.n + n] = acc[i * TN + j] + f32(bias[n]); }
-    }
-  }
+  let n = wid.x * BN + lid.x;
+  store(wid, lid, block(wid, lid), 0u, bias4(n), bias4(n + 4u * WG_X));
 }

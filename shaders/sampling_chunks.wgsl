@@ -12,9 +12,10 @@
 // second pass falls back to scanning the whole row.
 
 const WG: u32 = 256u;
-const PER: u32 = 16u; // logits per invocation
+const PER: u32 = 16u; // logits per invocation: four vec4s (fixed)
 const CAP: u32 = 128u; // candidates kept per chunk
 const NONE: u32 = 0xffffffffu;
+const LANES: u32 = 4u;
 
 const CH: u32 = WG * PER;
 
@@ -40,13 +41,74 @@ struct Params {
 // offsets; one array keeps the launch's zero fill short (Mesa's CPU compiler is slow on each
 // workgroup array). Floats travel as u32 bits so no bit pattern is ever touched.
 var<workgroup> red: array<vec3<u32>, WG>;
-var<workgroup> counts: array<atomic<u32>, 32>;
+// Per bisection step, LANES counters that invocations spread over (fewer collisions per atomic).
+var<workgroup> counts: array<atomic<u32>, 32 * LANES>;
 var<workgroup> total_count: u32;
 
-fn key(x: f32) -> u32 {
-  let b = bitcast<u32>(x);
-  if ((b & 0x80000000u) != 0u) { return ~b; }
-  return b | 0x80000000u;
+// The invocation's logits are four vec4s, v[q][r] = element start + lid + (4 q + r) * WG: named
+// registers, since a register array indexed in a loop ends up in slow local memory.
+fn keys4(z: vec4<f32>) -> vec4<u32> {
+  let b = bitcast<vec4<u32>>(z);
+  return select(b | vec4<u32>(0x80000000u), ~b, (b & vec4<u32>(0x80000000u)) != vec4<u32>(0u));
+}
+
+// Elements of q's vec4 inside the chunk.
+fn valid4(start: u32, end: u32, lid: u32, q: u32) -> vec4<bool> {
+  let i = start + lid + 4u * q * WG;
+  return vec4<bool>(i < end, i + WG < end, i + 2u * WG < end, i + 3u * WG < end);
+}
+
+fn load4(base: u32, start: u32, end: u32, lid: u32, q: u32) -> vec4<f32> {
+  let i = start + lid + 4u * q * WG;
+  let last = end - 1u;
+  return vec4<f32>(logits[base + min(i, last)], logits[base + min(i + WG, last)],
+                   logits[base + min(i + 2u * WG, last)], logits[base + min(i + 3u * WG, last)]) *
+         p.inv_temp;
+}
+
+// How many of the valid elements of v have a key >= t.
+fn count4(v: vec4<f32>, ok: vec4<bool>, t: u32) -> u32 {
+  return dot(select(vec4<u32>(0u), vec4<u32>(1u), ok & (keys4(v) >= vec4<u32>(t))), vec4<u32>(1u));
+}
+
+struct Online {
+  m: f32,
+  s: f32,
+  arg: u32,
+}
+
+// Online max / first argmax / sum of exp(z - max) over one element.
+fn online(st: ptr<function, Online>, z: f32, ok: bool, i: u32) {
+  if (!ok) { return; }
+  if (z > (*st).m) {
+    (*st).s = (*st).s * exp((*st).m - z) + 1.0;
+    (*st).m = z;
+    (*st).arg = i;
+  } else {
+    (*st).s += exp(z - (*st).m);
+  }
+}
+
+fn online4(st: ptr<function, Online>, v: vec4<f32>, ok: vec4<bool>, i: u32) {
+  online(st, v.x, ok.x, i);
+  online(st, v.y, ok.y, i + WG);
+  online(st, v.z, ok.z, i + 2u * WG);
+  online(st, v.w, ok.w, i + 3u * WG);
+}
+
+// Writes the indices of the elements with key >= t, in order, from slot *o on.
+fn emit(v: f32, ok: bool, t: u32, i: u32, o: ptr<function, u32>) {
+  if (ok && keys4(vec4<f32>(v)).x >= t) {
+    work[*o] = i;
+    *o += 1u;
+  }
+}
+
+fn emit4(v: vec4<f32>, ok: vec4<bool>, t: u32, i: u32, o: ptr<function, u32>) {
+  emit(v.x, ok.x, t, i, o);
+  emit(v.y, ok.y, t, i + WG, o);
+  emit(v.z, ok.z, t, i + 2u * WG, o);
+  emit(v.w, ok.w, t, i + 3u * WG, o);
 }
 
 @compute @workgroup_size(WG)
@@ -58,23 +120,22 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lidv: v
   let end = min(start + CH, p.vocab);
   let base = row * p.vocab;
 
-  var z: array<f32, PER>;
-  var m = -0x1.fffffep+127f;
-  var arg = NONE;
-  var s = 0.0;
-  for (var j = 0u; j < PER; j++) {
-    let i = start + lid + j * WG;
-    z[j] = logits[base + min(i, end - 1u)] * p.inv_temp;
-    if (i < end) {
-      if (z[j] > m) {
-        s = s * exp(m - z[j]) + 1.0;
-        m = z[j];
-        arg = i;
-      } else {
-        s += exp(z[j] - m);
-      }
-    }
-  }
+  let v0 = load4(base, start, end, lid, 0u);
+  let v1 = load4(base, start, end, lid, 1u);
+  let v2 = load4(base, start, end, lid, 2u);
+  let v3 = load4(base, start, end, lid, 3u);
+  let ok0 = valid4(start, end, lid, 0u);
+  let ok1 = valid4(start, end, lid, 1u);
+  let ok2 = valid4(start, end, lid, 2u);
+  let ok3 = valid4(start, end, lid, 3u);
+  var st = Online(-0x1.fffffep+127f, 0.0, NONE); // lowest f32
+  online4(&st, v0, ok0, start + lid);
+  online4(&st, v1, ok1, start + lid + 4u * WG);
+  online4(&st, v2, ok2, start + lid + 8u * WG);
+  online4(&st, v3, ok3, start + lid + 12u * WG);
+  let m = st.m;
+  let s = st.s;
+  let arg = st.arg;
   // One tree merges (max, first argmax, sum relative to the max).
   red[lid] = vec3<u32>(bitcast<u32>(m), bitcast<u32>(select(s, 0.0, arg == NONE)), arg);
   workgroupBarrier();
@@ -107,19 +168,17 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lidv: v
   var thr = 0u;
   for (var bit = i32(p.bits) - 1i; bit >= 0i; bit--) {
     let cand = thr | (1u << u32(bit));
-    var c = 0u;
-    for (var j = 0u; j < PER; j++) {
-      if (start + lid + j * WG < end && key(z[j]) >= cand) { c++; }
-    }
-    atomicAdd(&counts[bit], c);
+    let c = count4(v0, ok0, cand) + count4(v1, ok1, cand) + count4(v2, ok2, cand) +
+            count4(v3, ok3, cand);
+    let at = u32(bit) * LANES;
+    atomicAdd(&counts[at + lid % LANES], c);
     workgroupBarrier();
-    if (atomicLoad(&counts[bit]) >= p.top_k) { thr = cand; }
+    var total = 0u;
+    for (var l = 0u; l < LANES; l++) { total += atomicLoad(&counts[at + l]); }
+    if (total >= p.top_k) { thr = cand; }
   }
-  var mine = 0u;
-  for (var j = 0u; j < PER; j++) {
-    if (start + lid + j * WG < end && key(z[j]) >= thr) { mine++; }
-  }
-  red[lid].x = mine;
+  red[lid].x = count4(v0, ok0, thr) + count4(v1, ok1, thr) + count4(v2, ok2, thr) +
+               count4(v3, ok3, thr);
   workgroupBarrier();
   if (lid == 0u) {
     var acc = 0u;
@@ -133,11 +192,8 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lidv: v
   }
   if (workgroupUniformLoad(&total_count) > CAP) { return; }
   var o = (p.rows * p.chunks * 4u) + (row * p.chunks + chunk) * CAP + red[lid].x;
-  for (var j = 0u; j < PER; j++) {
-    let i = start + lid + j * WG;
-    if (i < end && key(z[j]) >= thr) {
-      work[o] = i;
-      o++;
-    }
-  }
+  emit4(v0, ok0, thr, start + lid, &o);
+  emit4(v1, ok1, thr, start + lid + 4u * WG, &o);
+  emit4(v2, ok2, thr, start + lid + 8u * WG, &o);
+  emit4(v3, ok3, thr, start + lid + 12u * WG, &o);
 }

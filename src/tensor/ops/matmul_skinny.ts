@@ -9,7 +9,10 @@ import type { KernelSpec } from "../../gpu/pipelines.ts";
 import { Tensor } from "../tensor.ts";
 import { grid1d } from "./grid.ts";
 
-/** Threads along N (wgX) and M (wgY), rows of W (tn) and of x (tm) per thread, K per stage. */
+/**
+ * Threads along N (wgX) and M (wgY), rows of W (tn: 4 or 8) and of x (tm: 1 or 4) per thread,
+ * K per stage (a multiple of 4).
+ */
 export interface SkinnyConfig {
   wgX: number;
   wgY: number;
@@ -44,8 +47,8 @@ export interface SkinnyOptions {
 
 /** The register tile for M rows: just enough thread rows to cover M (at most 64 per block). */
 export function skinnyConfig(m: number): SkinnyConfig {
-  if (m <= 4) return { wgX: 16, wgY: 4, tn: 8, tm: 1, bk: 16 };
-  if (m <= 16) return { wgX: 16, wgY: 4, tn: 8, tm: 4, bk: 16 };
+  if (m <= 4) return { wgX: 16, wgY: 4, tn: 4, tm: 1, bk: 16 };
+  if (m <= 16) return { wgX: 16, wgY: 4, tn: 4, tm: 4, bk: 16 };
   if (m <= 32) return { wgX: 16, wgY: 8, tn: 8, tm: 4, bk: 16 };
   return { wgX: 16, wgY: 16, tn: 8, tm: 4, bk: 16 };
 }
@@ -54,7 +57,9 @@ function checkConfig(c: SkinnyConfig): void {
   const g = gpu();
   const bm = c.wgY * c.tm, bn = c.wgX * c.tn;
   const shared = 2 * (bm + bn) * (c.bk / 4 + 1) * 16;
-  const ok = c.bk % 4 === 0 && c.bk > 0 && c.tm > 0 && c.tn > 0 &&
+  const nt = c.wgX * c.wgY, slots = (rows: number) => Math.ceil(rows * c.bk / 4 / nt);
+  const ok = c.bk % 4 === 0 && c.bk > 0 && (c.tm === 1 || c.tm === 4) &&
+    (c.tn === 4 || c.tn === 8) && slots(bm) <= 4 && slots(bn) <= 4 &&
     c.wgX * c.wgY <= g.limits.maxComputeInvocationsPerWorkgroup &&
     shared <= g.limits.maxComputeWorkgroupStorageSize;
   if (!ok) throw new Error(`matmul: skinny config ${JSON.stringify(c)} is invalid on this device`);

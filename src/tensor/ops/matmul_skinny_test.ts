@@ -12,9 +12,9 @@ const TOL = { atol: 1e-4, rtol: 1e-4 };
 // thread, and tiles whose load slots do not divide evenly among the threads. A GPU runs the
 // production tiles (`skinnyConfig`).
 const CPU_TILES: SkinnyConfig[] = [
-  { wgX: 4, wgY: 2, tn: 2, tm: 2, bk: 8 },
-  { wgX: 4, wgY: 4, tn: 2, tm: 1, bk: 16 },
-  { wgX: 8, wgY: 2, tn: 1, tm: 3, bk: 4 },
+  { wgX: 2, wgY: 2, tn: 4, tm: 4, bk: 8 },
+  { wgX: 4, wgY: 4, tn: 4, tm: 1, bk: 16 },
+  { wgX: 2, wgY: 4, tn: 8, tm: 4, bk: 4 },
 ];
 
 function tileFor(m: number, seed: number): SkinnyConfig {

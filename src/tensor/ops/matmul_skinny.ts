@@ -23,12 +23,15 @@ export interface SkinnyConfig {
 
 /** When `gemm` takes the skinny kernel, and how finely it splits K. Mutable for benchmarks. */
 export const skinnyPolicy = {
-  /** Largest M routed here (measured against the tiled kernel on an H200). */
+  /**
+   * Largest M routed here. On an H200 at M = 128 the skinny kernel took 84 us for [128, 896] x
+   * [4864, 896]^T against 157 us tiled, and 0.21 ms against 1.6 ms for [128, 4864] x [896, 4864]^T.
+   */
   maxM: 128,
-  /** Workgroups wanted per product: fewer output blocks than this split K. */
+  /** Workgroups wanted per product (about two per multiprocessor): fewer blocks split K. */
   targetGroups: 264,
   /** Fewest K stages per split, so a split's loads and stores stay amortised. */
-  minStages: 4,
+  minStages: 3,
 };
 
 /** Sizes of one skinny product. */
@@ -50,7 +53,9 @@ export function skinnyConfig(m: number): SkinnyConfig {
   if (m <= 4) return { wgX: 16, wgY: 4, tn: 4, tm: 1, bk: 16 };
   if (m <= 16) return { wgX: 16, wgY: 4, tn: 4, tm: 4, bk: 16 };
   if (m <= 32) return { wgX: 16, wgY: 8, tn: 8, tm: 4, bk: 16 };
-  return { wgX: 16, wgY: 16, tn: 8, tm: 4, bk: 16 };
+  // 64 x 64 blocks of 128 threads: on an H200 at M = 64, within 5% of the best of six tiles on
+  // each decode product of Qwen2.5-0.5B (128-wide blocks were up to 50% slower on N = 896).
+  return { wgX: 8, wgY: 16, tn: 8, tm: 4, bk: 16 };
 }
 
 function checkConfig(c: SkinnyConfig): void {

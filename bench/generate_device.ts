@@ -5,6 +5,8 @@
  * sample cancel out.
  *
  *   deno run -A bench/generate_device.ts --batch 64 --prompt 128 --new 256 --dtype f32,f16
+ *
+ * --target-groups N / --min-stages N override the skinny matmul's split policy (tuning).
  */
 import { gpu, initGpu } from "../src/gpu/device.ts";
 import { makeModelConfig, type ModelConfig } from "../src/io/hf_config.ts";
@@ -13,6 +15,7 @@ import { weightShapes } from "../src/nn/weights.ts";
 import { generate } from "../src/rollout/generate.ts";
 import { SampleBuffers, sampleStep } from "../src/rollout/sampler.ts";
 import { noGrad } from "../src/tensor/autograd.ts";
+import { skinnyPolicy } from "../src/tensor/ops/matmul_skinny.ts";
 import { scope } from "../src/tensor/scope.ts";
 import { Tensor } from "../src/tensor/tensor.ts";
 
@@ -86,6 +89,8 @@ async function timed(fn: () => Promise<unknown>): Promise<number> {
 
 await initGpu();
 const g = gpu();
+skinnyPolicy.targetGroups = Number(arg("target-groups", `${skinnyPolicy.targetGroups}`));
+skinnyPolicy.minStages = Number(arg("min-stages", `${skinnyPolicy.minStages}`));
 const config = benchConfig();
 const B = Number(arg("batch", "64")),
   P = Number(arg("prompt", "128")),
@@ -133,6 +138,7 @@ for (const dtype of arg("dtype", "f32,f16").split(",") as ("f32" | "f16")[]) {
     prompt: P,
     new_tokens: R,
     sampling: sample ? "top_k 50, top_p 0.9" : "greedy",
+    skinny_policy: skinnyPolicy,
     prefill_plus_first_s: +first.toFixed(4),
     total_s: +full.toFixed(3),
     ms_per_step: +((full - first) / (R - 1) * 1000).toFixed(2),

@@ -2,7 +2,8 @@
  * Where decode time goes: GPU milliseconds per kernel (timestamp queries) against wall time for a
  * short generation on the Qwen2.5-0.5B shape. `deno run -A bench/profile_generate.ts [--new 16]`.
  * Kernel lines give the totals over prefill and decode, and `per_step_ms`: the same kernel's time
- * per decode step (a prefill-only run subtracted, divided by the new tokens after the first).
+ * per decode step (a prefill-only run subtracted, divided by the decode steps profiled, which the
+ * embedding gathers count: the profiler may stop recording before a long generation ends).
  */
 import { gpu, initGpu } from "../src/gpu/device.ts";
 import { makeModelConfig } from "../src/io/hf_config.ts";
@@ -66,17 +67,19 @@ const prefill = new Map(
   })).map((r) => [r.kernel, r.ms]),
 );
 const total = rows.reduce((a, r) => a + r.ms, 0);
-const perStep = (r: { kernel: string; ms: number }) =>
-  R > 1 ? Math.round((r.ms - (prefill.get(r.kernel) ?? 0)) / (R - 1) * 1000) / 1000 : 0;
+const prefillTotal = [...prefill.values()].reduce((a, b) => a + b, 0);
+const steps = (rows.find((r) => r.kernel === "embedding:gather")?.count ?? 1) - 1;
+const perStep = (ms: number, kernel: string) =>
+  steps > 0 ? Math.round((ms - (prefill.get(kernel) ?? 0)) / steps * 1000) / 1000 : 0;
 console.log(
   JSON.stringify({
     wall_ms: Math.round(wall),
     gpu_ms_profiled: Math.round(total),
-    steps: R,
-    gpu_ms_per_decode_step: perStep({
-      kernel: "",
-      ms: total - [...prefill.values()].reduce((a, b) => a + b, 0),
-    }),
+    new_tokens: R,
+    decode_steps_profiled: steps,
+    gpu_ms_per_decode_step: steps > 0
+      ? Math.round((total - prefillTotal) / steps * 1000) / 1000
+      : 0,
   }),
 );
 for (const r of rows.slice(0, 20)) {
@@ -84,7 +87,7 @@ for (const r of rows.slice(0, 20)) {
     kernel: r.kernel,
     ms: Math.round(r.ms * 10) / 10,
     count: r.count,
-    per_step_ms: perStep(r),
+    per_step_ms: perStep(r.ms, r.kernel),
   }));
 }
 console.log(JSON.stringify({ submits: gpu().recorder.submits }));

@@ -34,15 +34,15 @@ export interface RunSettings {
 
 /** The embedded default of `deno task train` (configs/arithmetic_grpo.yaml), sized for a tab. */
 export const DEFAULT_SETTINGS: RunSettings = {
-  task: { digits: 2, operands: 2, operators: ["+", "-"] as Operator[] },
+  task: { digits: 1, operands: 3, operators: ["+", "-"] as Operator[] },
   algorithm: "grpo",
-  lr: 3e-4,
+  lr: 1e-4,
   n: 8,
   temperature: 1,
-  steps: 40,
+  steps: 100,
   promptsPerStep: 16,
   maxResponseLength: 10,
-  testFreq: 10,
+  testFreq: 20,
   valPrompts: 64,
   seed: 1,
 };

@@ -16,6 +16,7 @@ import {
   values,
 } from "./stages.ts";
 import { learningRate, Timer } from "./util.ts";
+import { Progress } from "./tracking/loggers.ts";
 import { generationRows, validate } from "./validate.ts";
 
 export interface FitResult {
@@ -54,9 +55,13 @@ export async function trainStep(
   items: Parameters<typeof gen>[1],
 ): Promise<Record<string, number>> {
   const cfg = parts.config;
-  const timer = new Timer();
-  const t0 = performance.now();
   const n = cfg.actor_rollout_ref.rollout.n;
+  const stages = 5 + (parts.ref ? 1 : 0) + (parts.critic ? 2 : 0);
+  // A terminal shows which stage of a long step is running; logs stay one line per step.
+  const progress = new Progress(`step ${step}`, stages);
+  let done = 0;
+  const timer = new Timer((name) => progress.update(done++, name));
+  const t0 = performance.now();
   let batch: Batch = await timer.time(
     "gen",
     () => gen(parts, items, { step, n, validation: false, uidPrefix: `s${step}` }),
@@ -82,6 +87,7 @@ export async function trainStep(
       () => updateActorStage(parts, batch, { step, lr: lrAt(parts, "actor", step - 1) }),
     );
   }
+  progress.done();
   const seconds = (performance.now() - t0) / 1000;
   let tokens = 0;
   for (const m of batch.promptMask) tokens += m;

@@ -55,7 +55,11 @@ export function learningRate(step: number, o: LrScheduleOptions): number {
 export class Timer {
   readonly timings: Record<string, number> = {};
 
+  /** `onStage` hears each stage as it starts (the console progress bar). */
+  constructor(private readonly onStage?: (name: string) => void) {}
+
   async time<T>(name: string, fn: () => Promise<T> | T): Promise<T> {
+    this.onStage?.(name);
     const t0 = performance.now();
     try {
       return await fn();

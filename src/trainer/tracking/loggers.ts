@@ -90,7 +90,7 @@ export class Progress {
     this.#enabled = !!deno && deno.stdout.isTerminal();
   }
 
-  update(done: number): void {
+  update(done: number, note = ""): void {
     if (!this.#enabled) return;
     const width = 24;
     const filled = Math.round((done / Math.max(1, this.total)) * width);

@@ -121,6 +121,7 @@ for (const dtype of arg("dtype", "f32,f16").split(",") as ("f32" | "f16")[]) {
       eosTokenIds: [],
       padTokenId: 0,
       seed: 1,
+      submitEachStep: arg("submit-each-step", "1") === "1",
     });
   await run(4); // compile every pipeline
   const first = Math.min(await timed(() => run(1)), await timed(() => run(1)));
@@ -130,6 +131,7 @@ for (const dtype of arg("dtype", "f32,f16").split(",") as ("f32" | "f16")[]) {
   console.log(JSON.stringify({
     bench: "generate",
     adapter: g.adapterName,
+    submit_each_step: arg("submit-each-step", "1") === "1",
     dtype,
     layers: config.numHiddenLayers,
     hidden: config.hiddenSize,

@@ -34,6 +34,8 @@ export interface GenerateOptions {
   returnLogProbs?: boolean;
   /** Steps between checks of the finished flags (one small readback each). Default 16. */
   checkEvery?: number;
+  /** Submit every decode step as soon as it is recorded (default true). */
+  submitEachStep?: boolean;
 }
 
 export interface GenerateResult {
@@ -134,6 +136,8 @@ export async function generate(model: CausalLM, options: GenerateOptions): Promi
       scope(() =>
         sampleStep(model.decodeStep(cache, bufs.nextIds, bufs.positions), bufs, step, cfg)
       );
+      // Submitting each step lets the GPU run it while the next one is being recorded.
+      if (options.submitEachStep ?? true) gpu().flush();
       steps++;
     }
     const wanted = [bufs.responses, bufs.responseMask];

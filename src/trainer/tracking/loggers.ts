@@ -96,9 +96,8 @@ export class Progress {
     const filled = Math.round((done / Math.max(1, this.total)) * width);
     const secs = ((performance.now() - this.#start) / 1000).toFixed(1);
     const bar = "#".repeat(filled) + ".".repeat(width - filled);
-    Deno.stdout.writeSync(
-      this.#enc.encode(`\r${this.label} [${bar}] ${done}/${this.total} ${secs}s`),
-    );
+    const line = `\r\x1b[2K${this.label} [${bar}] ${done}/${this.total} ${secs}s ${note}`;
+    Deno.stdout.writeSync(this.#enc.encode(line));
   }
 
   done(): void {

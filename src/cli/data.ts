@@ -4,6 +4,7 @@
  * (DIR/train.parquet and DIR/val.parquet; validation problems never appear in training).
  */
 import { generateArithmetic, type Operator, writeParquet } from "../trainer/data/mod.ts";
+import { runCli } from "./run.ts";
 
 const DEFAULTS = {
   out_dir: "data/arithmetic",
@@ -80,11 +81,4 @@ export async function main(args: string[]): Promise<string[]> {
   return paths;
 }
 
-if (import.meta.main) {
-  try {
-    await main(Deno.args);
-  } catch (e) {
-    console.error(`data: ${(e as Error).message}`);
-    Deno.exit(2);
-  }
-}
+if (import.meta.main) await runCli("data", () => main(Deno.args), { exitCode: () => 2 });

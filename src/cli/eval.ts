@@ -6,8 +6,8 @@
  *   deno task eval data.path=gen.parquet custom_reward_function.path=my_reward.ts
  */
 import { evaluateResponses } from "../reward/evaluate.ts";
-import { ConfigError, formatConfig, loadConfig } from "../trainer/config/mod.ts";
-import { DataError } from "../trainer/data/mod.ts";
+import { formatConfig, loadConfig } from "../trainer/config/mod.ts";
+import { runCli, splitArgs } from "./run.ts";
 
 const USAGE = `usage: deno task eval [config.yaml ...] [key=value ...]
 keys: data.path, data.response_key, data.data_source_key, data.reward_model_key,
@@ -15,9 +15,7 @@ keys: data.path, data.response_key, data.data_source_key, data.reward_model_key,
 
 /** Runs the evaluator; returns the metrics, or throws with a message for the user. */
 export async function main(args: string[]): Promise<Record<string, number>> {
-  const files = args.filter((a) => /\.ya?ml$/.test(a) && !a.includes("="));
-  const overrides = args.filter((a) => !files.includes(a));
-  const cfg = loadConfig("evaluation", { files, overrides });
+  const cfg = loadConfig("evaluation", splitArgs(args));
   console.log(formatConfig(cfg).trimEnd());
   const result = await evaluateResponses(cfg);
   console.log(`scored ${result.responses} responses of ${result.rows} rows`);
@@ -25,17 +23,4 @@ export async function main(args: string[]): Promise<Record<string, number>> {
   return result.metrics;
 }
 
-if (import.meta.main) {
-  if (Deno.args.includes("--help") || Deno.args.includes("-h")) {
-    console.log(USAGE);
-    Deno.exit(0);
-  }
-  try {
-    await main(Deno.args);
-  } catch (e) {
-    const known = e instanceof ConfigError || e instanceof DataError;
-    console.error(`eval: ${known ? (e as Error).message : (e as Error).stack ?? e}`);
-    if (e instanceof ConfigError) console.error(USAGE);
-    Deno.exit(known ? 2 : 1);
-  }
-}
+if (import.meta.main) await runCli("eval", () => main(Deno.args), { usage: USAGE });

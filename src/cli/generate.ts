@@ -6,8 +6,8 @@
  *   deno task generate model.path=ckpt/actor data.path=val.parquet data.n_samples=4
  *   deno task generate gen.yaml rollout.temperature=0.6 rollout.response_length=256
  */
-import { ConfigError, formatConfig, loadConfig } from "../trainer/config/mod.ts";
-import { DataError } from "../trainer/data/mod.ts";
+import { formatConfig, loadConfig } from "../trainer/config/mod.ts";
+import { runCli, splitArgs } from "./run.ts";
 import { type GenerationSummary, runGeneration } from "../rollout/main_generation.ts";
 
 const USAGE = `usage: deno task generate [config.yaml ...] [key=value ...]
@@ -21,9 +21,7 @@ export async function main(
   options: { print?: (line: string) => void } = {},
 ): Promise<GenerationSummary> {
   const print = options.print ?? console.log;
-  const files = args.filter((a) => /\.ya?ml$/.test(a) && !a.includes("="));
-  const overrides = args.filter((a) => !files.includes(a));
-  const cfg = loadConfig("generation", { files, overrides });
+  const cfg = loadConfig("generation", splitArgs(args));
   print(formatConfig(cfg).trimEnd());
   const s = await runGeneration(cfg, { print });
   print(
@@ -33,17 +31,4 @@ export async function main(
   return s;
 }
 
-if (import.meta.main) {
-  if (Deno.args.includes("--help") || Deno.args.includes("-h")) {
-    console.log(USAGE);
-    Deno.exit(0);
-  }
-  try {
-    await main(Deno.args);
-  } catch (e) {
-    const known = e instanceof ConfigError || e instanceof DataError;
-    console.error(`generate: ${known ? (e as Error).message : (e as Error).stack ?? e}`);
-    if (e instanceof ConfigError) console.error(USAGE);
-    Deno.exit(known ? 2 : 1);
-  }
-}
+if (import.meta.main) await runCli("generate", () => main(Deno.args), { usage: USAGE });

@@ -16,11 +16,10 @@ import { loadSftExamples } from "../trainer/sft_data.ts";
 import { sftFit } from "../trainer/sft_trainer.ts";
 import { tinyModelConfig } from "../trainer/tiny_model.ts";
 import { createTracking } from "../trainer/tracking/mod.ts";
-import { runCli } from "./run.ts";
+import { runCli, splitArgs } from "./run.ts";
 
 export async function main(args: string[]): Promise<void> {
-  const files = args.filter((a) => !a.includes("="));
-  const cfg = loadConfig("sft_trainer", { files, overrides: args.filter((a) => a.includes("=")) });
+  const cfg = loadConfig("sft_trainer", splitArgs(args));
   console.log(formatConfig(cfg));
   await initGpu();
   const start = cfg.model.partial_pretrain
@@ -90,4 +89,9 @@ export async function main(args: string[]): Promise<void> {
   console.log(`model: ${t.default_local_dir}/global_step_${res.step}/huggingface`);
 }
 
-if (import.meta.main) await runCli(() => main(Deno.args));
+if (import.meta.main) {
+  await runCli("sft", () => main(Deno.args), {
+    usage:
+      "usage: deno task sft [config.yaml ...] [key=value ...] (keys: configs/sft_trainer.yaml)",
+  });
+}

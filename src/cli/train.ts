@@ -7,18 +7,16 @@ import { initGpu } from "../gpu/device.ts";
 import { formatConfig, loadConfig } from "../trainer/config/mod.ts";
 import { fit } from "../trainer/ppo_trainer.ts";
 import { setupTrainer } from "../trainer/setup.ts";
-import { runCli } from "./run.ts";
+import { runCli, splitArgs } from "./run.ts";
 
 export const DEFAULT_CONFIG =
   new URL("../../configs/arithmetic_grpo.yaml", import.meta.url).pathname;
 
+const USAGE = `usage: deno task train [config.yaml ...] [key=value ...]
+with no config file: ${DEFAULT_CONFIG}; every key is listed in configs/ppo_trainer.yaml`;
+
 export async function main(args: string[]): Promise<void> {
-  const files = args.filter((a) => !a.includes("=") && /\.ya?ml$/.test(a));
-  const overrides = args.filter((a) => a.includes("="));
-  const unknown = args.filter((a) => !files.includes(a) && !overrides.includes(a));
-  if (unknown.length) {
-    throw new Error(`unexpected argument(s) ${unknown.join(" ")}: give YAML files and key=value`);
-  }
+  const { files, overrides } = splitArgs(args);
   const cfg = loadConfig("ppo_trainer", {
     files: files.length ? files : [DEFAULT_CONFIG],
     overrides,
@@ -35,4 +33,4 @@ export async function main(args: string[]): Promise<void> {
   console.log(`done: ${res.globalStep} steps in ${secs}s${val.length ? `; ${val.join(" ")}` : ""}`);
 }
 
-if (import.meta.main) await runCli(() => main(Deno.args));
+if (import.meta.main) await runCli("train", () => main(Deno.args), { usage: USAGE });

@@ -78,7 +78,7 @@ export async function main(args: string[]): Promise<void> {
       saveCheckpoint(t.default_local_dir, step, async (dir) => {
         await writeModel(`${dir}/huggingface`, {
           config: start.config,
-          params,
+          model,
           optimizer,
           tokenizerFiles: start.tokenizerFiles,
         });

@@ -20,8 +20,14 @@ import {
 import type { Optimizer } from "./optimizer_step.ts";
 import { updateLoop } from "./minibatch.ts";
 
+/** What the trainer needs of a model: a forward, its parameters, and their values for saving. */
+export interface TrainableModel {
+  params(): Map<string, Tensor>; // HF name -> parameter
+  toArrays(): Promise<Map<string, Float32Array>>; // one readback of every parameter
+}
+
 /** What the actor needs of a causal LM. */
-export interface CausalModel {
+export interface CausalModel extends TrainableModel {
   forward(
     inputIds: Tensor,
     options: { positionIds: Tensor; attentionMask: Tensor },

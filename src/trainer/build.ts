@@ -155,6 +155,7 @@ export async function buildTrainerParts(o: BuildOptions): Promise<TrainerParts> 
     const model = {
       forward: (ids: Tensor, f: ForwardOptions) => net.values(ids, f),
       params: () => net.params(),
+      toArrays: () => net.toArrays(),
     };
     critic = { model, optimizer: makeOptimizer(net.params(), cfg.critic.optim) };
   }

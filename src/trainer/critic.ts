@@ -6,12 +6,12 @@
 import { computeValueLoss, type LossAggMode } from "../algos/mod.ts";
 import { gpu } from "../gpu/device.ts";
 import { backward, noGrad, scope, Tensor } from "../tensor/mod.ts";
-import { uploadSequences } from "./actor.ts";
+import { type TrainableModel, uploadSequences } from "./actor.ts";
 import { type Batch, chunks, gatherRows, range, responseScatter, responseSlice } from "./batch.ts";
 import type { Optimizer } from "./optimizer_step.ts";
 import { updateLoop } from "./minibatch.ts";
 
-export interface ValueModel {
+export interface ValueModel extends TrainableModel {
   forward(
     inputIds: Tensor,
     options: { positionIds: Tensor; attentionMask: Tensor },

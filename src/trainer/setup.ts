@@ -63,7 +63,7 @@ export async function setupTrainer(
   const base = await readWeights(modelPath);
   const actor = resumePath ? await readWeights(`${resumePath}/actor`) : base;
   const critic = resumePath && criticEnabled(cfg)
-    ? await readWeights(`${resumePath}/critic`).catch(() => null)
+    ? await readWeights(`${resumePath}/critic`)
     : null;
   const tokenizer = tokenizerFromFiles(base.tokenizerFiles, modelPath);
   const dataOpts = {
@@ -99,20 +99,18 @@ export async function setupTrainer(
     onGenerations: (kind, step, rows) => (kind === "train" ? trainDump : valDump)?.(step, rows),
     peakMemoryBytes: () => gpu().pool.peakBytes,
   });
-  const params = (m: unknown) =>
-    (m as { params(): Map<string, import("../tensor/mod.ts").Tensor> }).params();
   parts.checkpoints = new FolderCheckpointStore({
     root: t.default_local_dir,
     actor: {
       config: actor.config,
-      params: params(parts.actor.model),
+      model: parts.actor.model,
       optimizer: parts.actor.optimizer,
       tokenizerFiles: base.tokenizerFiles,
     },
     critic: parts.critic
       ? {
         config: (critic ?? actor).config,
-        params: params(parts.critic.model),
+        model: parts.critic.model,
         optimizer: parts.critic.optimizer,
       }
       : null,

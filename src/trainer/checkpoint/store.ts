@@ -6,35 +6,27 @@
  */
 import type { ModelConfig } from "../../io/hf_config.ts";
 import { writeModelFolder } from "../../io/hf_folder.ts";
-import { floatTensor } from "../../io/hf_weights.ts";
 import { readSafetensorsFile, writeSafetensorsFile } from "../../io/safetensors_fs.ts";
-import { tensorToFloat32 } from "../../io/hf_weights.ts";
-import type { Tensor } from "../../tensor/mod.ts";
+import { floatTensor, tensorToFloat32 } from "../../io/hf_weights.ts";
+import type { TrainableModel } from "../actor.ts";
 import type { CheckpointStore } from "../parts.ts";
 import type { Optimizer } from "../optimizer_step.ts";
 import { saveCheckpoint } from "./manager.ts";
 
 export interface SavedModel {
   config: ModelConfig;
-  params: Map<string, Tensor>; // HF name -> parameter
+  model: TrainableModel;
   optimizer: Optimizer;
   /** Extra files written into the folder (tokenizer.json, tokenizer_config.json). */
   tokenizerFiles?: Record<string, string>;
 }
 
-/** Reads every parameter back in one round trip. */
-export async function readParams(params: Map<string, Tensor>): Promise<Map<string, Float32Array>> {
-  const { gpu } = await import("../../gpu/device.ts");
-  const list = [...params.entries()];
-  const bytes = await gpu().read(list.map(([, t]) => ({ buffer: t.buffer, size: t.byteSize })));
-  return new Map(list.map(([name], i) => [name, new Float32Array(bytes[i])]));
-}
-
 /** Writes a model's parameters as a Hugging Face folder (temp name, then rename). */
 export async function writeModel(dir: string, m: SavedModel): Promise<void> {
-  const arrays = await readParams(m.params);
+  const params = m.model.params();
+  const arrays = await m.model.toArrays();
   const tensors = new Map(
-    [...arrays].map(([name, data]) => [name, floatTensor([...m.params.get(name)!.shape], data)]),
+    [...arrays].map(([name, data]) => [name, floatTensor([...params.get(name)!.shape], data)]),
   );
   await writeModelFolder(dir, {
     config: m.config,

@@ -67,7 +67,7 @@ const cfg = loadConfig("ppo_trainer", {
     "algorithm.adv_estimator=grpo",
   ],
 });
-const parts = await buildTrainerParts({
+const parts = buildTrainerParts({
   config: cfg,
   tokenizer: charTokenizer(),
   actor: { config, tensors },

@@ -121,7 +121,7 @@ export class TrainingRun {
       `${items.train.length} training and ${items.val.length} validation prompts; ` +
         `model from ${this.folder.source}`,
     );
-    this.#parts = await buildTrainerParts({
+    this.#parts = buildTrainerParts({
       config: this.config,
       tokenizer,
       actor: { config: this.folder.config, tensors: this.folder.tensors },

@@ -140,7 +140,7 @@ export function rolloutFor(model: CausalLM, tokenizer: Tokenizer): RolloutFn {
   };
 }
 
-export async function buildTrainerParts(o: BuildOptions): Promise<TrainerParts> {
+export function buildTrainerParts(o: BuildOptions): TrainerParts {
   const cfg = o.config;
   const a = cfg.actor_rollout_ref;
   const actorModel = CausalLM.fromTensors(o.actor.config, o.actor.tensors);
@@ -160,7 +160,6 @@ export async function buildTrainerParts(o: BuildOptions): Promise<TrainerParts> 
     critic = { model, optimizer: makeOptimizer(net.params(), cfg.critic.optim) };
   }
   const reward = o.reward ?? new RewardManager({ tokenizer: o.tokenizer, log: o.print });
-  await Promise.resolve();
   return {
     config: cfg,
     tokenizer: o.tokenizer,

@@ -17,9 +17,8 @@ export async function optimizerStep(
   opt: Optimizer,
   options: { lr: number; gradClip: number },
 ): Promise<{ gradNorm: number; skipped: boolean }> {
-  const withGrad = opt.params.filter((p) => p.grad);
-  if (withGrad.length === 0) return { gradNorm: 0, skipped: true };
-  const clip = clipGradNorm(withGrad, options.gradClip > 0 ? options.gradClip : Infinity);
+  if (!opt.params.some((p) => p.grad)) return { gradNorm: 0, skipped: true };
+  const clip = clipGradNorm(opt.params, options.gradClip > 0 ? options.gradClip : Infinity);
   const norm = (await clip.toArray())[0];
   const skipped = !Number.isFinite(norm);
   // The kernel also skips on a non-finite norm (scale 0); the readback is for logging.

@@ -43,7 +43,8 @@ function lrAt(parts: TrainerParts, which: "actor" | "critic", step: number): num
     lr: optim.lr,
     totalSteps: total,
     warmupSteps: warmup,
-    style: (optim.warmup_style ?? optim.lr_scheduler_type) === "cosine" ? "cosine" : "constant",
+    // normalizePpo has already copied the deprecated warmup_style onto lr_scheduler_type.
+    style: optim.lr_scheduler_type === "cosine" ? "cosine" : "constant",
     minLrRatio: optim.min_lr_ratio,
   });
 }

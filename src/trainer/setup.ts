@@ -85,7 +85,7 @@ export async function setupTrainer(
   const trainDump = jsonlDumper(t.rollout_data_dir);
   const valDump = jsonlDumper(t.validation_data_dir);
   // The reference policy always starts from the original model, also when resuming.
-  const parts = await buildTrainerParts({
+  const parts = buildTrainerParts({
     config: cfg,
     tokenizer,
     actor,

@@ -4,7 +4,12 @@ import type { GenerationRow, TrainerParts } from "./parts.ts";
 import { chunks, range } from "./batch.ts";
 import { gen, reward } from "./stages.ts";
 
-function rowsOf(parts: TrainerParts, batch: Batch, step: number): GenerationRow[] {
+/** One row per sample for the generation dumps and the page's table. */
+export function generationRows(
+  parts: TrainerParts,
+  batch: Batch,
+  step: number,
+): GenerationRow[] {
   const P = batch.promptLength;
   return range(batch.size).map((b) => {
     const ids = batch.prompts.subarray(b * P, b * P + P).filter((_, j) =>
@@ -35,7 +40,7 @@ export async function validate(parts: TrainerParts, step: number): Promise<Recor
     const items = idx.map((i) => parts.valItems[i]);
     let batch = await gen(parts, items, { step, n, validation: true, uidPrefix: "val" });
     batch = (await reward(parts, batch, { validation: true })).batch;
-    for (const row of rowsOf(parts, batch, step)) {
+    for (const row of generationRows(parts, batch, step)) {
       rows.push(row);
       const list = bySource.get(row.data_source) ?? [];
       list.push(row.score);
@@ -58,5 +63,3 @@ export async function validate(parts: TrainerParts, step: number): Promise<Recor
   }
   return metrics;
 }
-
-export { rowsOf as generationRows };

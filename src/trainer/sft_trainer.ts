@@ -3,8 +3,8 @@
  * The loss of a batch is the sum over its response tokens divided by their count, accumulated
  * over micro-batches, so the gradient does not depend on the micro-batch size.
  */
-import { noGrad, scopeAsync, Tensor } from "../tensor/mod.ts";
-import { backward } from "../tensor/mod.ts";
+import { backward, noGrad, scope, Tensor } from "../tensor/mod.ts";
+import { gpu } from "../gpu/device.ts";
 import { crossEntropy } from "../tensor/ops/cross_entropy.ts";
 import { mulScalar } from "../tensor/ops/elementwise.ts";
 import type { CausalModel } from "./actor.ts";
@@ -61,22 +61,30 @@ function sumLoss(model: CausalModel, m: MicroInputs): Tensor {
   return crossEntropy(logits.reshape([-1, V]), m.targets, { ignoreIndex: -100, reduction: "sum" });
 }
 
+/** Sums scalar losses with one readback for all micro-batches, and releases them. */
+async function readSum(losses: Tensor[]): Promise<number> {
+  const bytes = await gpu().read(losses.map((l) => ({ buffer: l.buffer, size: l.byteSize })));
+  for (const l of losses) l.dispose();
+  return bytes.reduce((a, b) => a + new Float32Array(b)[0], 0);
+}
+
 /** Mean response-token loss over a set of examples (no gradient). */
 export async function sftEvalLoss(
   model: CausalModel,
   examples: SftExample[],
   microBatchSize: number,
 ): Promise<number> {
-  let total = 0, tokens = 0;
+  let tokens = 0;
+  const losses: Tensor[] = [];
   for (const rows of chunks(range(examples.length), microBatchSize)) {
-    await scopeAsync(async () => {
+    const loss = scope(() => {
       const m = sftInputs(rows.map((i) => examples[i]));
-      const loss = noGrad(() => sumLoss(model, m));
-      total += (await loss.toArray())[0];
       tokens += m.tokens;
+      return noGrad(() => sumLoss(model, m));
     });
+    losses.push(loss.keep());
   }
-  return tokens ? total / tokens : 0;
+  return tokens ? (await readSum(losses)) / tokens : 0;
 }
 
 export interface SftFitOptions {
@@ -117,16 +125,18 @@ export async function sftFit(o: SftFitOptions): Promise<{ step: number; valLoss:
     const k = (step - 1) % perEpoch;
     const batch = order.slice(k * o.batchSize, (k + 1) * o.batchSize).map((i) => o.train[i]);
     const totalTokens = batch.reduce((a, e) => a + e.responseIds.length, 0);
-    let lossSum = 0;
     const t0 = performance.now();
+    const losses: Tensor[] = [];
     for (const rows of chunks(range(batch.length), o.microBatchSize)) {
-      await scopeAsync(async () => {
+      const loss = scope(() => {
         const m = sftInputs(rows.map((i) => batch[i]));
         const loss = sumLoss(o.model, m);
         backward(mulScalar(loss, 1 / totalTokens));
-        lossSum += (await loss.toArray())[0];
+        return loss;
       });
+      losses.push(loss.keep());
     }
+    const lossSum = await readSum(losses);
     const lr = learningRate(step - 1, {
       lr: o.lr,
       totalSteps: o.totalSteps,

@@ -6,9 +6,9 @@
  *
  *   deno bench -A bench/attention_bench.ts
  */
-import { gpu, initGpu } from "../src/gpu/device.ts";
+import { gpu, initGpu } from "../src/gpu/mod.ts";
 import { backward, noGrad, scope, Tensor } from "../src/tensor/mod.ts";
-import { attention } from "../src/tensor/ops/attention.ts";
+import { attention } from "../src/tensor/mod.ts";
 import { randomArray } from "../src/testing/mod.ts";
 
 await initGpu();

@@ -2,10 +2,10 @@
  * Generation throughput on whatever adapter Deno finds (CI: the CPU adapter), with a tiny Qwen2
  * config so that it finishes quickly; bench/generate_device.ts measures the 0.5B shape on a GPU.
  */
-import { initGpu } from "../src/gpu/device.ts";
-import { makeModelConfig } from "../src/io/hf_config.ts";
-import { CausalLM } from "../src/nn/decoder.ts";
-import { generate } from "../src/rollout/generate.ts";
+import { initGpu } from "../src/gpu/mod.ts";
+import { makeModelConfig } from "../src/io/mod.ts";
+import { CausalLM } from "../src/nn/mod.ts";
+import { generate } from "../src/rollout/mod.ts";
 
 await initGpu();
 const config = makeModelConfig({

@@ -8,16 +8,16 @@
  *
  * --target-groups N / --min-stages N override the skinny matmul's split policy (tuning).
  */
-import { gpu, initGpu } from "../src/gpu/device.ts";
-import { makeModelConfig, type ModelConfig } from "../src/io/hf_config.ts";
-import { CausalLM } from "../src/nn/decoder.ts";
-import { weightShapes } from "../src/nn/weights.ts";
-import { generate } from "../src/rollout/generate.ts";
-import { SampleBuffers, sampleStep } from "../src/rollout/sampler.ts";
-import { noGrad } from "../src/tensor/autograd.ts";
-import { skinnyPolicy } from "../src/tensor/ops/matmul_skinny.ts";
-import { scope } from "../src/tensor/scope.ts";
-import { Tensor } from "../src/tensor/tensor.ts";
+import { gpu, initGpu } from "../src/gpu/mod.ts";
+import { makeModelConfig, type ModelConfig } from "../src/io/mod.ts";
+import { CausalLM } from "../src/nn/mod.ts";
+import { weightShapes } from "../src/nn/mod.ts";
+import { generate } from "../src/rollout/mod.ts";
+import { SampleBuffers, sampleStep } from "../src/rollout/mod.ts";
+import { noGrad } from "../src/tensor/mod.ts";
+import { skinnyPolicy } from "../src/tensor/mod.ts";
+import { scope } from "../src/tensor/mod.ts";
+import { Tensor } from "../src/tensor/mod.ts";
 
 function arg(name: string, fallback: string): string {
   const i = Deno.args.indexOf(`--${name}`);

@@ -5,7 +5,7 @@
  * in `read()`. Without timestamps the spans fall back to wall time around a full sync (which then
  * includes the ~11 ms a sync costs in Deno: time many dispatches per span).
  */
-import { gpu } from "../src/gpu/device.ts";
+import { gpu } from "../src/gpu/mod.ts";
 
 export class GpuTimer {
   readonly gpuTimed: boolean;

@@ -4,15 +4,15 @@
  * tokens/s as JSON lines. For a GPU machine: `deno run -A bench/grpo_step_device.ts [--prompts=8]
  * [--n=8] [--prompt-len=128] [--response-len=256] [--micro=8] [--layers=24]`.
  */
-import { initGpu } from "../src/gpu/device.ts";
-import { charTokenizer } from "../src/io/char_tokenizer.ts";
-import { makeModelConfig } from "../src/io/hf_config.ts";
-import { initWeights, weightShapes } from "../src/nn/weights.ts";
+import { initGpu } from "../src/gpu/mod.ts";
+import { charTokenizer } from "../src/io/mod.ts";
+import { makeModelConfig } from "../src/io/mod.ts";
+import { initWeights, weightShapes } from "../src/nn/mod.ts";
 import { RewardManager } from "../src/reward/mod.ts";
-import { buildTrainerParts } from "../src/trainer/build.ts";
-import { loadConfig } from "../src/trainer/config/mod.ts";
-import { trainStep } from "../src/trainer/ppo_trainer.ts";
-import type { PromptItem } from "../src/trainer/stages.ts";
+import { buildTrainerParts } from "../src/trainer/mod.ts";
+import { loadConfig } from "../src/config/mod.ts";
+import { trainStep } from "../src/trainer/mod.ts";
+import type { PromptItem } from "../src/trainer/mod.ts";
 
 const arg = (name: string, d: number) =>
   Number(Deno.args.find((a) => a.startsWith(`--${name}=`))?.split("=")[1] ?? d);

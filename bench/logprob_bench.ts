@@ -4,10 +4,10 @@
  * Each iteration records REPS calls and waits once, so the ~11 ms readback/sync cost of Deno is
  * spread over them; Deno's summary prints the fused/unfused ratio per group.
  */
-import { initGpu } from "../src/gpu/device.ts";
+import { initGpu } from "../src/gpu/mod.ts";
 import { scope, Tensor } from "../src/tensor/mod.ts";
-import { logprobEntropy } from "../src/tensor/ops/logprob.ts";
-import { unfusedLogProbs } from "../src/tensor/ops/logprob_unfused.ts";
+import { logprobEntropy } from "../src/tensor/mod.ts";
+import { unfusedLogProbs } from "../src/tensor/mod.ts";
 import { rng } from "../src/testing/mod.ts";
 
 const g = await initGpu();

@@ -7,13 +7,13 @@
  *
  *   deno run -A bench/logprob_device.ts [--quick]
  */
-import { type Binding, initGpu, packParams } from "../src/gpu/device.ts";
-import type { KernelSpec } from "../src/gpu/pipelines.ts";
+import { type Binding, initGpu, packParams } from "../src/gpu/mod.ts";
+import type { KernelSpec } from "../src/gpu/mod.ts";
 import { backward, scope, Tensor, zeroGrad } from "../src/tensor/mod.ts";
-import { logprobEntropyRef } from "../src/tensor/ref/logprob.ts";
-import { grid1d } from "../src/tensor/ops/grid.ts";
-import { logprobEntropy } from "../src/tensor/ops/logprob.ts";
-import { unfusedLogProbs } from "../src/tensor/ops/logprob_unfused.ts";
+import { logprobEntropyRef } from "../src/tensor/mod.ts";
+import { grid1d } from "../src/tensor/mod.ts";
+import { logprobEntropy } from "../src/tensor/mod.ts";
+import { unfusedLogProbs } from "../src/tensor/mod.ts";
 
 const g = await initGpu();
 const quick = Deno.args.includes("--quick");

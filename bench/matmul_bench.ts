@@ -5,9 +5,9 @@
  * 4096 otherwise) are skipped: Mesa's CPU adapter manages about a GFLOP/s.
  *   deno bench -A bench/matmul_bench.ts
  */
-import { gpu, initGpu } from "../src/gpu/device.ts";
-import { matmul } from "../src/tensor/ops/matmul.ts";
-import { Tensor } from "../src/tensor/tensor.ts";
+import { gpu, initGpu } from "../src/gpu/mod.ts";
+import { matmul } from "../src/tensor/mod.ts";
+import { Tensor } from "../src/tensor/mod.ts";
 import { randomArray } from "../src/testing/mod.ts";
 import { timeGpu } from "./gpu_timer.ts";
 

@@ -6,10 +6,10 @@
  * is checked against a few output entries computed in f64 on the CPU; times come from timestamp
  * queries (wall time around a sync otherwise), `reps` products per timed span.
  */
-import { gpu, initGpu } from "../src/gpu/device.ts";
-import { matmulTiled } from "../src/tensor/ops/matmul.ts";
-import { type TileConfig, TILES, tileShape } from "../src/tensor/ops/matmul_kernel.ts";
-import { f16BitsToF32, f32ToF16Bits, Tensor } from "../src/tensor/tensor.ts";
+import { gpu, initGpu } from "../src/gpu/mod.ts";
+import { matmulTiled } from "../src/tensor/mod.ts";
+import { type TileConfig, TILES, tileShape } from "../src/tensor/mod.ts";
+import { f16BitsToF32, f32ToF16Bits, Tensor } from "../src/tensor/mod.ts";
 import { rng } from "../src/testing/mod.ts";
 import { timeGpu } from "./gpu_timer.ts";
 

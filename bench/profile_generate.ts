@@ -5,11 +5,11 @@
  * per decode step (a prefill-only run subtracted, divided by the decode steps profiled, which the
  * embedding gathers count: the profiler may stop recording before a long generation ends).
  */
-import { gpu, initGpu } from "../src/gpu/device.ts";
-import { makeModelConfig } from "../src/io/hf_config.ts";
-import { CausalLM } from "../src/nn/decoder.ts";
-import { weightShapes } from "../src/nn/weights.ts";
-import { generate } from "../src/rollout/generate.ts";
+import { gpu, initGpu } from "../src/gpu/mod.ts";
+import { makeModelConfig } from "../src/io/mod.ts";
+import { CausalLM } from "../src/nn/mod.ts";
+import { weightShapes } from "../src/nn/mod.ts";
+import { generate } from "../src/rollout/mod.ts";
 
 const arg = (name: string, d: number) => {
   const i = Deno.args.indexOf(`--${name}`);

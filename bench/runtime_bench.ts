@@ -3,9 +3,9 @@
  * onSubmittedWorkDone (a sync), a 4-byte readback, and recording one small dispatch.
  *   deno bench -A bench/runtime_bench.ts
  */
-import { gpu, initGpu } from "../src/gpu/device.ts";
-import { fillInPlace } from "../src/tensor/ops/basic.ts";
-import { Tensor } from "../src/tensor/tensor.ts";
+import { gpu, initGpu } from "../src/gpu/mod.ts";
+import { fillInPlace } from "../src/tensor/mod.ts";
+import { Tensor } from "../src/tensor/mod.ts";
 
 const g = await initGpu();
 const small = Tensor.from([1, 2, 3, 4], [4]).keep();

@@ -5,10 +5,10 @@
  *
  *   deno run -A bench/skinny_device.ts [--m 64] [--reps 20] [--all]
  */
-import { initGpu } from "../src/gpu/device.ts";
-import { gemm, pickTile } from "../src/tensor/ops/matmul_kernel.ts";
-import { gemmSkinny, type SkinnyConfig, skinnyConfig } from "../src/tensor/ops/matmul_skinny.ts";
-import { Tensor } from "../src/tensor/tensor.ts";
+import { initGpu } from "../src/gpu/mod.ts";
+import { gemm, pickTile } from "../src/tensor/mod.ts";
+import { gemmSkinny, type SkinnyConfig, skinnyConfig } from "../src/tensor/mod.ts";
+import { Tensor } from "../src/tensor/mod.ts";
 import { rng } from "../src/testing/mod.ts";
 import { timeGpu } from "./gpu_timer.ts";
 

@@ -2,13 +2,13 @@
  * Fixtures for end-to-end trainer tests: a tiny random model folder with the character tokenizer
  * and small arithmetic parquet files, plus the overrides that point a run at them.
  */
-import { charTokenizerTexts } from "../src/io/char_tokenizer.ts";
-import { writeModelFolder } from "../src/io/hf_folder.ts";
-import { floatTensor } from "../src/io/hf_weights.ts";
-import { initWeights, weightShapes } from "../src/nn/weights.ts";
-import { generateArithmetic, writeParquet } from "../src/trainer/data/mod.ts";
-import { tokenizerFromFiles } from "../src/trainer/setup.ts";
-import { tinyModelConfig } from "../src/trainer/tiny_model.ts";
+import { charTokenizerTexts } from "../src/io/mod.ts";
+import { writeModelFolder } from "../src/io/mod.ts";
+import { floatTensor } from "../src/io/mod.ts";
+import { initWeights, weightShapes } from "../src/nn/mod.ts";
+import { generateArithmetic, writeParquet } from "../src/data/mod.ts";
+import { tokenizerFromFiles } from "../src/trainer/mod.ts";
+import { tinyModelConfig } from "../src/nn/mod.ts";
 
 export async function makeTinyRun(
   dir: string,

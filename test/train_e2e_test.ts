@@ -1,10 +1,10 @@
 /** End-to-end training steps in-process: GRPO and PPO with a critic, verl's metric names. */
 import assert from "node:assert/strict";
-import { initGpu } from "../src/gpu/device.ts";
-import { loadConfig } from "../src/trainer/config/mod.ts";
-import { fit } from "../src/trainer/ppo_trainer.ts";
-import { setupTrainer } from "../src/trainer/setup.ts";
-import type { Logger } from "../src/trainer/tracking/loggers.ts";
+import { initGpu } from "../src/gpu/mod.ts";
+import { loadConfig } from "../src/config/mod.ts";
+import { fit } from "../src/trainer/mod.ts";
+import { setupTrainer } from "../src/trainer/mod.ts";
+import type { Logger } from "../src/tracking/mod.ts";
 import { makeTinyRun } from "./tiny_run.ts";
 
 async function run(extra: string[]): Promise<Map<number, Record<string, number>>> {

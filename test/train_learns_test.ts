@@ -3,11 +3,11 @@
  * the shipped tiny checkpoint (the GRPO default run is longer; its figures are in the README).
  */
 import assert from "node:assert/strict";
-import { initGpu } from "../src/gpu/device.ts";
-import { loadConfig } from "../src/trainer/config/mod.ts";
-import { fit } from "../src/trainer/ppo_trainer.ts";
-import { setupTrainer } from "../src/trainer/setup.ts";
-import type { Logger } from "../src/trainer/tracking/loggers.ts";
+import { initGpu } from "../src/gpu/mod.ts";
+import { loadConfig } from "../src/config/mod.ts";
+import { fit } from "../src/trainer/mod.ts";
+import { setupTrainer } from "../src/trainer/mod.ts";
+import type { Logger } from "../src/tracking/mod.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 

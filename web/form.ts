@@ -1,6 +1,6 @@
 /// <reference lib="dom" />
 /** The settings form: URL presets in, typed run settings out. */
-import type { Operator } from "../src/trainer/data/synthetic.ts";
+import type { Operator } from "../src/data/mod.ts";
 import { DEFAULT_SETTINGS, type RunSettings } from "./session.ts";
 
 export function $(id: string): HTMLElement {

@@ -5,9 +5,9 @@
  * `n`, `prompts`, `algorithm`, `temperature`, `digits`), `tiny=1` shrinks the run for tests and
  * `autostart=1` starts it at once. `globalThis.webrl` exposes the run's state to the page test.
  */
-import { initGpu } from "../src/gpu/device.ts";
-import { registerShaderSources } from "../src/gpu/shader_source.ts";
-import type { GenerationRow } from "../src/trainer/parts.ts";
+import { initGpu } from "../src/gpu/mod.ts";
+import { registerShaderSources } from "../src/gpu/mod.ts";
+import type { GenerationRow } from "../src/trainer/mod.ts";
 import { ChartBoard } from "./charts.ts";
 import {
   download,

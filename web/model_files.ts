@@ -4,14 +4,14 @@
  * download. Weights are kept on the CPU as f32 by HF name.
  */
 import { zipSync } from "fflate";
-import { charTokenizerTexts } from "../src/io/char_tokenizer.ts";
-import { type ModelConfig, parseModelConfig, serializeModelConfig } from "../src/io/hf_config.ts";
-import { checkModelTensors, tensorToFloat32 } from "../src/io/hf_weights.ts";
-import { parseSafetensors, type RawTensor, serializeSafetensors } from "../src/io/safetensors.ts";
-import { HfTokenizer } from "../src/io/tokenizer.ts";
-import type { Tokenizer } from "../src/io/tokenizer_types.ts";
-import { initWeights, weightShapes } from "../src/nn/weights.ts";
-import { tinyModelConfig } from "../src/trainer/tiny_model.ts";
+import { charTokenizerTexts } from "../src/io/mod.ts";
+import { type ModelConfig, parseModelConfig, serializeModelConfig } from "../src/io/mod.ts";
+import { checkModelTensors, tensorToFloat32 } from "../src/io/mod.ts";
+import { parseSafetensors, type RawTensor, serializeSafetensors } from "../src/io/mod.ts";
+import { HfTokenizer } from "../src/io/mod.ts";
+import type { Tokenizer } from "../src/io/mod.ts";
+import { initWeights, weightShapes } from "../src/nn/mod.ts";
+import { tinyModelConfig } from "../src/nn/mod.ts";
 
 /** A model folder held in memory. */
 export interface ModelFolder {

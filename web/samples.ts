@@ -1,6 +1,6 @@
 /// <reference lib="dom" />
 /** The table of recent prompts, responses and scores, newest first. */
-import type { GenerationRow } from "../src/trainer/parts.ts";
+import type { GenerationRow } from "../src/trainer/mod.ts";
 
 /** Role markers and padding make prompts hard to read; show the user's text only. */
 function promptText(input: string): string {

@@ -3,13 +3,13 @@
  * `buildTrainerParts` builds the same parts Deno uses, and `fit()` runs them. Pause and stop act
  * between steps through the controller's `shouldContinue` hook.
  */
-import type { Operator } from "../src/trainer/data/synthetic.ts";
-import { loadConfig, type PpoConfig } from "../src/trainer/config/mod.ts";
-import { buildTrainerParts } from "../src/trainer/build.ts";
-import type { GenerationRow, TrainerParts } from "../src/trainer/parts.ts";
-import { fit, type FitResult } from "../src/trainer/ppo_trainer.ts";
-import { gpu } from "../src/gpu/device.ts";
-import { RewardManager } from "../src/reward/manager.ts";
+import type { Operator } from "../src/data/mod.ts";
+import { loadConfig, type PpoConfig } from "../src/config/mod.ts";
+import { buildTrainerParts } from "../src/trainer/mod.ts";
+import type { GenerationRow, TrainerParts } from "../src/trainer/mod.ts";
+import { fit, type FitResult } from "../src/trainer/mod.ts";
+import { gpu } from "../src/gpu/mod.ts";
+import { RewardManager } from "../src/reward/mod.ts";
 import { folderTokenizer, type ModelFolder } from "./model_files.ts";
 import { arithmeticItems, type ArithmeticTask } from "./task.ts";
 

@@ -3,9 +3,9 @@
  * tokenizer's chat template turns them into prompt items, as the Deno loader does for parquet rows
  * (its dataset module reads parquet files, so the tab does the few lines itself).
  */
-import type { ChatMessage, Tokenizer } from "../src/io/tokenizer_types.ts";
-import { generateArithmetic, type Operator } from "../src/trainer/data/synthetic.ts";
-import type { PromptItem } from "../src/trainer/stages.ts";
+import type { ChatMessage, Tokenizer } from "../src/io/mod.ts";
+import { generateArithmetic, type Operator } from "../src/data/mod.ts";
+import type { PromptItem } from "../src/trainer/mod.ts";
 
 /** The difficulty knobs of the page's task picker. */
 export interface ArithmeticTask {

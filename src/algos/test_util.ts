@@ -32,17 +32,7 @@ export function assertFinite(x: ArrayLike<number>, what = "value"): void {
   for (let i = 0; i < x.length; i++) assert.ok(Number.isFinite(x[i]), `${what}[${i}] = ${x[i]}`);
 }
 
-/** Deterministic uniform [0, 1) generator (mulberry32). */
-export function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { rng } from "../testing/mod.ts";
 
 /** Central finite differences (f64); the shared helper, with the step size these tests use. */
 export function finiteDiff(

@@ -3,7 +3,7 @@
  * [--other_digits D2] [--ops +,-,*] [--plain_ratio R] [--seed S]`: writes the synthetic arithmetic task as verl parquet files
  * (DIR/train.parquet and DIR/val.parquet; validation problems never appear in training).
  */
-import { generateArithmetic, type Operator, writeParquet } from "../trainer/data/mod.ts";
+import { generateArithmetic, type Operator, writeParquet } from "../data/mod.ts";
 import { runCli } from "./run.ts";
 
 const DEFAULTS = {

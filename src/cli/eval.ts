@@ -5,8 +5,8 @@
  *   deno task eval data.path=outputs/generations.parquet
  *   deno task eval data.path=gen.parquet custom_reward_function.path=my_reward.ts
  */
-import { evaluateResponses } from "../reward/evaluate.ts";
-import { formatConfig, loadConfig } from "../trainer/config/mod.ts";
+import { evaluateResponses } from "../trainer/mod.ts";
+import { formatConfig, loadConfig } from "../config/mod.ts";
 import { runCli, splitArgs } from "./run.ts";
 
 const USAGE = `usage: deno task eval [config.yaml ...] [key=value ...]

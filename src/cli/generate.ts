@@ -6,9 +6,9 @@
  *   deno task generate model.path=ckpt/actor data.path=val.parquet data.n_samples=4
  *   deno task generate gen.yaml rollout.temperature=0.6 rollout.response_length=256
  */
-import { formatConfig, loadConfig } from "../trainer/config/mod.ts";
+import { formatConfig, loadConfig } from "../config/mod.ts";
 import { runCli, splitArgs } from "./run.ts";
-import { type GenerationSummary, runGeneration } from "../rollout/main_generation.ts";
+import { type GenerationSummary, runGeneration } from "../trainer/mod.ts";
 
 const USAGE = `usage: deno task generate [config.yaml ...] [key=value ...]
 keys: data.{path,prompt_key,n_samples,output_path,batch_size,max_prompt_length,truncation},

@@ -1,12 +1,12 @@
 import assert from "node:assert/strict";
-import { charTokenizerTexts } from "../io/char_tokenizer.ts";
-import { writeModelFolder } from "../io/hf_folder.ts";
-import { floatTensor } from "../io/hf_weights.ts";
-import { initWeights, weightShapes } from "../nn/weights.ts";
+import { charTokenizerTexts } from "../io/mod.ts";
+import { writeModelFolder } from "../io/mod.ts";
+import { floatTensor } from "../io/mod.ts";
+import { initWeights, weightShapes } from "../nn/mod.ts";
 import { gpuTest } from "../testing/mod.ts";
-import { readParquet, writeParquet } from "../trainer/data/parquet.ts";
-import { tinyModelConfig } from "../trainer/tiny_model.ts";
-import { charTokenizer } from "../io/char_tokenizer.ts";
+import { readParquet, writeParquet } from "../data/mod.ts";
+import { tinyModelConfig } from "../nn/mod.ts";
+import { charTokenizer } from "../io/mod.ts";
 import { main } from "./generate.ts";
 
 async function fixture() {

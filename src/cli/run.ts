@@ -1,6 +1,6 @@
 /** What every entry point shares: argument splitting and one way to fail. */
-import { ConfigError } from "../trainer/config/mod.ts";
-import { DataError } from "../trainer/data/mod.ts";
+import { ConfigError } from "../config/mod.ts";
+import { DataError } from "../data/mod.ts";
 
 /** `a.yaml b.yml key=value ...` -> YAML files and dotted overrides; anything else is an error. */
 export function splitArgs(args: string[]): { files: string[]; overrides: string[] } {

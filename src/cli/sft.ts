@@ -3,19 +3,19 @@
  * With `model.partial_pretrain=null` it starts from a fresh tiny model with the character
  * tokenizer (how the embedded default checkpoint in assets/ is made).
  */
-import { initGpu } from "../gpu/device.ts";
-import { charTokenizerTexts } from "../io/char_tokenizer.ts";
-import { initWeights, weightShapes } from "../nn/weights.ts";
-import { CausalLM } from "../nn/decoder.ts";
-import { formatConfig, loadConfig } from "../trainer/config/mod.ts";
-import { saveCheckpoint } from "../trainer/checkpoint/manager.ts";
-import { writeModel } from "../trainer/checkpoint/store.ts";
-import { makeOptimizer } from "../trainer/build.ts";
-import { readWeights, tokenizerFromFiles } from "../trainer/setup.ts";
-import { loadSftExamples } from "../trainer/sft_data.ts";
-import { sftFit } from "../trainer/sft_trainer.ts";
-import { tinyModelConfig } from "../trainer/tiny_model.ts";
-import { createTracking } from "../trainer/tracking/mod.ts";
+import { initGpu } from "../gpu/mod.ts";
+import { charTokenizerTexts } from "../io/mod.ts";
+import { initWeights, weightShapes } from "../nn/mod.ts";
+import { CausalLM } from "../nn/mod.ts";
+import { formatConfig, loadConfig } from "../config/mod.ts";
+import { saveCheckpoint } from "../trainer/mod.ts";
+import { writeModel } from "../trainer/mod.ts";
+import { makeOptimizer } from "../trainer/mod.ts";
+import { readWeights, tokenizerFromFiles } from "../trainer/mod.ts";
+import { loadSftExamples } from "../data/mod.ts";
+import { sftFit } from "../trainer/mod.ts";
+import { tinyModelConfig } from "../nn/mod.ts";
+import { createTracking } from "../tracking/mod.ts";
 import { runCli, splitArgs } from "./run.ts";
 
 export async function main(args: string[]): Promise<void> {

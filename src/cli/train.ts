@@ -3,10 +3,10 @@
  * With no config file it runs the embedded default: GRPO on the synthetic arithmetic task from the
  * tiny checkpoint shipped in assets/, printing validation accuracy as it climbs.
  */
-import { initGpu } from "../gpu/device.ts";
-import { formatConfig, loadConfig } from "../trainer/config/mod.ts";
-import { fit } from "../trainer/ppo_trainer.ts";
-import { setupTrainer } from "../trainer/setup.ts";
+import { initGpu } from "../gpu/mod.ts";
+import { formatConfig, loadConfig } from "../config/mod.ts";
+import { fit } from "../trainer/mod.ts";
+import { setupTrainer } from "../trainer/mod.ts";
 import { runCli, splitArgs } from "./run.ts";
 
 export const DEFAULT_CONFIG =

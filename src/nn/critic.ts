@@ -3,18 +3,12 @@
  * HF's token-classification head with one label, saved as `score.weight` [1, C] and `score.bias`
  * [1] (what `AutoModelForTokenClassification` with `num_labels=1`, verl's critic class, loads).
  */
-import type { ModelConfig } from "../io/hf_config.ts";
-import { linear } from "../tensor/ops/matmul.ts";
-import type { Tensor } from "../tensor/tensor.ts";
+import type { ModelConfig } from "../io/mod.ts";
+import { linear, normalSampler } from "../tensor/mod.ts";
+import type { Tensor } from "../tensor/mod.ts";
 import { DecoderTrunk, type ForwardOptions, uploadWeights } from "./decoder.ts";
 import { view } from "./layers.ts";
-import {
-  criticWeightShapes,
-  initWeights,
-  normalSampler,
-  VALUE_HEAD_BIAS,
-  VALUE_HEAD_WEIGHT,
-} from "./weights.ts";
+import { criticWeightShapes, initWeights, VALUE_HEAD_BIAS, VALUE_HEAD_WEIGHT } from "./weights.ts";
 
 export class Critic extends DecoderTrunk {
   private constructor(config: ModelConfig, weights: Map<string, Tensor>) {

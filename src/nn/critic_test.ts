@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
-import { backward } from "../tensor/autograd.ts";
-import { sum } from "../tensor/ops/reduce.ts";
-import { Tensor } from "../tensor/tensor.ts";
+import { backward } from "../tensor/mod.ts";
+import { sum } from "../tensor/mod.ts";
+import { Tensor } from "../tensor/mod.ts";
 import { assertClose, gpuTest } from "../testing/mod.ts";
 import { Critic } from "./critic.ts";
 import { positionIdsFromMask, refHidden, refValues } from "./ref_model.ts";

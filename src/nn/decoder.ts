@@ -3,16 +3,16 @@
  * `hidden`) and an inference path with a KV cache (`prefill`, `decodeStep`). Parameters live in a
  * map under Hugging Face names, so loading and saving a folder is a rename-free copy.
  */
-import { gpu } from "../gpu/device.ts";
-import type { ModelConfig } from "../io/hf_config.ts";
-import { isGradEnabled, noGrad } from "../tensor/autograd.ts";
-import { scope } from "../tensor/scope.ts";
-import { attention } from "../tensor/ops/attention.ts";
-import { cast } from "../tensor/ops/elementwise.ts";
-import { embedding } from "../tensor/ops/embedding.ts";
-import { linear } from "../tensor/ops/matmul.ts";
-import { rmsNorm } from "../tensor/ops/rmsnorm.ts";
-import { f16BitsToF32, fmtShape, Tensor } from "../tensor/tensor.ts";
+import { gpu } from "../gpu/mod.ts";
+import type { ModelConfig } from "../io/mod.ts";
+import { isGradEnabled, noGrad } from "../tensor/mod.ts";
+import { scope } from "../tensor/mod.ts";
+import { attention } from "../tensor/mod.ts";
+import { cast } from "../tensor/mod.ts";
+import { embedding } from "../tensor/mod.ts";
+import { linear } from "../tensor/mod.ts";
+import { rmsNorm } from "../tensor/mod.ts";
+import { f16BitsToF32, fmtShape, Tensor } from "../tensor/mod.ts";
 import { KvCache, lastStep } from "./kv_cache.ts";
 import { type Attend, decoderLayer, type LayerParams, layerParams } from "./layers.ts";
 import { checkWeights, initWeights, weightShapes } from "./weights.ts";

@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
-import { gpu } from "../gpu/device.ts";
-import type { ModelConfig } from "../io/hf_config.ts";
-import { backward } from "../tensor/autograd.ts";
-import { mul } from "../tensor/ops/elementwise.ts";
-import { sum } from "../tensor/ops/reduce.ts";
-import { Tensor } from "../tensor/tensor.ts";
+import { gpu } from "../gpu/mod.ts";
+import type { ModelConfig } from "../io/mod.ts";
+import { backward } from "../tensor/mod.ts";
+import { mul } from "../tensor/mod.ts";
+import { sum } from "../tensor/mod.ts";
+import { Tensor } from "../tensor/mod.ts";
 import { assertClose, gpuTest, randomArray } from "../testing/mod.ts";
 import { CausalLM } from "./decoder.ts";
 import { positionIdsFromMask, refLogits } from "./ref_model.ts";

@@ -3,9 +3,9 @@
  * attention kernel reads (prompt padding 0, everything generated 1). New keys and values are
  * written by a small kernel (shaders/kv_cache.wgsl) and attention reads a `kvLength` view.
  */
-import { gpu, packParams } from "../gpu/device.ts";
-import { grid1d } from "../tensor/ops/grid.ts";
-import { fmtShape, Tensor } from "../tensor/tensor.ts";
+import { gpu, packParams } from "../gpu/mod.ts";
+import { grid1d } from "../tensor/mod.ts";
+import { fmtShape, Tensor } from "../tensor/mod.ts";
 
 const WG = 256;
 

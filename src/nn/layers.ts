@@ -3,14 +3,14 @@
  * SwiGLU MLP with residuals). Attention itself is a callback so that training (whole sequences)
  * and cached decoding (append to the KV cache, attend over it) share everything else.
  */
-import type { ModelConfig } from "../io/hf_config.ts";
-import { record, registerOp } from "../tensor/autograd.ts";
-import { add } from "../tensor/ops/elementwise.ts";
-import { linear } from "../tensor/ops/matmul.ts";
-import { rmsNorm } from "../tensor/ops/rmsnorm.ts";
-import { rope } from "../tensor/ops/rope.ts";
-import { swiglu } from "../tensor/ops/swiglu.ts";
-import type { Tensor } from "../tensor/tensor.ts";
+import type { ModelConfig } from "../io/mod.ts";
+import { record, registerOp } from "../tensor/mod.ts";
+import { add } from "../tensor/mod.ts";
+import { linear } from "../tensor/mod.ts";
+import { rmsNorm } from "../tensor/mod.ts";
+import { rope } from "../tensor/mod.ts";
+import { swiglu } from "../tensor/mod.ts";
+import type { Tensor } from "../tensor/mod.ts";
 import { hasOutputBias } from "./weights.ts";
 
 registerOp("view", "view(x, shape): the same buffer under another shape; the gradient likewise");

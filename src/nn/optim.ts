@@ -3,10 +3,10 @@
  * scale read from the GPU so clipping costs no readback. `state()` / `loadState()` move the
  * moments and step through typed arrays for checkpoints.
  */
-import { gpu } from "../gpu/device.ts";
+import { gpu } from "../gpu/mod.ts";
 import { type Tensor, zeroGrad } from "../tensor/mod.ts";
-import { adamwStep } from "../tensor/ops/adamw.ts";
-import { fill } from "../tensor/ops/basic.ts";
+import { adamwStep } from "../tensor/mod.ts";
+import { fill } from "../tensor/mod.ts";
 
 export interface AdamWOptions {
   lr: number;

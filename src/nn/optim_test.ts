@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { assertClose, gpuTest, randomArray } from "../testing/mod.ts";
-import { adamwRef } from "../tensor/ref/adamw.ts";
+import { adamwRef } from "../tensor/mod.ts";
 import { Tensor } from "../tensor/mod.ts";
-import { gradNormAndScale } from "../tensor/ops/grad_norm.ts";
+import { gradNormAndScale } from "../tensor/mod.ts";
 import { AdamW } from "./optim.ts";
 
 const OPTS = { lr: 0.01, betas: [0.9, 0.999] as [number, number], eps: 1e-8, weightDecay: 0.1 };

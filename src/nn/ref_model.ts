@@ -5,7 +5,7 @@
  * (and Llama o) bias, tied or untied lm_head. Activations are f64 so that finite differences of
  * this forward are accurate enough to check GPU gradients. Slow on purpose: readable loops only.
  */
-import type { ModelConfig } from "../io/hf_config.ts";
+import type { ModelConfig } from "../io/mod.ts";
 import { hasOutputBias, VALUE_HEAD_BIAS, VALUE_HEAD_WEIGHT } from "./weights.ts";
 
 export type RefWeights = ReadonlyMap<string, ArrayLike<number>>;

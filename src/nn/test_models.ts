@@ -1,5 +1,5 @@
 /** Tiny configs and weights with non-trivial values for the decoder, critic and rollout tests. */
-import { makeModelConfig, type ModelConfig } from "../io/hf_config.ts";
+import { makeModelConfig, type ModelConfig } from "../io/mod.ts";
 import { rng } from "../testing/mod.ts";
 import { initWeights } from "./weights.ts";
 

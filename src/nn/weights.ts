@@ -3,7 +3,8 @@
  * initialisation (normal, std `initializer_range` = 0.02; norms at one; biases at zero) so that a
  * fresh model written to a folder loads in `transformers` unchanged.
  */
-import type { ModelConfig } from "../io/hf_config.ts";
+import { normalSampler } from "../tensor/mod.ts";
+import type { ModelConfig } from "../io/mod.ts";
 
 /** Name of the value head of a critic: `score` as in HF's `*ForTokenClassification` (num_labels 1). */
 export const VALUE_HEAD_WEIGHT = "score.weight";
@@ -51,31 +52,6 @@ export function criticWeightShapes(config: ModelConfig): Map<string, number[]> {
   out.set(VALUE_HEAD_WEIGHT, [1, config.hiddenSize]);
   out.set(VALUE_HEAD_BIAS, [1]);
   return out;
-}
-
-/** Standard normal samples from a seeded xorshift + Box-Muller (deterministic across platforms). */
-export function normalSampler(seed: number): () => number {
-  let s = (seed >>> 0) || 0x9e3779b9;
-  const uniform = () => {
-    s ^= s << 13;
-    s >>>= 0;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    s >>>= 0;
-    return (s + 0.5) / 4294967296;
-  };
-  let spare: number | null = null;
-  return () => {
-    if (spare !== null) {
-      const v = spare;
-      spare = null;
-      return v;
-    }
-    const r = Math.sqrt(-2 * Math.log(uniform()));
-    const a = 2 * Math.PI * uniform();
-    spare = r * Math.sin(a);
-    return r * Math.cos(a);
-  };
 }
 
 /** HF-like initial weights for `shapes`: norms 1, biases 0, matrices N(0, std). */

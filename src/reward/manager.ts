@@ -3,7 +3,7 @@
  * sample's last valid response token. Every failure is reported with its sample and counted in
  * the metrics; a failed sample scores 0 but never silently.
  */
-import type { Tokenizer } from "../io/tokenizer_types.ts";
+import type { Tokenizer } from "../io/mod.ts";
 import { defaultComputeScore } from "./default_score.ts";
 import { InProcessScorer } from "./in_process.ts";
 import { SandboxedRewardFunction } from "./sandbox.ts";

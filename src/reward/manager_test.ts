@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import type { Tokenizer } from "../io/tokenizer_types.ts";
+import type { Tokenizer } from "../io/mod.ts";
 import {
   defaultComputeScore,
   KNOWN_DATA_SOURCES,

@@ -15,7 +15,6 @@ export {
   gsm8kScore,
   SOLUTION_CLIP_CHARS,
 } from "./gsm8k.ts";
-export { evaluateResponses, type EvaluationResult } from "./evaluate.ts";
 export { InProcessScorer } from "./in_process.ts";
 export {
   createRewardManager,

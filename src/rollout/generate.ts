@@ -4,11 +4,11 @@
  * with no readback; every `checkEvery` steps one small read of the finished flags stops early
  * once every sequence has emitted EOS, and the responses are read once at the end.
  */
-import { gpu } from "../gpu/device.ts";
-import type { CausalLM } from "../nn/decoder.ts";
-import { positionIdsFromMask } from "../nn/ref_model.ts";
-import { scope } from "../tensor/scope.ts";
-import { Tensor } from "../tensor/tensor.ts";
+import { gpu } from "../gpu/mod.ts";
+import type { CausalLM } from "../nn/mod.ts";
+import { positionIdsFromMask } from "../nn/mod.ts";
+import { scope } from "../tensor/mod.ts";
+import { Tensor } from "../tensor/mod.ts";
 import { SampleBuffers, type SamplerConfig, sampleStep } from "./sampler.ts";
 
 export interface GenerateOptions {

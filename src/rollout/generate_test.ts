@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
-import type { ModelConfig } from "../io/hf_config.ts";
-import { CausalLM } from "../nn/decoder.ts";
-import { positionIdsFromMask, refLogits, type RefWeights } from "../nn/ref_model.ts";
-import { leftPadded, testWeights, tinyQwen2 } from "../nn/test_models.ts";
-import { weightShapes } from "../nn/weights.ts";
+import type { ModelConfig } from "../io/mod.ts";
+import { CausalLM } from "../nn/mod.ts";
+import { positionIdsFromMask, refLogits, type RefWeights } from "../nn/mod.ts";
+import { leftPadded, testWeights, tinyQwen2 } from "../nn/mod.ts";
+import { weightShapes } from "../nn/mod.ts";
 import { assertClose, gpuTest } from "../testing/mod.ts";
 import { generate, type GenerateOptions } from "./generate.ts";
 import { tokenLogProb } from "./ref_sampler.ts";

@@ -3,9 +3,9 @@
  * greedy, with finished flags, responses, masks and log-probs kept in GPU buffers so that many
  * steps are recorded without a readback.
  */
-import { gpu, packParams } from "../gpu/device.ts";
-import { grid1d } from "../tensor/ops/grid.ts";
-import { fmtShape, Tensor } from "../tensor/tensor.ts";
+import { gpu, packParams } from "../gpu/mod.ts";
+import { grid1d } from "../tensor/mod.ts";
+import { fmtShape, Tensor } from "../tensor/mod.ts";
 import { inverseTemperature, type SamplingOptions } from "./ref_sampler.ts";
 
 export type { SamplingOptions } from "./ref_sampler.ts";

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { assertClose, gpuTest, randomArray } from "../testing/mod.ts";
-import { Tensor } from "../tensor/tensor.ts";
+import { Tensor } from "../tensor/mod.ts";
 import { SampleBuffers, type SamplerConfig, sampleStep } from "./sampler.ts";
 import { refSample, samplingDistribution, tokenLogProb } from "./ref_sampler.ts";
 

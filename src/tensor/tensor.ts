@@ -1,4 +1,4 @@
-import { gpu } from "../gpu/device.ts";
+import { gpu } from "../gpu/mod.ts";
 import { trackTensor, untrackTensor } from "./scope.ts";
 import { isGradEnabled, type Node } from "./autograd.ts";
 

@@ -2,8 +2,8 @@
  * Shared test helpers: a GPU test wrapper (one device per process, intermediates released per
  * test), tolerance checks that name the worst element, a seeded PRNG and finite differences.
  */
-import { initGpu } from "../gpu/device.ts";
-import { scopeAsync } from "../tensor/scope.ts";
+import { initGpu } from "../gpu/mod.ts";
+import { scopeAsync } from "../tensor/mod.ts";
 
 /** Registers a Deno test that runs on the GPU (the CPU adapter in CI). */
 export function gpuTest(name: string, fn: () => Promise<void> | void): void {
@@ -52,25 +52,7 @@ export function assertClose(
   }
 }
 
-/** Mulberry32: a small deterministic PRNG for test data. */
-export function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-/** Uniform values in [lo, hi). */
-export function randomArray(n: number, seed: number, lo = -1, hi = 1): Float32Array {
-  const r = rng(seed);
-  const out = new Float32Array(n);
-  for (let i = 0; i < n; i++) out[i] = lo + (hi - lo) * r();
-  return out;
-}
+export { mulberry32 as rng, uniformArray as randomArray } from "../tensor/mod.ts";
 
 /** Central finite differences of a scalar function of x (f64), for gradient checks. */
 export function finiteDiff(

@@ -5,9 +5,8 @@
  * gradient w.r.t. the log-probs (and entropies) through the model.
  */
 import { computeActorLoss, type LossAggMode } from "../algos/mod.ts";
-import { gpu } from "../gpu/device.ts";
-import { backward, noGrad, scope, Tensor } from "../tensor/mod.ts";
-import { tokenLogProbs } from "./logprob.ts";
+import { gpu } from "../gpu/mod.ts";
+import { backward, logprobEntropy, noGrad, scope, Tensor } from "../tensor/mod.ts";
 import {
   type Batch,
   chunks,
@@ -69,7 +68,7 @@ export async function computeLogProbs(
       const kept = scope(() => {
         const t = uploadSequences(batch, rows);
         const logits = model.forward(t.ids, { positionIds: t.pos, attentionMask: t.mask });
-        return tokenLogProbs(logits, t.targets, {
+        return logprobEntropy(logits, t.targets, {
           withEntropy: options.withEntropy,
           temperature: options.temperature ?? 1,
         });
@@ -139,7 +138,7 @@ export async function updateActor(
       const n = rows.length;
       const t = uploadSequences(batch, rows);
       const logits = model.forward(t.ids, { positionIds: t.pos, attentionMask: t.mask });
-      const out = tokenLogProbs(logits, t.targets, { withEntropy, temperature: o.temperature });
+      const out = logprobEntropy(logits, t.targets, { withEntropy, temperature: o.temperature });
       const read = await gpu().read(
         [out.logProbs, ...(out.entropy ? [out.entropy] : [])].map((x) => ({
           buffer: x.buffer,

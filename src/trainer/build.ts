@@ -2,22 +2,22 @@
  * Builds the trainer's parts from in-memory inputs (a config, a tokenizer, weights, prompt items),
  * so the same controller runs in Deno (src/trainer/setup.ts reads the files) and in a browser tab.
  */
+import { seededRandom, shuffled } from "../tensor/mod.ts";
 import { createKlController } from "../algos/mod.ts";
-import type { ModelConfig } from "../io/hf_config.ts";
-import type { Tokenizer } from "../io/tokenizer_types.ts";
-import { AdamW } from "../nn/optim.ts";
-import { CausalLM, type ForwardOptions } from "../nn/decoder.ts";
-import { Critic } from "../nn/critic.ts";
-import { generate } from "../rollout/generate.ts";
+import type { ModelConfig } from "../io/mod.ts";
+import type { Tokenizer } from "../io/mod.ts";
+import { AdamW } from "../nn/mod.ts";
+import { CausalLM, type ForwardOptions } from "../nn/mod.ts";
+import { Critic } from "../nn/mod.ts";
+import { generate } from "../rollout/mod.ts";
 import { RewardManager } from "../reward/mod.ts";
 import type { Tensor } from "../tensor/mod.ts";
-import type { PpoConfig } from "./config/mod.ts";
-import { criticEnabled } from "./config/mod.ts";
+import type { PpoConfig } from "../config/mod.ts";
+import { criticEnabled } from "../config/mod.ts";
 import type { Optimizer } from "./optimizer_step.ts";
 import type { CheckpointStore, PromptLoader, RolloutFn, TrainerParts } from "./parts.ts";
 import type { PromptItem } from "./stages.ts";
-import type { Logger } from "./tracking/loggers.ts";
-import { seededRandom, shuffled } from "./util.ts";
+import type { Logger } from "../tracking/mod.ts";
 
 export interface ModelWeights {
   config: ModelConfig;

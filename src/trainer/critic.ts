@@ -4,7 +4,7 @@
  * predicted values is back-propagated on the GPU.
  */
 import { computeValueLoss, type LossAggMode } from "../algos/mod.ts";
-import { gpu } from "../gpu/device.ts";
+import { gpu } from "../gpu/mod.ts";
 import { backward, noGrad, scope, Tensor } from "../tensor/mod.ts";
 import { type TrainableModel, uploadSequences } from "./actor.ts";
 import { type Batch, chunks, gatherRows, range, responseScatter, responseSlice } from "./batch.ts";

@@ -2,10 +2,10 @@
  * The PPO update loop both the actor and the critic run: `ppo_epochs` passes over shuffled
  * mini-batches, each accumulating gradients over micro-batches, then one optimizer step.
  */
-import { scopeAsync } from "../tensor/mod.ts";
+import { scopeAsync, seededRandom, shuffled } from "../tensor/mod.ts";
 import { type Batch, chunks, range } from "./batch.ts";
 import { type Optimizer, optimizerStep } from "./optimizer_step.ts";
-import { appendMetrics, reduceMetrics, seededRandom, shuffled } from "./util.ts";
+import { appendMetrics, reduceMetrics } from "./util.ts";
 
 export interface UpdateLoopOptions {
   ppoEpochs: number;

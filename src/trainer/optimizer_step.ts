@@ -5,8 +5,8 @@
  */
 import type { Tensor } from "../tensor/mod.ts";
 import { zeroGrad } from "../tensor/mod.ts";
-import { clipGradNorm } from "../tensor/ops/grad_norm.ts";
-import type { AdamW } from "../nn/optim.ts";
+import { clipGradNorm } from "../tensor/mod.ts";
+import type { AdamW } from "../nn/mod.ts";
 
 export interface Optimizer {
   readonly adamw: AdamW;

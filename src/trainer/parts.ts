@@ -1,9 +1,9 @@
 /** Everything `fit()` works with, built once from the config by `setup` (Deno or browser). */
 import type { KlController } from "../algos/mod.ts";
-import type { Tokenizer } from "../io/tokenizer_types.ts";
+import type { Tokenizer } from "../io/mod.ts";
 import type { RewardManager } from "../reward/mod.ts";
-import type { Logger } from "./tracking/loggers.ts";
-import type { PpoConfig } from "./config/mod.ts";
+import type { Logger } from "../tracking/mod.ts";
+import type { PpoConfig } from "../config/mod.ts";
 import type { CausalModel } from "./actor.ts";
 import type { ValueModel } from "./critic.ts";
 import type { Optimizer } from "./optimizer_step.ts";

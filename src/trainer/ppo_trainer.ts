@@ -16,7 +16,7 @@ import {
   values,
 } from "./stages.ts";
 import { learningRate, Timer } from "./util.ts";
-import { Progress } from "./tracking/loggers.ts";
+import { Progress } from "../tracking/mod.ts";
 import { generationRows, validate } from "./validate.ts";
 
 export interface FitResult {

@@ -2,18 +2,18 @@
  * Deno side of the trainer: reads the config's files (model folder, tokenizer, parquet data,
  * custom reward module), resolves the resume checkpoint, and builds the parts `fit()` runs on.
  */
-import { readModelFolder } from "../io/hf_folder.ts";
-import { HfTokenizer } from "../io/tokenizer.ts";
-import { tensorToFloat32 } from "../io/hf_weights.ts";
-import { gpu } from "../gpu/device.ts";
+import { readModelFolder } from "../io/mod.ts";
+import { HfTokenizer } from "../io/mod.ts";
+import { tensorToFloat32 } from "../io/mod.ts";
+import { gpu } from "../gpu/mod.ts";
 import { createRewardManager } from "../reward/mod.ts";
-import { configToYaml, criticEnabled, type PpoConfig, ppoTrainerSchema } from "./config/mod.ts";
-import { RLDataset } from "./data/mod.ts";
+import { configToYaml, criticEnabled, type PpoConfig, ppoTrainerSchema } from "../config/mod.ts";
+import { RLDataset } from "../data/mod.ts";
 import { buildTrainerParts, type ModelWeights } from "./build.ts";
 import { resolveResume } from "./checkpoint/manager.ts";
 import { FolderCheckpointStore } from "./checkpoint/store.ts";
 import type { GenerationRow, TrainerParts } from "./parts.ts";
-import { createTracking } from "./tracking/mod.ts";
+import { createTracking } from "../tracking/mod.ts";
 
 /** Reads a Hugging Face folder's weights as f32 arrays. */
 export async function readWeights(

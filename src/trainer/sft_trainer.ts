@@ -3,21 +3,16 @@
  * The loss of a batch is the sum over its response tokens divided by their count, accumulated
  * over micro-batches, so the gradient does not depend on the micro-batch size.
  */
-import { backward, noGrad, scope, Tensor } from "../tensor/mod.ts";
-import { gpu } from "../gpu/device.ts";
-import { crossEntropy } from "../tensor/ops/cross_entropy.ts";
-import { mulScalar } from "../tensor/ops/elementwise.ts";
+import type { SftExample } from "../data/mod.ts";
+import { backward, noGrad, scope, seededRandom, shuffled, Tensor } from "../tensor/mod.ts";
+import { gpu } from "../gpu/mod.ts";
+import { crossEntropy } from "../tensor/mod.ts";
+import { mulScalar } from "../tensor/mod.ts";
 import type { CausalModel } from "./actor.ts";
 import { chunks, range } from "./batch.ts";
 import { type Optimizer, optimizerStep } from "./optimizer_step.ts";
-import type { Logger } from "./tracking/loggers.ts";
-import { learningRate, seededRandom, shuffled } from "./util.ts";
-
-/** One tokenised example: the prompt (chat-templated) and the response with its EOS. */
-export interface SftExample {
-  promptIds: number[];
-  responseIds: number[];
-}
+import type { Logger } from "../tracking/mod.ts";
+import { learningRate } from "./util.ts";
 
 interface MicroInputs {
   ids: Tensor; // [b, T] i32

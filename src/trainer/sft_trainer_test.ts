@@ -1,10 +1,11 @@
 import assert from "node:assert/strict";
-import { charTokenizer } from "../io/char_tokenizer.ts";
-import { CausalLM } from "../nn/decoder.ts";
+import { charTokenizer } from "../io/mod.ts";
+import { CausalLM } from "../nn/mod.ts";
 import { gpuTest } from "../testing/mod.ts";
 import { makeOptimizer } from "./build.ts";
-import { sftEvalLoss, type SftExample, sftFit, sftInputs } from "./sft_trainer.ts";
-import { tinyModelConfig } from "./tiny_model.ts";
+import type { SftExample } from "../data/mod.ts";
+import { sftEvalLoss, sftFit, sftInputs } from "./sft_trainer.ts";
+import { tinyModelConfig } from "../nn/mod.ts";
 
 function examples(): SftExample[] {
   const tok = charTokenizer();

@@ -2,6 +2,7 @@
  * The named stages of one PPO/GRPO step. Each takes the Batch and the trainer's parts and returns
  * the Batch with new fields; `fit()` calls them in order.
  */
+import { deriveSeed } from "../tensor/mod.ts";
 import {
   applyKlPenalty,
   computeAdvantage,
@@ -10,12 +11,11 @@ import {
   klPenalty,
   maskedMean,
 } from "../algos/mod.ts";
-import type { PpoConfig } from "./config/mod.ts";
+import type { PpoConfig } from "../config/mod.ts";
 import type { Batch } from "./batch.ts";
 import { computeLogProbs, updateActor } from "./actor.ts";
 import { computeValues, updateCritic } from "./critic.ts";
 import type { TrainerParts } from "./parts.ts";
-import { deriveSeed } from "./util.ts";
 
 /** One prompt as the loader yields it. */
 export interface PromptItem {

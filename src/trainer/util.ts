@@ -1,32 +1,4 @@
-/** Small deterministic helpers the controller shares: seeded shuffles, lr schedules, timers. */
-
-/** Mulberry32 stream seeded by a tuple, so every (seed, step, epoch) shuffle is reproducible. */
-export function seededRandom(...parts: number[]): () => number {
-  let s = 0x9e3779b9;
-  for (const p of parts) s = Math.imul(s ^ (p >>> 0), 0x85ebca6b) ^ (s >>> 13);
-  s >>>= 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-/** A 31-bit seed derived from a tuple (generation seeds per step). */
-export function deriveSeed(...parts: number[]): number {
-  return Math.floor(seededRandom(...parts)() * 2 ** 31);
-}
-
-export function shuffled<T>(items: readonly T[], random: () => number): T[] {
-  const out = [...items];
-  for (let i = out.length - 1; i > 0; i--) {
-    const j = Math.floor(random() * (i + 1));
-    [out[i], out[j]] = [out[j], out[i]];
-  }
-  return out;
-}
+/** Small helpers the controller shares: lr schedules, timers, metric reduction. */
 
 export interface LrScheduleOptions {
   lr: number;

@@ -1,5 +1,6 @@
+import { seededRandom, shuffled } from "../tensor/mod.ts";
 import assert from "node:assert/strict";
-import { learningRate, reduceMetrics, seededRandom, shuffled } from "./util.ts";
+import { learningRate, reduceMetrics } from "./util.ts";
 
 Deno.test("learning-rate schedules: warmup, constant, cosine to the floor", () => {
   const o = { lr: 1, totalSteps: 10, warmupSteps: 2, style: "cosine" as const, minLrRatio: 0.1 };

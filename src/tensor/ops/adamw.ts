@@ -1,5 +1,5 @@
 /** Fused in-place AdamW step on one parameter tensor (see shaders/adamw.wgsl). */
-import { gpu, packParams } from "../../gpu/device.ts";
+import { gpu, packParams } from "../../gpu/mod.ts";
 import { registerOp } from "../autograd.ts";
 import { fmtShape, type Tensor } from "../tensor.ts";
 import { grid1d } from "./grid.ts";

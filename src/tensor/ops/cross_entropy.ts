@@ -3,7 +3,7 @@
  * keeps one logsumexp per row (plus the reduction's scale) for the backward instead of [N, V]
  * probabilities; that small tensor lives in the current scope and is freed by the backward.
  */
-import { gpu, packParams } from "../../gpu/device.ts";
+import { gpu, packParams } from "../../gpu/mod.ts";
 import { record, registerOp } from "../autograd.ts";
 import { fmtShape, Tensor } from "../tensor.ts";
 import { grid1d, rowDefines } from "./grid.ts";

@@ -4,8 +4,8 @@
  * inputs are summed back to the input's shape with `sumTo` (reduce family); unary gradients are
  * computed from the input, so no output is kept alive for the backward.
  */
-import { gpu, packParams } from "../../gpu/device.ts";
-import type { KernelSpec } from "../../gpu/pipelines.ts";
+import { gpu, packParams } from "../../gpu/mod.ts";
+import type { KernelSpec } from "../../gpu/mod.ts";
 import { record, registerOp } from "../autograd.ts";
 import { type DType, fmtShape, Tensor } from "../tensor.ts";
 import { clone } from "./basic.ts";

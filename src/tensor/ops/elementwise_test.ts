@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { gpu } from "../../gpu/device.ts";
+import { gpu } from "../../gpu/mod.ts";
 import { assertClose, finiteDiff, gpuTest, randomArray } from "../../testing/mod.ts";
 import { backward } from "../autograd.ts";
 import { Tensor } from "../tensor.ts";

@@ -2,7 +2,7 @@
  * Global gradient norm and clip scale on the GPU: the optimizer step needs no readback to clip;
  * the trainer reads the 2-float result once per step for `grad_norm` and the non-finite check.
  */
-import { gpu, packParams } from "../../gpu/device.ts";
+import { gpu, packParams } from "../../gpu/mod.ts";
 import { registerOp } from "../autograd.ts";
 import { Tensor } from "../tensor.ts";
 import { grid1d } from "./grid.ts";

@@ -1,4 +1,4 @@
-import { gpu } from "../../gpu/device.ts";
+import { gpu } from "../../gpu/mod.ts";
 
 /**
  * Workgroup counts covering `n` items at `perGroup` items per workgroup, folded into 2-D when one

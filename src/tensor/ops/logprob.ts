@@ -3,7 +3,7 @@
  * every position from logits in one pass over the vocabulary, without materialising [N, V]
  * probabilities, and one backward that takes the gradients of both outputs.
  */
-import { gpu, packParams } from "../../gpu/device.ts";
+import { gpu, packParams } from "../../gpu/mod.ts";
 import { record, registerOp } from "../autograd.ts";
 import { fmtShape, Tensor } from "../tensor.ts";
 import { zeros } from "./basic.ts";

@@ -1,6 +1,5 @@
 import assert from "node:assert/strict";
 import { assertClose, finiteDiff, gpuTest, randomArray, rng } from "../../testing/mod.ts";
-import { tokenLogProbs } from "../../trainer/logprob.ts";
 import { backward } from "../autograd.ts";
 import { Tensor } from "../tensor.ts";
 import { logprobEntropyBackwardRef, logprobEntropyRef, logSoftmaxRef } from "../ref/logprob.ts";
@@ -98,14 +97,14 @@ gpuTest("logprob backward reference agrees with finite differences", () => {
   assertClose(ref, fd, { atol: 1e-6, rtol: 1e-5, label: "dlogits vs finite differences" });
 });
 
-gpuTest("tokenLogProbs: backward over both seeded outputs, end to end", async () => {
+gpuTest("logprobEntropy: backward over both seeded outputs, end to end", async () => {
   const B = 2, T = 3, V = 37, N = B * T;
   const xs = randomArray(N * V, 800, -3, 3);
   const ts = Int32Array.from([-100, 3, 36, -100, 0, 12]);
   const gLp = randomArray(N, 801), gEnt = randomArray(N, 802);
   const x = Tensor.from(xs, [B, T, V]);
   x.requiresGrad = true;
-  const out = tokenLogProbs(x, Tensor.from(ts, [N], "i32"), { withEntropy: true, temperature: 2 });
+  const out = logprobEntropy(x, Tensor.from(ts, [N], "i32"), { withEntropy: true, temperature: 2 });
   const ref = logprobEntropyRef(xs, ts, { temperature: 2 });
   assertClose(await out.logProbs.toArray(), ref.logProbs, { atol: 2e-5 });
   assertClose(await out.entropy!.toArray(), ref.entropy, { atol: 2e-5 });

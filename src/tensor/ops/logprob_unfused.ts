@@ -3,7 +3,7 @@
  * gather of the target column and, optionally, an entropy pass over the written rows. It exists as
  * the baseline of bench/logprob_bench.ts; it records no backward (training uses `logprobEntropy`).
  */
-import { gpu, packParams } from "../../gpu/device.ts";
+import { gpu, packParams } from "../../gpu/mod.ts";
 import { fmtShape, Tensor } from "../tensor.ts";
 import { grid1d } from "./grid.ts";
 

@@ -3,7 +3,7 @@
  * the batch) and `linear` (Hugging Face weight layout, optional bias). Both run the tiled kernel
  * of shaders/matmul.wgsl; their backwards are products with other transposes plus a column sum.
  */
-import { gpu } from "../../gpu/device.ts";
+import { gpu } from "../../gpu/mod.ts";
 import { record, registerOp } from "../autograd.ts";
 import { fmtShape, shapeSize, type Tensor } from "../tensor.ts";
 import { colsum, type Gemm, gemmNew, type TileConfig, type TileName } from "./matmul_kernel.ts";

@@ -3,8 +3,8 @@
  * buffers with explicit sizes and strides, and the column-sum kernel. No autograd here; the
  * differentiable ops in `matmul.ts` are built on these.
  */
-import { gpu, packParams } from "../../gpu/device.ts";
-import type { KernelSpec } from "../../gpu/pipelines.ts";
+import { gpu, packParams } from "../../gpu/mod.ts";
+import type { KernelSpec } from "../../gpu/mod.ts";
 import { Tensor } from "../tensor.ts";
 import { gemmSkinny, skinnyApplies } from "./matmul_skinny.ts";
 

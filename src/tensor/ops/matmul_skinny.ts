@@ -4,8 +4,8 @@
  * K reduced by shaders/matmul_splitk.wgsl. `gemm` routes here by `skinnyPolicy`; GPUs only, since
  * a CPU adapter runs few workgroups at once and prefers the tiled kernel's large blocks.
  */
-import { gpu, packParams } from "../../gpu/device.ts";
-import type { KernelSpec } from "../../gpu/pipelines.ts";
+import { gpu, packParams } from "../../gpu/mod.ts";
+import type { KernelSpec } from "../../gpu/mod.ts";
 import { Tensor } from "../tensor.ts";
 import { grid1d } from "./grid.ts";
 

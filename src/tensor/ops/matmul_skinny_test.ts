@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { gpu } from "../../gpu/device.ts";
+import { gpu } from "../../gpu/mod.ts";
 import { assertClose, gpuTest, randomArray } from "../../testing/mod.ts";
 import * as ref from "../ref/matmul.ts";
 import { f16BitsToF32, f32ToF16Bits, Tensor } from "../tensor.ts";

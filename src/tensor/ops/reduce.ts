@@ -3,7 +3,7 @@
  * workgroup reduces one output element, or a chunk of it when there are few outputs and long
  * reductions (then a second pass combines the chunks).
  */
-import { gpu, packParams } from "../../gpu/device.ts";
+import { gpu, packParams } from "../../gpu/mod.ts";
 import { record, registerOp } from "../autograd.ts";
 import { fmtShape, Tensor } from "../tensor.ts";
 import { zeros } from "./basic.ts";

@@ -3,7 +3,7 @@
  * vocabulary-wide rows work. The backward reads the forward output, which therefore has to stay
  * alive (not disposed) until backward has run, like every input on the tape.
  */
-import { gpu, packParams } from "../../gpu/device.ts";
+import { gpu, packParams } from "../../gpu/mod.ts";
 import { record, registerOp } from "../autograd.ts";
 import { fmtShape, Tensor } from "../tensor.ts";
 import { grid1d } from "./grid.ts";

@@ -4,10 +4,10 @@
  * step); `global_step_N/extra_state.json` holds the step, the loader position, the KL controller
  * and the resolved config.
  */
-import type { ModelConfig } from "../../io/hf_config.ts";
-import { writeModelFolder } from "../../io/hf_folder.ts";
-import { readSafetensorsFile, writeSafetensorsFile } from "../../io/safetensors_fs.ts";
-import { floatTensor, tensorToFloat32 } from "../../io/hf_weights.ts";
+import type { ModelConfig } from "../../io/mod.ts";
+import { writeModelFolder } from "../../io/mod.ts";
+import { readSafetensorsFile, writeSafetensorsFile } from "../../io/mod.ts";
+import { floatTensor, tensorToFloat32 } from "../../io/mod.ts";
 import type { TrainableModel } from "../actor.ts";
 import type { CheckpointStore } from "../parts.ts";
 import type { Optimizer } from "../optimizer_step.ts";

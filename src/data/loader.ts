@@ -3,7 +3,7 @@
  * only on (seed, e), so the position (epoch, batch) is the whole state: a resumed run continues
  * with exactly the batches it would have seen.
  */
-import { mixSeed, permutation } from "./rng.ts";
+import { mixSeed, permutation } from "../tensor/mod.ts";
 
 export interface DataLoaderOptions {
   batchSize: number;

@@ -2,7 +2,7 @@
  * The RL prompt dataset: parquet rows -> chat template -> token ids, with verl's handling of
  * prompts longer than max_prompt_length (error, left/right/middle truncation, or filtering).
  */
-import type { ChatMessage, Tokenizer } from "../../io/tokenizer_types.ts";
+import type { ChatMessage, Tokenizer } from "../io/mod.ts";
 import { DataError } from "./errors.ts";
 import { readParquet } from "./parquet.ts";
 import { parseRLRow } from "./rows.ts";

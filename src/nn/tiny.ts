@@ -2,7 +2,7 @@
  * The tiny Qwen2-style model of the embedded default: character vocabulary, two layers,
  * grouped-query attention. Small enough to train on a CPU WebGPU adapter in minutes.
  */
-import { makeModelConfig, type ModelConfig } from "../io/hf_config.ts";
+import { makeModelConfig, type ModelConfig } from "../io/mod.ts";
 
 export function tinyModelConfig(vocabSize: number, eosTokenId: number): ModelConfig {
   return makeModelConfig({

@@ -3,19 +3,19 @@
  * of `data.n_samples` strings per row) out. Prompts go through the model's chat template, are
  * left-padded in batches of `data.batch_size`, and generated with the KV-cache engine.
  */
-import { initGpu } from "../gpu/device.ts";
-import { loadTokenizer, readModelFolder } from "../io/hf_folder.ts";
-import { tensorToFloat32 } from "../io/hf_weights.ts";
-import { charTokenizer } from "../io/char_tokenizer.ts";
-import type { ChatMessage, Tokenizer } from "../io/tokenizer_types.ts";
-import { CausalLM } from "../nn/decoder.ts";
-import { ConfigError, type GenerationConfig } from "../trainer/config/mod.ts";
-import { collatePrompts } from "../trainer/data/collate.ts";
-import { truncate } from "../trainer/data/dataset.ts";
-import { DataError } from "../trainer/data/errors.ts";
-import { readParquet, type Row, writeParquet } from "../trainer/data/parquet.ts";
-import { tinyModelConfig } from "../trainer/tiny_model.ts";
-import { generate } from "./generate.ts";
+import { initGpu } from "../gpu/mod.ts";
+import { loadTokenizer, readModelFolder } from "../io/mod.ts";
+import { tensorToFloat32 } from "../io/mod.ts";
+import { charTokenizer } from "../io/mod.ts";
+import type { ChatMessage, Tokenizer } from "../io/mod.ts";
+import { CausalLM } from "../nn/mod.ts";
+import { ConfigError, type GenerationConfig } from "../config/mod.ts";
+import { collatePrompts } from "../data/mod.ts";
+import { truncate } from "../data/mod.ts";
+import { DataError } from "../data/mod.ts";
+import { readParquet, type Row, writeParquet } from "../data/mod.ts";
+import { tinyModelConfig } from "../nn/mod.ts";
+import { generate } from "../rollout/mod.ts";
 
 export interface GenerationSummary {
   rows: number;

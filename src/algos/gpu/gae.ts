@@ -3,10 +3,10 @@
  * scan per sequence, one invocation per row. No backward: advantages and returns are constants of
  * the policy and value updates, so nothing is recorded on the tape.
  */
-import { gpu, packParams } from "../../gpu/device.ts";
-import { registerOp } from "../autograd.ts";
-import { fmtShape, Tensor } from "../tensor.ts";
-import { grid1d } from "./grid.ts";
+import { gpu, packParams } from "../../gpu/mod.ts";
+import { registerOp } from "../../tensor/mod.ts";
+import { fmtShape, Tensor } from "../../tensor/mod.ts";
+import { grid1d } from "../../tensor/mod.ts";
 
 const WG = 64; // matches shaders/gae.wgsl
 const MASK_TYPES = { f32: "f32", i32: "i32", u32: "u32" } as const;

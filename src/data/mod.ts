@@ -18,12 +18,11 @@ export {
   type LoaderState,
 } from "./loader.ts";
 export { readParquet, type Row, type WriteData, writeParquet } from "./parquet.ts";
-export { mixSeed, mulberry32, permutation } from "./rng.ts";
 export { parseRLRow, type RLRow } from "./rows.ts";
 export {
-  ARITHMETIC_SOURCE,
   type ArithmeticOptions,
   evaluateExpression,
   generateArithmetic,
   type Operator,
 } from "./synthetic.ts";
+export { loadSftExamples, type SftExample } from "./sft_data.ts";

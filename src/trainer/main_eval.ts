@@ -2,9 +2,9 @@
  * verl's main_eval: score a parquet of generated responses and report the mean score per
  * data_source as `test_score/{data_source}` (each row's responses averaged first).
  */
-import type { EvaluationConfig } from "../trainer/config/mod.ts";
-import { DataError, readParquet } from "../trainer/data/mod.ts";
-import { createRewardManager, type RewardManagerOptions } from "./manager.ts";
+import type { EvaluationConfig } from "../config/mod.ts";
+import { DataError, readParquet } from "../data/mod.ts";
+import { createRewardManager, type RewardManagerOptions } from "../reward/mod.ts";
 
 export interface EvaluationResult {
   /** `test_score/{data_source}` plus the reward failure counters. */

@@ -3,10 +3,9 @@
  * minutes. Prompt: `12+7=` (one user message). Expected response: `#### 19` (then EOS); the
  * `synthetic/arithmetic` scorer reads it with gsm8k's strict `#### <number>` rule.
  */
-import { mulberry32, randInt } from "./rng.ts";
+import { ARITHMETIC_DATA_SOURCE } from "../reward/mod.ts";
+import { mulberry32, randInt } from "../tensor/mod.ts";
 import type { Row } from "./parquet.ts";
-
-export const ARITHMETIC_SOURCE = "synthetic/arithmetic";
 
 /** Operators the generator can use. */
 export type Operator = "+" | "-" | "*";
@@ -86,7 +85,7 @@ export function generateArithmetic(o: ArithmeticOptions): Row[] {
     seen.add(expr);
     const answer = String(evaluateExpression(nums, ops));
     rows.push({
-      data_source: ARITHMETIC_SOURCE,
+      data_source: ARITHMETIC_DATA_SOURCE,
       prompt: [{ role: "user", content: `${expr}=` }],
       ability: "math",
       reward_model: { style: "rule", ground_truth: answer },

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
-import { gaeScan } from "../../algos/advantage.ts";
+import { gaeScan } from "../advantage.ts";
 import { assertClose, gpuTest, randomArray, rng } from "../../testing/mod.ts";
-import { Tensor } from "../tensor.ts";
+import { Tensor } from "../../tensor/mod.ts";
 import { gae } from "./gae.ts";
 
 /**

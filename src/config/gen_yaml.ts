@@ -10,7 +10,7 @@ export const GENERATED_FILES = {
 } as const;
 
 if (import.meta.main) {
-  const root = new URL("../../../", import.meta.url);
+  const root = new URL("../../", import.meta.url);
   await Deno.mkdir(new URL("configs/", root), { recursive: true });
   for (const [rel, schema] of Object.entries(GENERATED_FILES)) {
     const path = new URL(rel, root);

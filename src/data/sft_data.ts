@@ -3,10 +3,15 @@
  * with the chat template and the generation prompt, the response column (optionally inside a
  * struct, via response_dict_keys) followed by EOS.
  */
-import type { ChatMessage, Tokenizer } from "../io/tokenizer_types.ts";
-import { readParquet } from "./data/mod.ts";
-import { truncate, type Truncation } from "./data/mod.ts";
-import type { SftExample } from "./sft_trainer.ts";
+import type { ChatMessage, Tokenizer } from "../io/mod.ts";
+import { readParquet } from "./parquet.ts";
+import { truncate, type Truncation } from "./dataset.ts";
+
+/** One tokenised example: the prompt (chat-templated) and the response with its EOS. */
+export interface SftExample {
+  promptIds: number[];
+  responseIds: number[];
+}
 
 export interface SftDataOptions {
   promptKey: string;

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { defaultComputeScore } from "../../reward/mod.ts";
+import { defaultComputeScore } from "../reward/mod.ts";
 import { RLDataset } from "./dataset.ts";
 import { writeParquet } from "./parquet.ts";
 import { evaluateExpression, generateArithmetic } from "./synthetic.ts";

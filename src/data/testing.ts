@@ -6,7 +6,7 @@
 import * as arrow from "apache-arrow";
 import { gzipSync } from "fflate";
 import { parquetWriteBuffer } from "hyparquet-writer";
-import type { Tokenizer } from "../../io/tokenizer_types.ts";
+import type { Tokenizer } from "../io/mod.ts";
 
 /** One char per token; the template mimics a chat format. */
 export const charTokenizer: Tokenizer = {

@@ -4,7 +4,7 @@ import { GENERATED_FILES } from "./gen_yaml.ts";
 import { type Fields, rawDefaults, Section, walkFields } from "./schema.ts";
 import { schemaToYaml } from "./yaml_io.ts";
 
-const root = new URL("../../../", import.meta.url);
+const root = new URL("../../", import.meta.url);
 
 function leaves(tree: unknown, prefix = "", out = new Map<string, unknown>()) {
   for (const [k, v] of Object.entries(tree as Record<string, unknown>)) {

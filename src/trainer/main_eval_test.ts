@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
-import { loadConfig } from "../trainer/config/mod.ts";
-import { writeParquet } from "../trainer/data/mod.ts";
-import { evaluateResponses } from "./evaluate.ts";
+import { loadConfig } from "../config/mod.ts";
+import { writeParquet } from "../data/mod.ts";
+import { evaluateResponses } from "./main_eval.ts";
 
 const root = new URL("../../", import.meta.url).pathname;
 
@@ -89,7 +89,7 @@ Deno.test("data CLI writes disjoint train/val parquets and rejects bad flags", a
     "--ops=+,*",
   ]);
   assert.equal(ok.code, 0, ok.err);
-  const { readParquet } = await import("../trainer/data/mod.ts");
+  const { readParquet } = await import("../data/mod.ts");
   const train = await readParquet(`${dir}/train.parquet`);
   const val = await readParquet(`${dir}/val.parquet`);
   assert.equal(train.length, 40);

@@ -3,9 +3,9 @@
  * (shaders/ppo_loss_finish.wgsl) that turns per-row partial sums into the loss, the statistics and
  * one weight per row (verl's agg_loss; every mode is linear in the per-token loss).
  */
-import { type AggOptions, checkLossAggMode, type LossAggMode } from "../../algos/agg.ts";
-import { gpu, packParams } from "../../gpu/device.ts";
-import { fmtShape, Tensor } from "../tensor.ts";
+import { type AggOptions, checkLossAggMode, type LossAggMode } from "../agg.ts";
+import { gpu, packParams } from "../../gpu/mod.ts";
+import { fmtShape, Tensor } from "../../tensor/mod.ts";
 
 export const MASK_TYPES = { f32: "f32", i32: "i32", u32: "u32" } as const;
 

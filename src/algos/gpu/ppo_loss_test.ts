@@ -1,12 +1,12 @@
 import assert from "node:assert/strict";
-import { computeActorLoss } from "../../algos/actor_loss.ts";
-import type { LossAggMode } from "../../algos/agg.ts";
-import { computeValueLoss } from "../../algos/value_loss.ts";
+import { computeActorLoss } from "../actor_loss.ts";
+import type { LossAggMode } from "../agg.ts";
+import { computeValueLoss } from "../value_loss.ts";
 import { assertClose, gpuTest, randomArray, rng } from "../../testing/mod.ts";
-import { backward } from "../autograd.ts";
-import { logprobEntropyBackwardRef, logprobEntropyRef } from "../ref/logprob.ts";
-import { Tensor } from "../tensor.ts";
-import { logprobEntropy } from "./logprob.ts";
+import { backward } from "../../tensor/mod.ts";
+import { logprobEntropyBackwardRef, logprobEntropyRef } from "../../tensor/mod.ts";
+import { Tensor } from "../../tensor/mod.ts";
+import { logprobEntropy } from "../../tensor/mod.ts";
 import { POLICY_LOSS_STATS, ppoPolicyLoss, type PpoPolicyLossOptions } from "./ppo_loss.ts";
 import { VALUE_LOSS_STATS, valueLoss, type ValueLossOptions } from "./ppo_loss_value.ts";
 

@@ -3,10 +3,10 @@
  * (src/algos/value_loss.ts is the reference): loss [1] with a backward into the predictions, and
  * the statistics in a [3] tensor.
  */
-import { gpu, packParams } from "../../gpu/device.ts";
-import { record, registerOp } from "../autograd.ts";
-import { Tensor } from "../tensor.ts";
-import { grid1d } from "./grid.ts";
+import { gpu, packParams } from "../../gpu/mod.ts";
+import { record, registerOp } from "../../tensor/mod.ts";
+import { Tensor } from "../../tensor/mod.ts";
+import { grid1d } from "../../tensor/mod.ts";
 import type { PpoLossResult } from "./ppo_loss.ts";
 import { aggregate, checkBatch, type LossAggOptions, maskType } from "./ppo_loss_agg.ts";
 

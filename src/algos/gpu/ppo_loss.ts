@@ -4,11 +4,11 @@
  * is the reference). The loss stays on the GPU as a [1] tensor with a backward into the log-probs
  * (and the entropy); the statistics land in a small [6] tensor the trainer reads once per step.
  */
-import { KL_ESTIMATORS } from "../../algos/kl.ts";
-import { gpu, packParams } from "../../gpu/device.ts";
-import { record, registerOp } from "../autograd.ts";
-import { Tensor } from "../tensor.ts";
-import { grid1d } from "./grid.ts";
+import { KL_ESTIMATORS } from "../kl.ts";
+import { gpu, packParams } from "../../gpu/mod.ts";
+import { record, registerOp } from "../../tensor/mod.ts";
+import { Tensor } from "../../tensor/mod.ts";
+import { grid1d } from "../../tensor/mod.ts";
 import { aggregate, checkBatch, type LossAggOptions, maskType } from "./ppo_loss_agg.ts";
 
 const WG = 128; // matches shaders/ppo_loss.wgsl

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { DataLoader } from "./loader.ts";
-import { permutation } from "./rng.ts";
+import { permutation } from "../tensor/mod.ts";
 
 const data = Array.from({ length: 10 }, (_, i) => i);
 

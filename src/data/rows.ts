@@ -1,5 +1,5 @@
 /** verl's parquet row schema, checked row by row with errors naming file, row and column. */
-import type { ChatMessage } from "../../io/tokenizer_types.ts";
+import type { ChatMessage } from "../io/mod.ts";
 import { DataError } from "./errors.ts";
 import type { Row } from "./parquet.ts";
 

@@ -1,0 +1,3 @@
+/** Public face of src/rollout. */
+export { generate } from "./generate.ts";
+export { SampleBuffers, sampleStep } from "./sampler.ts";

@@ -12,7 +12,7 @@
 
 import { broadcastToTokens, groupStats, sequenceLengths, sequenceScores } from "./group.ts";
 import { checkSameLength, like, type Mask, maskedWhiten, rowsOf, type Vec } from "./masked.ts";
-import { Registry } from "./registry.ts";
+import { Registry } from "../tensor/mod.ts";
 
 /** Tensors an estimator may read. Shapes: `[B, R]` unless noted. */
 export interface AdvantageInputs {

@@ -24,7 +24,7 @@
  */
 
 import { checkSameLength, like, type Mask, rowMaskedMean, rowsOf, type Vec } from "./masked.ts";
-import { Registry } from "./registry.ts";
+import { Registry } from "../tensor/mod.ts";
 
 /** Value and d value / d logprob of one estimator at x = logprob - refLogprob. */
 interface KlEstimator {

@@ -20,7 +20,6 @@ export {
   rowMaskedMean,
   rowsOf,
 } from "./masked.ts";
-export { Registry } from "./registry.ts";
 export {
   groupIndex,
   groupStats,

@@ -9,7 +9,7 @@
 
 import { aggLoss, aggLossWeights, type AggOptions, type LossAggMode } from "./agg.ts";
 import { checkSameLength, like, type Mask, maskedMean, rowsOf, type Vec } from "./masked.ts";
-import { Registry } from "./registry.ts";
+import { Registry } from "../tensor/mod.ts";
 
 /** Per-token inputs, each `[B, R]`. */
 export interface PolicyLossInputs {

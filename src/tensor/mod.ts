@@ -41,3 +41,4 @@ export { unfusedLogProbs } from "./ops/logprob_unfused.ts";
 export { gemm, pickTile, type TileConfig, TILES, tileShape } from "./ops/matmul_kernel.ts";
 export { gemmSkinny, type SkinnyConfig, skinnyConfig, skinnyPolicy } from "./ops/matmul_skinny.ts";
 export * from "./random.ts";
+export { Registry } from "./registry.ts";

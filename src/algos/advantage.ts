@@ -1,6 +1,7 @@
 /**
- * Advantage estimators (verl's `algorithm.adv_estimator`), registered by name
- * in `ADV_ESTIMATORS` and called through `computeAdvantage`.
+ * Advantage estimators (verl's `algorithm.adv_estimator`): the registry, the
+ * shared helpers and `computeAdvantage`. Each estimator is one file in
+ * estimators/ that registers itself; estimators/all.ts lists them.
  *
  * Every estimator maps `[B, R]` token-level rewards (scores minus the in-reward
  * KL penalty, if any) to `{ advantages, returns }`, both `[B, R]`.
@@ -10,8 +11,8 @@
  * @module
  */
 
-import { broadcastToTokens, groupStats, sequenceLengths, sequenceScores } from "./group.ts";
-import { checkSameLength, like, type Mask, maskedWhiten, rowsOf, type Vec } from "./masked.ts";
+import { broadcastToTokens, groupStats, sequenceScores } from "./group.ts";
+import { checkSameLength, like, type Mask, rowsOf, type Vec } from "./masked.ts";
 import { Registry } from "../tensor/mod.ts";
 
 /** Tensors an estimator may read. Shapes: `[B, R]` unless noted. */
@@ -52,8 +53,24 @@ export type AdvantageEstimator = (
   options: Required<AdvantageOptions>,
 ) => AdvantageResult;
 
-/** Estimators by verl name. */
-export const ADV_ESTIMATORS: Registry<AdvantageEstimator> = new Registry("advantage estimator");
+/**
+ * A registered estimator and what the trainer must build for it, so config checks and the
+ * trainer's setup read the needs from here instead of keeping their own lists of names.
+ */
+export interface AdvantageEstimatorEntry {
+  compute: AdvantageEstimator;
+  /** values from a critic (gae) */
+  critic?: boolean;
+  /** several samples per prompt, grouped by uid (rollout.n > 1) */
+  groups?: boolean;
+  /** a greedy rollout per prompt whose reward is the baseline (remax) */
+  greedyBaseline?: boolean;
+}
+
+/** Estimators by verl name; each file in estimators/ registers one. */
+export const ADV_ESTIMATORS: Registry<AdvantageEstimatorEntry> = new Registry(
+  "advantage estimator",
+);
 
 /** Runs the estimator `name` (throws listing valid names when unknown). */
 export function computeAdvantage(
@@ -61,7 +78,7 @@ export function computeAdvantage(
   inputs: AdvantageInputs,
   options: AdvantageOptions = {},
 ): AdvantageResult {
-  const fn = ADV_ESTIMATORS.get(name);
+  const fn = ADV_ESTIMATORS.get(name).compute;
   rowsOf(inputs.tokenLevelRewards.length, inputs.R);
   checkSameLength({
     tokenLevelRewards: inputs.tokenLevelRewards,
@@ -75,7 +92,8 @@ export function computeAdvantage(
   });
 }
 
-function need<T>(value: T | undefined, what: string, estimator: string): T {
+/** The input an estimator needs, or an error naming it. */
+export function need<T>(value: T | undefined, what: string, estimator: string): T {
   if (value === undefined) throw new Error(`advantage estimator "${estimator}" needs ${what}`);
   return value;
 }
@@ -138,115 +156,21 @@ export function gaeScanReference(
   return { advantages, returns };
 }
 
-// gae: returns from the raw scan, advantages whitened over valid tokens.
-ADV_ESTIMATORS.register("gae", (inp, o) => {
-  const values = need(inp.values, "values [B, R]", "gae");
-  checkSameLength({ tokenLevelRewards: inp.tokenLevelRewards, values });
-  const scan = gaeScan(inp.tokenLevelRewards, values, inp.responseMask, inp.R, o);
-  return { advantages: maskedWhiten(scan.advantages, inp.responseMask), returns: scan.returns };
-});
-
-function outcome(inp: AdvantageInputs, scalar: Float64Array): AdvantageResult {
+/** Broadcasts one scalar per sample over its valid tokens; outcome returns equal advantages. */
+export function outcome(inp: AdvantageInputs, scalar: Float64Array): AdvantageResult {
   const adv = broadcastToTokens(scalar, inp.responseMask, inp.R, like(inp.tokenLevelRewards));
   return { advantages: adv, returns: adv };
 }
 
-function groupedScores(inp: AdvantageInputs, name: string) {
+/** Per-sample scores and their group statistics by uid. */
+export function groupedScores(inp: AdvantageInputs, name: string) {
   const uids = need(inp.uids, "uids [B]", name);
   const scores = sequenceScores(inp.tokenLevelRewards, inp.R);
   return { uids, scores, stats: groupStats(scores, uids) };
 }
 
-// grpo: a_b = (s_b - mean_g) / (std_g + ε), or s_b - mean_g without std (Dr.GRPO).
-ADV_ESTIMATORS.register("grpo", (inp, o) => {
-  const { scores, stats } = groupedScores(inp, "grpo");
-  const a = scores.map((s, b) =>
-    o.normAdvByStdInGrpo ? (s - stats.mean[b]) / (stats.std[b] + o.epsilon) : s - stats.mean[b]
-  );
-  return outcome(inp, a);
-});
-
-// rloo: leave-one-out baseline, a_b = n/(n-1)·(s_b - mean_g) = s_b - mean of the others;
-// a group of one keeps its raw score.
-ADV_ESTIMATORS.register("rloo", (inp) => {
-  const { scores, stats } = groupedScores(inp, "rloo");
-  const a = scores.map((s, b) => {
-    const n = stats.size[b];
-    return n > 1 ? (s * n) / (n - 1) - (stats.mean[b] * n) / (n - 1) : s;
-  });
-  return outcome(inp, a);
-});
-
-// opo: length-weighted baseline, bsl_g = Σ len_i·s_i / Σ len_i (0 for a group of one).
-ADV_ESTIMATORS.register("opo", (inp) => {
-  const { uids, scores, stats } = groupedScores(inp, "opo");
-  const lens = sequenceLengths(inp.responseMask, inp.R);
-  const num = new Map<string, number>(), den = new Map<string, number>();
-  uids.forEach((u, b) => {
-    num.set(u, (num.get(u) ?? 0) + lens[b] * scores[b]);
-    den.set(u, (den.get(u) ?? 0) + lens[b]);
-  });
-  // An all-padding group has Σ len = 0; verl would divide 0/0, we use baseline 0.
-  const a = scores.map((s, b) => {
-    const d = den.get(uids[b])!;
-    return stats.size[b] === 1 || d === 0 ? s : s - num.get(uids[b])! / d;
-  });
-  return outcome(inp, a);
-});
-
-// gpg: α = B / max(#{b : s_b ≠ 0}, 1);  a_b = α·(s_b - mean_g) / f_norm, f_norm = 1.
-ADV_ESTIMATORS.register("gpg", (inp) => {
-  const { scores, stats } = groupedScores(inp, "gpg");
-  const nonZero = scores.reduce((n, s) => n + (s !== 0 ? 1 : 0), 0);
-  const alpha = scores.length / Math.max(nonZero, 1);
-  return outcome(inp, scores.map((s, b) => alpha * (s - stats.mean[b])));
-});
-
-// reinforce_plus_plus_baseline: (s_b - mean_g) on every valid token, whitened over the batch.
-ADV_ESTIMATORS.register("reinforce_plus_plus_baseline", (inp) => {
-  const { scores, stats } = groupedScores(inp, "reinforce_plus_plus_baseline");
-  const centred = outcome(inp, scores.map((s, b) => s - stats.mean[b])).advantages;
-  const adv = maskMul(maskedWhiten(centred, inp.responseMask), inp.responseMask);
-  return { advantages: adv, returns: adv };
-});
-
-// reinforce_plus_plus: G_t = r_t + γ·G_{t+1}, where the running return is zeroed after every
-// position with mask 0 (verl's "reset after EOS"; tool output in the middle resets it too).
-// Advantages are G whitened over valid tokens and zeroed elsewhere; returns are G.
-ADV_ESTIMATORS.register("reinforce_plus_plus", (inp, o) => {
-  const { tokenLevelRewards: r, responseMask: mask, R } = inp;
-  const B = rowsOf(r.length, R);
-  const returns = like(r);
-  for (let b = 0; b < B; b++) {
-    let running = 0;
-    for (let t = b * R + R - 1; t >= b * R; t--) {
-      running = r[t] + o.gamma * running;
-      returns[t] = running;
-      if (mask[t] === 0) running = 0;
-    }
-  }
-  return { advantages: maskMul(maskedWhiten(returns, mask), mask), returns };
-});
-
-// remax: G_t = Σ_{k≥t} r_k·m_k (undiscounted reward-to-go); A_t = G_t - baseline_b·m_t.
-ADV_ESTIMATORS.register("remax", (inp) => {
-  const baselines = need(inp.rewardBaselines, "rewardBaselines [B]", "remax");
-  const { tokenLevelRewards: r, responseMask: mask, R } = inp;
-  const B = rowsOf(r.length, R);
-  if (baselines.length !== B) throw new Error(`rewardBaselines must be [B] = [${B}]`);
-  const returns = like(r), advantages = like(r);
-  for (let b = 0; b < B; b++) {
-    let acc = 0;
-    for (let t = b * R + R - 1; t >= b * R; t--) {
-      if (mask[t] !== 0) acc += r[t];
-      returns[t] = acc;
-      advantages[t] = acc - (mask[t] !== 0 ? baselines[b] : 0);
-    }
-  }
-  return { advantages, returns };
-});
-
-function maskMul(x: Vec, mask: Mask): Vec {
+/** Zeroes x where the mask is 0 (in place). */
+export function maskMul(x: Vec, mask: Mask): Vec {
   for (let i = 0; i < x.length; i++) if (mask[i] === 0) x[i] = 0;
   return x;
 }

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { ADV_ESTIMATORS, computeAdvantage, gaeScan, gaeScanReference } from "./advantage.ts";
+import { ADV_ESTIMATORS, computeAdvantage, gaeScan, gaeScanReference } from "./mod.ts";
 import { groupStats, groupStatsReference } from "./group.ts";
 import { assertClose, assertFinite, rng } from "./test_util.ts";
 

@@ -27,9 +27,12 @@ export {
   sequenceLengths,
   sequenceScores,
 } from "./group.ts";
+import "./estimators/all.ts";
+
 export {
   ADV_ESTIMATORS,
   type AdvantageEstimator,
+  type AdvantageEstimatorEntry,
   type AdvantageInputs,
   type AdvantageOptions,
   type AdvantageResult,

@@ -1,31 +1,5 @@
-/** Sections shared by several schemas (optimizer, checkpoint contents, KL estimators). */
+/** Sections shared by several schemas (optimizer, checkpoint contents). */
 import { float, floatList, int, oneOf, oneOfOrNull, section, strList } from "./schema.ts";
-
-/** Loss aggregation modes of verl's `agg_loss`. */
-export const LOSS_AGG_MODES = [
-  "token-mean",
-  "seq-mean-token-sum",
-  "seq-mean-token-mean",
-  "seq-mean-token-sum-norm",
-] as const;
-
-/** KL estimators; a trailing `+` is the straight-through variant (k2 gradient, given value). */
-export const KL_ESTIMATORS = [
-  "kl",
-  "k1",
-  "abs",
-  "mse",
-  "k2",
-  "low_var_kl",
-  "k3",
-  "kl+",
-  "k1+",
-  "abs+",
-  "mse+",
-  "k2+",
-  "low_var_kl+",
-  "k3+",
-] as const;
 
 /** Learning-rate schedules. */
 export const LR_SCHEDULES = ["constant", "cosine"] as const;

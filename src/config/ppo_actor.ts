@@ -1,10 +1,8 @@
 /** `actor_rollout_ref.*`: the policy model, its PPO update, the reference model and the rollout. */
-import { checkpointSection, KL_ESTIMATORS, LOSS_AGG_MODES, optimSection } from "./common.ts";
+import { KL_ESTIMATORS, LOSS_AGG_MODES, POLICY_LOSSES } from "../algos/mod.ts";
+import { checkpointSection, optimSection } from "./common.ts";
 import { bool, float, int, map, oneOf, ref, section, str } from "./schema.ts";
 import { ppoRollout } from "./ppo_rollout.ts";
-
-/** Policy losses. */
-export const POLICY_LOSS_MODES = ["vanilla", "gspo"] as const;
 
 const model = section("The policy model (a Hugging Face folder).", {
   path: str(
@@ -54,7 +52,7 @@ const actor = section("The PPO update of the policy.", {
   kl_loss_type: oneOf(KL_ESTIMATORS, "low_var_kl", "KL estimator of the KL loss."),
   policy_loss: section("Policy-gradient objective.", {
     loss_mode: oneOf(
-      POLICY_LOSS_MODES,
+      POLICY_LOSSES,
       "vanilla",
       "vanilla: token-level clipped PPO; gspo: sequence-level importance ratio.",
     ),

@@ -1,13 +1,11 @@
 /** Cross-key rules of the PPO/GRPO config, each naming the keys at fault. */
 import { ConfigError } from "./errors.ts";
-import type { PpoConfig } from "./ppo_trainer.ts";
+import { ADV_ESTIMATORS } from "../algos/mod.ts";
+import type { PpoConfig } from "./ppo_root.ts";
 
-/** Estimators that compare samples of one prompt and so need rollout.n > 1. */
-const GROUP_ESTIMATORS = new Set(["grpo", "rloo", "opo", "gpg"]);
-
-/** Whether the critic runs: explicit critic.enable, else exactly for GAE. */
+/** Whether the critic runs: explicit critic.enable, else exactly when the estimator needs values. */
 export function criticEnabled(cfg: PpoConfig): boolean {
-  return cfg.critic.enable ?? cfg.algorithm.adv_estimator === "gae";
+  return cfg.critic.enable ?? ADV_ESTIMATORS.get(cfg.algorithm.adv_estimator).critic === true;
 }
 
 /** Copies deprecated aliases onto their successors so consumers read one key. */
@@ -45,11 +43,19 @@ export function checkPpo(cfg: PpoConfig): void {
       `actor_rollout_ref.actor.clip_ratio_c must be > 1 (dual-clip bound), got ${actor.clip_ratio_c}`,
     );
   }
-  if (GROUP_ESTIMATORS.has(cfg.algorithm.adv_estimator) && n < 2) {
+  const estimator = ADV_ESTIMATORS.get(cfg.algorithm.adv_estimator);
+  if (estimator.groups && n < 2) {
     throw new ConfigError(
       "actor_rollout_ref.rollout.n",
       `algorithm.adv_estimator=${cfg.algorithm.adv_estimator} compares responses to the same ` +
         `prompt: set actor_rollout_ref.rollout.n to 2 or more (got ${n})`,
+    );
+  }
+  if (estimator.critic && cfg.critic.enable === false) {
+    throw new ConfigError(
+      "critic.enable",
+      `algorithm.adv_estimator=${cfg.algorithm.adv_estimator} needs a critic's values: ` +
+        "remove critic.enable=false or choose a critic-free estimator such as grpo",
     );
   }
   const val = rollout.val_kwargs;

@@ -1,18 +1,7 @@
 /** `critic.*`, `reward_model.*`, `custom_reward_function.*` and `algorithm.*`. */
-import { checkpointSection, KL_ESTIMATORS, LOSS_AGG_MODES, optimSection } from "./common.ts";
+import { ADV_ESTIMATORS, KL_ESTIMATORS, LOSS_AGG_MODES } from "../algos/mod.ts";
+import { checkpointSection, optimSection } from "./common.ts";
 import { bool, float, int, map, oneOf, ref, section, str } from "./schema.ts";
-
-/** Advantage estimators; all but gae group samples by uid. */
-export const ADV_ESTIMATORS = [
-  "gae",
-  "grpo",
-  "rloo",
-  "reinforce_plus_plus",
-  "reinforce_plus_plus_baseline",
-  "remax",
-  "opo",
-  "gpg",
-] as const;
 
 export const ppoCritic = section("The value model (PPO with GAE).", {
   enable: bool(null, "Train a critic; null enables it exactly when adv_estimator is gae."),

@@ -1,8 +1,6 @@
 /** `data.*` of the PPO/GRPO trainer: which parquet files, which columns, batch and length limits. */
+import { TRUNCATIONS } from "../data/mod.ts";
 import { bool, int, oneOf, paths, section, str } from "./schema.ts";
-
-/** How prompts longer than data.max_prompt_length are handled. */
-export const TRUNCATIONS = ["error", "left", "right", "middle"] as const;
 
 export const ppoData = section("Prompts: files, columns, lengths and batch sizes.", {
   tokenizer: str(

@@ -1,74 +1,9 @@
-/** The PPO/GRPO trainer schema (verl's ppo_trainer.yaml) assembled from its sections. */
-import { ppoActorRolloutRef } from "./ppo_actor.ts";
+/** The PPO/GRPO trainer schema (verl's ppo_trainer.yaml): its sections plus the cross-key rules. */
 import { checkPpo, normalizePpo } from "./ppo_checks.ts";
-import { ppoAlgorithm, ppoCritic, ppoCustomReward, ppoRewardModel } from "./ppo_critic.ts";
-import { ppoData } from "./ppo_data.ts";
-import {
-  bool,
-  type ConfigSchema,
-  type Infer,
-  int,
-  oneOf,
-  section,
-  str,
-  strList,
-} from "./schema.ts";
+import { type PpoConfig, ppoRoot } from "./ppo_root.ts";
+import type { ConfigSchema } from "./schema.ts";
 
-/** Loggers `trainer.logger` may list. */
-export const LOGGERS = ["console", "file", "tensorboard"] as const;
-
-export const ppoTrainerSection = section("Run control: length, logging, checkpoints, devices.", {
-  total_epochs: int(30, "Passes over the training prompts.", { min: 1 }),
-  total_training_steps: int(null, "Stop after this many steps; null = total_epochs worth.", {
-    min: 1,
-  }),
-  project_name: str("webrl_examples", "Project name (logs and checkpoint folder)."),
-  experiment_name: str("arithmetic", "Run name (logs and checkpoint folder)."),
-  logger: strList(["console"], "Metric sinks: console, file (JSONL), tensorboard.", {
-    choices: LOGGERS,
-  }),
-  log_val_generations: int(0, "Validation samples printed per validation run.", { min: 0 }),
-  rollout_data_dir: str(null, "Folder for JSONL dumps of every training rollout; null = none."),
-  validation_data_dir: str(null, "Folder for JSONL dumps of validation generations."),
-  nnodes: int(1, "Machines (only 1 is supported).", { min: 1, max: 1 }),
-  n_gpus_per_node: int(1, "GPUs per machine (only 1 is supported).", { min: 1, max: 1 }),
-  save_freq: int(-1, "Checkpoint every N steps (and at the end); -1 = never.", { min: -1 }),
-  test_freq: int(-1, "Validate every N steps (and at the end); -1 = never.", { min: -1 }),
-  val_before_train: bool(true, "Validate once before the first step."),
-  val_only: bool(false, "Validate and exit without training."),
-  critic_warmup: int(0, "Steps that update only the critic before the actor starts.", {
-    min: 0,
-  }),
-  default_local_dir: str(
-    "checkpoints/${trainer.project_name}/${trainer.experiment_name}",
-    "Checkpoint root; holds global_step_N/ and latest_checkpointed_iteration.txt.",
-  ),
-  resume_mode: oneOf(
-    ["auto", "disable", "resume_path"],
-    "auto",
-    "auto: latest checkpoint in default_local_dir if any; disable; resume_path: resume_from_path.",
-  ),
-  resume_from_path: str(null, "global_step_N folder to resume from (resume_mode=resume_path)."),
-  max_actor_ckpt_to_keep: int(null, "Keep only the newest N actor checkpoints; null keeps all.", {
-    min: 1,
-  }),
-  max_critic_ckpt_to_keep: int(null, "Keep only the newest N critic checkpoints.", { min: 1 }),
-  seed: int(1, "Seed of model init, sampling and mini-batch shuffles."),
-  device: oneOf(["webgpu", "cpu"], "webgpu", "webgpu (any adapter) or the CPU reference path."),
-});
-
-export const ppoRoot = section("PPO/GRPO trainer.", {
-  data: ppoData,
-  actor_rollout_ref: ppoActorRolloutRef,
-  critic: ppoCritic,
-  reward_model: ppoRewardModel,
-  custom_reward_function: ppoCustomReward,
-  algorithm: ppoAlgorithm,
-  trainer: ppoTrainerSection,
-});
-
-/** The resolved PPO/GRPO trainer config. */
-export type PpoConfig = Infer<typeof ppoRoot>;
+export type { PpoConfig };
 
 export const ppoTrainerSchema: ConfigSchema<typeof ppoRoot> = {
   name: "ppo_trainer",

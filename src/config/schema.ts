@@ -18,8 +18,11 @@ export interface FieldSpec {
   doc: string;
   default: unknown;
   nullable: boolean;
-  /** Allowed values of an `enum`, or of each item of a `list`. */
-  choices?: readonly string[];
+  /**
+   * Allowed values of an `enum`, or of each item of a `list`: a fixed list, or a registry whose
+   * names are read when a config is validated (so a name registered by a user module counts).
+   */
+  choices?: Choices;
   /** Item kind of a `list`. */
   item?: "str" | "int" | "float";
   min?: number;
@@ -28,6 +31,20 @@ export interface FieldSpec {
   isPath?: boolean;
   /** Exact length of a `list` (e.g. Adam betas). */
   length?: number;
+}
+
+/** Anything that lists valid names, such as a `Registry` of estimators or loggers. */
+export interface NameSource {
+  names(): readonly string[];
+}
+
+export type Choices = readonly string[] | NameSource;
+
+/** The allowed names of a field right now. */
+export function choicesOf(spec: FieldSpec): readonly string[] | undefined {
+  const c = spec.choices;
+  if (c === undefined) return undefined;
+  return "names" in c && typeof c.names === "function" ? c.names() : c as readonly string[];
 }
 
 /** One config key; `T` is the type of its resolved value. */
@@ -116,12 +133,14 @@ export function str(def: string | Ref | null, doc: string, o: { isPath?: boolean
   return make({ kind: "str", default: def, doc, ...o });
 }
 
-/** A string restricted to `choices`. */
+/** A string restricted to `choices`: a fixed list (typed by its literals) or a registry. */
 export function oneOf<const C extends readonly string[]>(
   choices: C,
   def: C[number] | Ref,
   doc: string,
-): Field<C[number]> {
+): Field<C[number]>;
+export function oneOf(choices: NameSource, def: string | Ref, doc: string): Field<string>;
+export function oneOf(choices: Choices, def: string | Ref, doc: string): Field<string> {
   return make({ kind: "enum", default: def, doc, choices });
 }
 
@@ -133,12 +152,12 @@ export function oneOfOrNull<const C extends readonly string[]>(
   return make({ kind: "enum", default: null, doc, choices });
 }
 
-/** A list of strings, optionally restricted to `choices`. */
-export function strList<const C extends readonly string[]>(
-  def: C[number][],
+/** A list of strings, optionally restricted to `choices` (a fixed list or a registry). */
+export function strList(
+  def: string[],
   doc: string,
-  o: { choices?: C } = {},
-): Field<C[number][]> {
+  o: { choices?: Choices } = {},
+): Field<string[]> {
   return make({ kind: "list", item: "str", default: def, doc, choices: o.choices });
 }
 

@@ -1,7 +1,7 @@
 /** The SFT trainer schema (verl's sft_trainer.yaml): masked cross-entropy on responses. */
 import { checkpointSection } from "./common.ts";
 import { ConfigError } from "./errors.ts";
-import { TRUNCATIONS } from "./ppo_data.ts";
+import { TRUNCATIONS } from "../data/mod.ts";
 import {
   bool,
   type ConfigSchema,
@@ -15,7 +15,7 @@ import {
   str,
   strList,
 } from "./schema.ts";
-import { LOGGERS } from "./ppo_trainer.ts";
+import { LOGGERS } from "../tracking/mod.ts";
 
 export const sftRoot = section("Supervised fine-tuning.", {
   data: section("Prompt/response pairs.", {

@@ -1,7 +1,7 @@
 /** Key and type validation of a merged config tree against its schema. */
 import { closestKey, ConfigError } from "./errors.ts";
 import { isMapping } from "./overrides.ts";
-import { Field, type Fields, type FieldSpec, Section, walkFields } from "./schema.ts";
+import { choicesOf, Field, type Fields, type FieldSpec, Section, walkFields } from "./schema.ts";
 
 /** Every dotted key of a schema, sections included. */
 export function knownKeys(root: Section<Fields>): string[] {
@@ -80,7 +80,7 @@ function checkValue(key: string, v: unknown, spec: FieldSpec): void {
       if (typeof v !== "string") fail();
       return;
     case "enum":
-      if (typeof v !== "string" || !spec.choices!.includes(v)) fail();
+      if (typeof v !== "string" || !choicesOf(spec)!.includes(v)) fail();
       return;
     case "paths":
       if (typeof v === "string") return;
@@ -97,8 +97,9 @@ function checkValue(key: string, v: unknown, spec: FieldSpec): void {
       for (const item of v as unknown[]) {
         if (spec.item === "str") {
           if (typeof item !== "string") fail();
-          if (spec.choices && !spec.choices.includes(item as string)) {
-            fail(` ("${item}" is not one of ${spec.choices.join(", ")})`);
+          const names = choicesOf(spec);
+          if (names && !names.includes(item as string)) {
+            fail(` ("${item}" is not one of ${names.join(", ")})`);
           }
         } else {
           if (typeof item !== "number" || !Number.isFinite(item)) fail();
@@ -123,11 +124,11 @@ export function expected(spec: FieldSpec): string {
     float: "a number",
     bool: "a boolean (true/false)",
     str: "a string",
-    enum: `one of ${spec.choices?.join(", ")}`,
+    enum: `one of ${choicesOf(spec)?.join(", ")}`,
     paths: "a path or a list of paths",
     map: "a mapping",
     list: `a list of ${spec.item === "str" ? "strings" : "numbers"}` +
-      (spec.choices ? ` from ${spec.choices.join(", ")}` : "") +
+      (spec.choices ? ` from ${choicesOf(spec)!.join(", ")}` : "") +
       (spec.length !== undefined ? ` with ${spec.length} items` : ""),
   }[spec.kind];
   return spec.nullable ? `${base} or null` : base;

@@ -8,7 +8,9 @@ import { readParquet } from "./parquet.ts";
 import { parseRLRow } from "./rows.ts";
 
 /** How an overlong prompt is handled. */
-export type Truncation = "error" | "left" | "right" | "middle";
+/** How an overlong prompt is handled (`data.truncation`). */
+export const TRUNCATIONS = ["error", "left", "right", "middle"] as const;
+export type Truncation = typeof TRUNCATIONS[number];
 
 /** One prompt, ready for the loader. */
 export interface DataItem {

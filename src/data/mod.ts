@@ -9,6 +9,7 @@ export {
   type RLDatasetOptions,
   truncate,
   type Truncation,
+  TRUNCATIONS,
 } from "./dataset.ts";
 export { DataError } from "./errors.ts";
 export {

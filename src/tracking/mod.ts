@@ -1,29 +1,21 @@
-export { ConsoleLogger, FileLogger, type Logger, Progress, Tracking } from "./loggers.ts";
-export { crc32c, readRecords, TensorBoardWriter } from "./tensorboard.ts";
-import { ConsoleLogger, FileLogger, type Logger, Tracking } from "./loggers.ts";
-import { TensorBoardWriter } from "./tensorboard.ts";
+/**
+ * Metric sinks selected by `trainer.logger` (console, file, tensorboard), the progress bar, and
+ * the TensorBoard event-file writer. A new logger is one file that registers itself plus one
+ * import line here.
+ */
+import "./console.ts";
+import "./file.ts";
+import "./tensorboard_logger.ts";
 
-/** Builds verl's `trainer.logger` list: console, file (JSONL) and tensorboard. */
-export function createTracking(
-  names: string[],
-  options: { dir: string; projectName: string; experimentName: string },
-): Tracking {
-  const base = `${options.dir}/${options.projectName}/${options.experimentName}`;
-  const loggers: Logger[] = names.map((name) => {
-    switch (name) {
-      case "console":
-        return new ConsoleLogger();
-      case "file":
-        return new FileLogger(`${base}/metrics.jsonl`);
-      case "tensorboard": {
-        const w = new TensorBoardWriter(`${base}/tensorboard`);
-        return { log: (s, m) => w.log(s, m), close: () => w.close() };
-      }
-      default:
-        throw new Error(
-          `trainer.logger: unknown logger "${name}" (valid: console, file, tensorboard)`,
-        );
-    }
-  });
-  return new Tracking(loggers);
-}
+export { ConsoleLogger } from "./console.ts";
+export { FileLogger } from "./file.ts";
+export {
+  createTracking,
+  type Logger,
+  type LoggerFactory,
+  type LoggerOptions,
+  LOGGERS,
+  Tracking,
+} from "./logger.ts";
+export { Progress } from "./progress.ts";
+export { crc32c, readRecords, TensorBoardWriter } from "./tensorboard.ts";

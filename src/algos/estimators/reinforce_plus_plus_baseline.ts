@@ -1,0 +1,14 @@
+/** REINFORCE++ with a group-mean baseline, whitened over the batch. */
+import { ADV_ESTIMATORS, groupedScores, maskMul, outcome } from "../advantage.ts";
+import { maskedWhiten } from "../masked.ts";
+
+// reinforce_plus_plus_baseline: (s_b - mean_g) on every valid token, whitened over the batch.
+ADV_ESTIMATORS.register("reinforce_plus_plus_baseline", {
+  groups: true,
+  compute: (inp) => {
+    const { scores, stats } = groupedScores(inp, "reinforce_plus_plus_baseline");
+    const centred = outcome(inp, scores.map((s, b) => s - stats.mean[b])).advantages;
+    const adv = maskMul(maskedWhiten(centred, inp.responseMask), inp.responseMask);
+    return { advantages: adv, returns: adv };
+  },
+});

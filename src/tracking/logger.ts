@@ -1,0 +1,45 @@
+/**
+ * Metric sinks (verl's `trainer.logger`): the Logger interface, the registry of logger kinds by
+ * name, and the fan-out the trainer writes to. Each kind is one file that registers itself
+ * (console.ts, file.ts, tensorboard_logger.ts); mod.ts imports them all.
+ */
+import { Registry } from "../tensor/mod.ts";
+
+/** A metrics sink: the trainer calls `log` once per step with verl-named scalars. */
+export interface Logger {
+  log(step: number, metrics: Record<string, number>): void;
+  close(): void;
+}
+
+/** Where a run's files go: `{dir}/{project_name}/{experiment_name}/`. */
+export interface LoggerOptions {
+  runDir: string;
+  print?: (line: string) => void;
+}
+
+export type LoggerFactory = (options: LoggerOptions) => Logger;
+
+/** Logger kinds by `trainer.logger` name. */
+export const LOGGERS: Registry<LoggerFactory> = new Registry("logger");
+
+/** Fans out to several loggers (verl's `trainer.logger` list). */
+export class Tracking implements Logger {
+  constructor(readonly loggers: Logger[]) {}
+
+  log(step: number, metrics: Record<string, number>): void {
+    for (const l of this.loggers) l.log(step, metrics);
+  }
+
+  close(): void {
+    for (const l of this.loggers) l.close();
+  }
+}
+
+/** Builds verl's `trainer.logger` list; an unknown name is an error listing the valid ones. */
+export function createTracking(
+  names: string[],
+  options: { dir: string; projectName: string; experimentName: string },
+): Tracking {
+  const runDir = `${options.dir}/${options.projectName}/${options.experimentName}`;
+  return new Tracking(names.map((name) => LOGGERS.get(name)({ runDir })));
+}

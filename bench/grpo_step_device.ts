@@ -12,7 +12,7 @@ import { RewardManager } from "../src/reward/mod.ts";
 import { buildTrainerParts } from "../src/trainer/mod.ts";
 import { loadConfig } from "../src/config/mod.ts";
 import { trainStep } from "../src/trainer/mod.ts";
-import type { PromptItem } from "../src/trainer/mod.ts";
+import type { PromptItem } from "../src/data/mod.ts";
 
 const arg = (name: string, d: number) =>
   Number(Deno.args.find((a) => a.startsWith(`--${name}=`))?.split("=")[1] ?? d);

@@ -1,11 +1,15 @@
 /**
- * The synthetic arithmetic task in the tab: the project's generator writes verl rows, and the
- * tokenizer's chat template turns them into prompt items, as the Deno loader does for parquet rows
- * (its dataset module reads parquet files, so the tab does the few lines itself).
+ * The synthetic arithmetic task in the tab: the project's generator writes verl rows in memory,
+ * and the data layer's prompt builder turns them into prompt items exactly as the Deno trainer
+ * does for parquet rows.
  */
-import type { ChatMessage, Tokenizer } from "../src/io/mod.ts";
-import { generateArithmetic, type Operator } from "../src/data/mod.ts";
-import type { PromptItem } from "../src/trainer/mod.ts";
+import type { Tokenizer } from "../src/io/mod.ts";
+import {
+  generateArithmetic,
+  type Operator,
+  type PromptItem,
+  rowsToPromptItems,
+} from "../src/data/mod.ts";
 
 /** The difficulty knobs of the page's task picker. */
 export interface ArithmeticTask {
@@ -50,21 +54,4 @@ export function arithmeticItems(
     train: rowsToPromptItems(train, options.tokenizer),
     val: rowsToPromptItems(val, options.tokenizer),
   };
-}
-
-/** Chat template + tokenize; the rows are verl's schema (prompt, reward_model, extra_info). */
-export function rowsToPromptItems(
-  rows: Record<string, unknown>[],
-  tokenizer: Tokenizer,
-): PromptItem[] {
-  return rows.map((row, index) => ({
-    inputIds: tokenizer.encode(
-      tokenizer.applyChatTemplate(row.prompt as ChatMessage[], { addGenerationPrompt: true }),
-      { addSpecialTokens: false },
-    ),
-    dataSource: row.data_source as string,
-    groundTruth: (row.reward_model as { ground_truth: string }).ground_truth,
-    extraInfo: (row.extra_info ?? {}) as Record<string, unknown>,
-    index,
-  }));
 }

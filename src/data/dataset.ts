@@ -3,27 +3,16 @@
  * prompts longer than max_prompt_length (error, left/right/middle truncation, or filtering).
  */
 import type { ChatMessage, Tokenizer } from "../io/mod.ts";
-import { DataError } from "./errors.ts";
 import { readParquet } from "./parquet.ts";
+import { type PromptItem, renderPrompt, truncate, type Truncation } from "./prompt.ts";
 import { parseRLRow } from "./rows.ts";
 
-/** How an overlong prompt is handled. */
-/** How an overlong prompt is handled (`data.truncation`). */
-export const TRUNCATIONS = ["error", "left", "right", "middle"] as const;
-export type Truncation = typeof TRUNCATIONS[number];
-
-/** One prompt, ready for the loader. */
-export interface DataItem {
-  /** Position in the dataset (after filtering). */
-  index: number;
+/** One prompt with everything its row held; `index` is its position after filtering. */
+export interface DataItem extends PromptItem {
   /** Unique within the dataset, so samples of one prompt share it (GRPO groups by it). */
   uid: string;
-  inputIds: number[];
   rawPrompt: ChatMessage[];
-  dataSource: string;
   ability: string | null;
-  groundTruth: string;
-  extraInfo: Record<string, unknown>;
   agentName: string | null;
   interactionKwargs: Record<string, unknown> | null;
   /** Where it came from. */
@@ -70,9 +59,7 @@ export class RLDataset {
       });
       rows.forEach((raw, row) => {
         const r = parseRLRow(raw, { file, row }, { promptKey, dataSourceKey });
-        const text = tokenizer.applyChatTemplate(r.prompt, { addGenerationPrompt: true });
-        // The template already wrote any special tokens as text.
-        let ids = tokenizer.encode(text, { addSpecialTokens: false });
+        let ids = renderPrompt(r.prompt, tokenizer);
         if (ids.length > max) {
           if (opts.filterOverlongPrompts) return void filtered++;
           ids = truncate(ids, max, opts.truncation ?? "error", { file, row, column: promptKey });
@@ -95,32 +82,5 @@ export class RLDataset {
       });
     }
     return new RLDataset(items, filtered);
-  }
-}
-
-/** Cuts ids to `max` tokens; `error` throws naming the file, the row and both lengths. */
-export function truncate(
-  ids: number[],
-  max: number,
-  how: Truncation,
-  at: { file: string; row: number; column: string },
-): number[] {
-  switch (how) {
-    case "left":
-      return ids.slice(ids.length - max);
-    case "right":
-      return ids.slice(0, max);
-    case "middle": {
-      const head = Math.floor(max / 2);
-      return [...ids.slice(0, head), ...ids.slice(ids.length - (max - head))];
-    }
-    case "error":
-      throw new DataError(
-        at.file,
-        `prompt is ${ids.length} tokens, longer than data.max_prompt_length=${max} ` +
-          "(set data.truncation or data.filter_overlong_prompts=true)",
-        at.row,
-        at.column,
-      );
   }
 }

@@ -1,129 +1,89 @@
 /**
- * Batches over a dataset, epoch after epoch, with a seeded shuffle. The order of epoch e depends
- * only on (seed, e), so the position (epoch, batch) is the whole state: a resumed run continues
- * with exactly the batches it would have seen.
+ * Batches of prompts, epoch after epoch, with a seeded shuffle. The order of epoch e depends only
+ * on (seed, e), so the position {epoch, cursor} is the whole state: a resumed run continues with
+ * exactly the batches it would have seen, epoch boundaries included. The last incomplete batch
+ * of an epoch is dropped, as verl's training loader does.
  */
-import { mixSeed, permutation } from "../tensor/mod.ts";
-
-export interface DataLoaderOptions {
-  batchSize: number;
-  /** Shuffle each epoch (data.shuffle). */
-  shuffle?: boolean;
-  /** Seed of the shuffle (data.seed). */
-  seed?: number;
-  /** Drop the last incomplete batch of an epoch (true for training, as in verl). */
-  dropLast?: boolean;
-  /** Stop after this many epochs; default: never stop. */
-  epochs?: number;
-}
+import { seededRandom, shuffled } from "../tensor/mod.ts";
 
 /** What a checkpoint stores to resume the loader. */
 export interface LoaderState {
   epoch: number;
-  /** Batches already served in `epoch`. */
-  batch: number;
-  seed: number;
-  size: number;
-  batchSize: number;
-  shuffle: boolean;
-  dropLast: boolean;
+  /** Items already served in `epoch`. */
+  cursor: number;
 }
 
-/** One batch and where it sits in the run. */
-export interface LoaderBatch<T> {
-  epoch: number;
-  /** Batch number within the epoch. */
-  batch: number;
-  items: T[];
+export interface DataLoaderOptions {
+  batchSize: number;
+  /** Shuffle each epoch (data.shuffle). */
+  shuffle: boolean;
+  /** Seed of the shuffle (data.seed). */
+  seed: number;
 }
 
 export class DataLoader<T> {
   #epoch = 0;
-  #batch = 0;
-  #order: Uint32Array | null = null;
-  readonly #o: Required<DataLoaderOptions>;
+  #cursor = 0;
+  #order: number[];
 
-  constructor(readonly data: readonly T[], opts: DataLoaderOptions) {
-    if (!Number.isInteger(opts.batchSize) || opts.batchSize < 1) {
-      throw new Error(`DataLoader: batchSize must be a positive integer, got ${opts.batchSize}`);
+  constructor(readonly items: readonly T[], readonly options: DataLoaderOptions) {
+    const { batchSize } = options;
+    if (!Number.isInteger(batchSize) || batchSize < 1) {
+      throw new Error(`data.train_batch_size must be a positive integer, got ${batchSize}`);
     }
-    this.#o = {
-      shuffle: true,
-      seed: 1,
-      dropLast: true,
-      epochs: Infinity,
-      ...opts,
-    };
-    if (this.batchesPerEpoch === 0) {
+    if (items.length < batchSize) {
       throw new Error(
-        `DataLoader: ${data.length} items make no batch of ${opts.batchSize}` +
-          (this.#o.dropLast ? " (incomplete batches are dropped)" : ""),
+        `data.train_batch_size=${batchSize} is larger than the training set (${items.length} prompts)`,
       );
     }
+    this.#order = this.#orderFor(0);
   }
 
-  /** Batches in one epoch. */
-  get batchesPerEpoch(): number {
-    const n = this.data.length / this.#o.batchSize;
-    return this.#o.dropLast ? Math.floor(n) : Math.ceil(n);
+  #orderFor(epoch: number): number[] {
+    const idx = this.items.map((_, i) => i);
+    return this.options.shuffle ? shuffled(idx, seededRandom(this.options.seed, epoch)) : idx;
   }
 
-  /** The current epoch (the one the next batch comes from). */
   get epoch(): number {
     return this.#epoch;
   }
 
-  /** The next batch, moving on to the next epoch as needed; null after the last epoch. */
-  next(): LoaderBatch<T> | null {
-    if (this.#batch >= this.batchesPerEpoch) {
+  get batchesPerEpoch(): number {
+    return Math.floor(this.items.length / this.options.batchSize);
+  }
+
+  /** The next batch, or null at the end of an epoch (the next call starts the next epoch). */
+  next(): T[] | null {
+    const size = this.options.batchSize;
+    if (this.#cursor + size > this.items.length) {
       this.#epoch++;
-      this.#batch = 0;
-      this.#order = null;
+      this.#cursor = 0;
+      this.#order = this.#orderFor(this.#epoch);
+      return null;
     }
-    if (this.#epoch >= this.#o.epochs) return null;
-    const order = this.#order ??= this.#orderOf(this.#epoch);
-    const start = this.#batch * this.#o.batchSize;
-    const end = Math.min(start + this.#o.batchSize, this.data.length);
-    const items = Array.from(order.subarray(start, end), (i) => this.data[i]);
-    return { epoch: this.#epoch, batch: this.#batch++, items };
+    const out = this.#order.slice(this.#cursor, this.#cursor + size).map((i) => this.items[i]);
+    this.#cursor += size;
+    return out;
   }
 
-  /** Iterates over the remaining batches. */
-  *[Symbol.iterator](): Iterator<LoaderBatch<T>> {
-    for (let b = this.next(); b !== null; b = this.next()) yield b;
-  }
-
-  /** The position, for checkpoints. */
   state(): LoaderState {
-    return {
-      epoch: this.#epoch,
-      batch: this.#batch,
-      seed: this.#o.seed,
-      size: this.data.length,
-      batchSize: this.#o.batchSize,
-      shuffle: this.#o.shuffle,
-      dropLast: this.#o.dropLast,
-    };
+    return { epoch: this.#epoch, cursor: this.#cursor };
   }
 
-  /** Continues from a saved position; the data and settings must match the saved ones. */
-  restore(s: LoaderState): void {
-    const mine = this.state();
-    for (const k of ["seed", "size", "batchSize", "shuffle", "dropLast"] as const) {
-      if (s[k] !== mine[k]) {
-        throw new Error(
-          `DataLoader.restore: saved ${k}=${s[k]} but this loader has ${k}=${mine[k]}; ` +
-            "the resumed run would not see the same batches",
-        );
-      }
+  /** Continues from a saved position; a malformed state is an error that shows it. */
+  restore(state: unknown): void {
+    const s = state as Partial<LoaderState> | null;
+    const ok = typeof s === "object" && s !== null &&
+      Number.isInteger(s.epoch) && s.epoch! >= 0 &&
+      Number.isInteger(s.cursor) && s.cursor! >= 0 && s.cursor! <= this.items.length;
+    if (!ok) {
+      throw new Error(
+        `data loader state ${JSON.stringify(state)} is not {epoch, cursor} within ` +
+          `${this.items.length} prompts`,
+      );
     }
-    this.#epoch = s.epoch;
-    this.#batch = s.batch;
-    this.#order = null;
-  }
-
-  #orderOf(epoch: number): Uint32Array {
-    if (this.#o.shuffle) return permutation(this.data.length, mixSeed(this.#o.seed, epoch));
-    return Uint32Array.from({ length: this.data.length }, (_, i) => i);
+    this.#epoch = s!.epoch!;
+    this.#cursor = s!.cursor!;
+    this.#order = this.#orderFor(this.#epoch);
   }
 }

@@ -1,25 +1,23 @@
 /**
- * Data: verl-schema parquet in and out, the RL prompt dataset, a resumable seeded loader,
- * left-padded collation, and the synthetic arithmetic task.
+ * Data: verl-schema parquet in and out, the one prompt builder, the RL prompt dataset, SFT
+ * examples, a resumable seeded loader, left-padded collation, and the synthetic arithmetic task.
  */
 export { collatePrompts, type PromptTensors } from "./collate.ts";
+export { type DataItem, RLDataset, type RLDatasetOptions } from "./dataset.ts";
 export {
-  type DataItem,
-  RLDataset,
-  type RLDatasetOptions,
+  buildPrompt,
+  type PromptItem,
+  type PromptSource,
+  renderPrompt,
+  rowsToPromptItems,
   truncate,
   type Truncation,
   TRUNCATIONS,
-} from "./dataset.ts";
+} from "./prompt.ts";
 export { DataError } from "./errors.ts";
-export {
-  DataLoader,
-  type DataLoaderOptions,
-  type LoaderBatch,
-  type LoaderState,
-} from "./loader.ts";
+export { DataLoader, type DataLoaderOptions, type LoaderState } from "./loader.ts";
 export { readParquet, type Row, type WriteData, writeParquet } from "./parquet.ts";
-export { parseRLRow, type RLRow } from "./rows.ts";
+export { parseChatMessages, parseRLRow, type RLRow, type RowPlace } from "./rows.ts";
 export {
   type ArithmeticOptions,
   evaluateExpression,

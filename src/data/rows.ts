@@ -21,6 +21,23 @@ export interface RowPlace {
   row: number;
 }
 
+/** A prompt column's chat messages, or an error naming the file, row and column. */
+export function parseChatMessages(value: unknown, at: RowPlace, column: string): ChatMessage[] {
+  const fail = (why: string): never => {
+    throw new DataError(at.file, why, at.row, column);
+  };
+  if (!Array.isArray(value) || value.length === 0) {
+    fail(`expected a non-empty list of {role, content}, got ${describe(value)}`);
+  }
+  return (value as unknown[]).map((m, i) => {
+    const msg = m as Record<string, unknown> | null;
+    if (typeof msg?.role !== "string" || typeof msg?.content !== "string") {
+      fail(`message ${i} is not {role: string, content: string}: ${describe(m)}`);
+    }
+    return { role: msg!.role as string, content: msg!.content as string };
+  });
+}
+
 /** Checks one row against verl's schema. */
 export function parseRLRow(
   row: Row,
@@ -30,17 +47,7 @@ export function parseRLRow(
   const fail = (column: string, why: string): never => {
     throw new DataError(at.file, why, at.row, column);
   };
-  const prompt = row[keys.promptKey];
-  if (!Array.isArray(prompt) || prompt.length === 0) {
-    fail(keys.promptKey, `expected a non-empty list of {role, content}, got ${describe(prompt)}`);
-  }
-  const messages = (prompt as unknown[]).map((m, i) => {
-    const msg = m as Record<string, unknown> | null;
-    if (typeof msg?.role !== "string" || typeof msg?.content !== "string") {
-      fail(keys.promptKey, `message ${i} is not {role: string, content: string}: ${describe(m)}`);
-    }
-    return { role: msg!.role as string, content: msg!.content as string };
-  });
+  const messages = parseChatMessages(row[keys.promptKey], at, keys.promptKey);
   const dataSource = row[keys.dataSourceKey];
   if (typeof dataSource !== "string") {
     fail(keys.dataSourceKey, `expected a string, got ${describe(dataSource)}`);

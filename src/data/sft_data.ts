@@ -5,7 +5,7 @@
  */
 import type { ChatMessage, Tokenizer } from "../io/mod.ts";
 import { readParquet } from "./parquet.ts";
-import { truncate, type Truncation } from "./dataset.ts";
+import { renderPrompt, truncate, type Truncation } from "./prompt.ts";
 
 /** One tokenised example: the prompt (chat-templated) and the response with its EOS. */
 export interface SftExample {
@@ -54,8 +54,7 @@ export function sftExampleFromRow(
     : (() => {
       throw new Error(`${at(o.promptKey)}: expected chat messages or a string`);
     })();
-  const text = tokenizer.applyChatTemplate(messages, { addGenerationPrompt: true });
-  let promptIds = tokenizer.encode(text, { addSpecialTokens: false });
+  let promptIds = renderPrompt(messages, tokenizer);
   const responseIds = [
     ...tokenizer.encode(response, { addSpecialTokens: false }),
     tokenizer.eosTokenId,

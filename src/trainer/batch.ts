@@ -2,8 +2,15 @@
  * The controller's typed batch: per-sample fields and `[B, *]` arrays held on the CPU between
  * stages (each stage uploads what it needs in micro-batches). B = prompts x rollout.n samples,
  * P = prompt tokens (left-padded), R = response tokens (right-padded).
+ *
+ * Each stage adds the fields it makes, so the type of a batch says which stages it went through:
+ * gen -> GenBatch, reward -> ScoredBatch, old_log_prob -> LogProbBatch, ref -> RefBatch,
+ * values -> ValuedBatch, adv -> AdvBatch. Fields of a stage that the run does not use (ref without
+ * a KL term, values without a critic) are present and undefined.
  */
-export interface Batch {
+
+/** After gen: the prompts, their samples and the sampled responses. */
+export interface GenBatch {
   size: number; // B
   promptLength: number; // P
   responseLength: number; // R
@@ -16,17 +23,40 @@ export interface Batch {
   responses: Int32Array; // [B, R] right-padded ids
   responseMask: Int32Array; // [B, R] 1 = token the policy generated
   rolloutLogProbs?: Float32Array; // [B, R] log-probs under the sampling distribution
-  tokenLevelScores?: Float32Array; // [B, R] score at the last valid response token
-  tokenLevelRewards?: Float32Array; // [B, R] scores minus beta * KL when use_kl_in_reward
-  oldLogProbs?: Float32Array; // [B, R]
-  entropys?: Float32Array; // [B, R]
-  refLogProbs?: Float32Array; // [B, R]
-  values?: Float32Array; // [B, R]
-  advantages?: Float32Array; // [B, R]
-  returns?: Float32Array; // [B, R]
-  responseTexts?: string[]; // [B] decoded responses
-  rewardExtraInfo?: Record<string, (number | string | null)[]>; // column -> [B]
 }
+
+/** After reward. */
+export interface ScoredBatch extends GenBatch {
+  tokenLevelScores: Float32Array; // [B, R] score at the last valid response token
+  responseTexts: string[]; // [B] decoded responses
+  rewardExtraInfo: Record<string, (number | string | null)[]>; // column -> [B]
+}
+
+/** After old_log_prob. */
+export interface LogProbBatch extends ScoredBatch {
+  oldLogProbs: Float32Array; // [B, R]
+  entropys: Float32Array | undefined; // [B, R]
+}
+
+/** After ref (undefined when no KL term uses the reference). */
+export interface RefBatch extends LogProbBatch {
+  refLogProbs: Float32Array | undefined; // [B, R]
+}
+
+/** After values (undefined without a critic). */
+export interface ValuedBatch extends RefBatch {
+  values: Float32Array | undefined; // [B, R]
+}
+
+/** After adv: everything the updates need. */
+export interface AdvBatch extends ValuedBatch {
+  tokenLevelRewards: Float32Array; // [B, R] scores minus beta * KL when use_kl_in_reward
+  advantages: Float32Array; // [B, R]
+  returns: Float32Array; // [B, R]
+}
+
+/** A batch at any stage: the fields of later stages may be missing. */
+export type Batch = GenBatch & Partial<Omit<AdvBatch, keyof GenBatch>>;
 
 /** Model inputs for prompt + response: `[B, P + R]` ids, mask and positions. */
 export interface SequenceInputs {
@@ -43,7 +73,7 @@ export interface SequenceInputs {
  * Joins prompts and responses of the given rows into one sequence each. The logits at position
  * P - 1 + r predict response token r, so `targets` marks exactly those positions.
  */
-export function sequenceInputs(batch: Batch, rows: readonly number[]): SequenceInputs {
+export function sequenceInputs(batch: GenBatch, rows: readonly number[]): SequenceInputs {
   const P = batch.promptLength, R = batch.responseLength, T = P + R;
   const n = rows.length;
   const inputIds = new Int32Array(n * T), attentionMask = new Int32Array(n * T);

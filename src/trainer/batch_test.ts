@@ -1,9 +1,7 @@
 import assert from "node:assert/strict";
-import { type Batch, responseScatter, responseSlice, sequenceInputs } from "./batch.ts";
-import { ItemLoader } from "./build.ts";
-import type { PromptItem } from "./stages.ts";
+import { type GenBatch, responseScatter, responseSlice, sequenceInputs } from "./batch.ts";
 
-function batch(): Batch {
+function batch(): GenBatch {
   // Two samples, P = 3 (left-padded), R = 3 (right-padded; the second stops after one token).
   return {
     size: 2,
@@ -46,30 +44,4 @@ Deno.test("response slice and scatter are inverse on the response positions", ()
   const part = responseSlice(full, 2, 3, 3);
   assert.deepEqual([...part], [2, 3, 4, 8, 9, 10]);
   assert.deepEqual([...responseScatter(part, 2, 3, 3)], [0, 0, 2, 3, 4, 0, 0, 0, 8, 9, 10, 0]);
-});
-
-Deno.test("the item loader restores its position, across an epoch boundary", () => {
-  const items: PromptItem[] = Array.from({ length: 5 }, (_, i) => ({
-    index: i,
-    inputIds: [i],
-    dataSource: "s",
-    groundTruth: "",
-    extraInfo: {},
-  }));
-  const a = new ItemLoader(items, 2, { shuffle: true, seed: 3 });
-  const seen: number[][] = [];
-  for (let k = 0; k < 3; k++) seen.push((a.next() ?? a.next())!.map((x) => x.index));
-  const state = a.state();
-  const rest = [a.next() ?? a.next(), a.next() ?? a.next()].map((b) => b!.map((x) => x.index));
-  const b = new ItemLoader(items, 2, { shuffle: true, seed: 3 });
-  b.restore(state);
-  assert.deepEqual(
-    [b.next() ?? b.next(), b.next() ?? b.next()].map((x) => x!.map((y) => y.index)),
-    rest,
-  );
-  assert.ok(a.epoch >= 1);
-  assert.throws(
-    () => new ItemLoader(items, 9, { shuffle: false, seed: 1 }),
-    /larger than the training set/,
-  );
 });

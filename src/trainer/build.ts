@@ -2,7 +2,6 @@
  * Builds the trainer's parts from in-memory inputs (a config, a tokenizer, weights, prompt items),
  * so the same controller runs in Deno (src/trainer/setup.ts reads the files) and in a browser tab.
  */
-import { seededRandom, shuffled } from "../tensor/mod.ts";
 import { createKlController } from "../algos/mod.ts";
 import type { ModelConfig } from "../io/mod.ts";
 import type { Tokenizer } from "../io/mod.ts";
@@ -15,8 +14,8 @@ import type { Tensor } from "../tensor/mod.ts";
 import type { PpoConfig } from "../config/mod.ts";
 import { criticEnabled } from "../config/mod.ts";
 import type { Optimizer } from "./optimizer_step.ts";
-import type { CheckpointStore, PromptLoader, RolloutFn, TrainerParts } from "./parts.ts";
-import type { PromptItem } from "./stages.ts";
+import { DataLoader, type PromptItem } from "../data/mod.ts";
+import type { CheckpointStore, RolloutFn, TrainerParts } from "./parts.ts";
 import type { Logger } from "../tracking/mod.ts";
 
 export interface ModelWeights {
@@ -58,63 +57,6 @@ export function makeOptimizer(
     weightDecay: optim.weight_decay,
   });
   return { adamw, params: list };
-}
-
-/** In-memory prompt loader: seeded shuffle per epoch, restorable position. */
-export class ItemLoader implements PromptLoader {
-  #epoch = 0;
-  #cursor = 0;
-  #order: number[] = [];
-
-  constructor(
-    readonly items: PromptItem[],
-    readonly batchSize: number,
-    readonly options: { shuffle: boolean; seed: number; dropLast?: boolean },
-  ) {
-    if (items.length < batchSize) {
-      throw new Error(
-        `data.train_batch_size=${batchSize} is larger than the training set (${items.length} prompts)`,
-      );
-    }
-    this.#order = this.#orderFor(0);
-  }
-
-  #orderFor(epoch: number): number[] {
-    const idx = this.items.map((_, i) => i);
-    return this.options.shuffle ? shuffled(idx, seededRandom(this.options.seed, epoch)) : idx;
-  }
-
-  get epoch(): number {
-    return this.#epoch;
-  }
-
-  get batchesPerEpoch(): number {
-    return Math.floor(this.items.length / this.batchSize);
-  }
-
-  next(): PromptItem[] | null {
-    if (this.#cursor + this.batchSize > this.items.length) {
-      this.#epoch++;
-      this.#cursor = 0;
-      this.#order = this.#orderFor(this.#epoch);
-      return null;
-    }
-    const out = this.#order.slice(this.#cursor, this.#cursor + this.batchSize)
-      .map((i) => this.items[i]);
-    this.#cursor += this.batchSize;
-    return out;
-  }
-
-  state(): unknown {
-    return { epoch: this.#epoch, cursor: this.#cursor };
-  }
-
-  restore(state: unknown): void {
-    const s = state as { epoch: number; cursor: number };
-    this.#epoch = s.epoch;
-    this.#cursor = s.cursor;
-    this.#order = this.#orderFor(s.epoch);
-  }
 }
 
 /** Wraps the generation engine into the controller's rollout function. */
@@ -167,7 +109,8 @@ export function buildTrainerParts(o: BuildOptions): TrainerParts {
     ref: refModel,
     critic,
     rollout: rolloutFor(actorModel, o.tokenizer),
-    trainLoader: new ItemLoader(o.trainItems, cfg.data.train_batch_size, {
+    trainLoader: new DataLoader(o.trainItems, {
+      batchSize: cfg.data.train_batch_size,
       shuffle: cfg.data.shuffle,
       seed: cfg.data.seed,
     }),

@@ -7,13 +7,18 @@ import { initGpu } from "../gpu/mod.ts";
 import { loadTokenizer, readModelFolder } from "../io/mod.ts";
 import { tensorToFloat32 } from "../io/mod.ts";
 import { charTokenizer } from "../io/mod.ts";
-import type { ChatMessage, Tokenizer } from "../io/mod.ts";
+import type { Tokenizer } from "../io/mod.ts";
 import { CausalLM } from "../nn/mod.ts";
 import { ConfigError, type GenerationConfig } from "../config/mod.ts";
-import { collatePrompts } from "../data/mod.ts";
-import { truncate } from "../data/mod.ts";
-import { DataError } from "../data/mod.ts";
-import { readParquet, type Row, writeParquet } from "../data/mod.ts";
+import {
+  buildPrompt,
+  collatePrompts,
+  DataError,
+  parseChatMessages,
+  readParquet,
+  type Row,
+  writeParquet,
+} from "../data/mod.ts";
 import { tinyModelConfig } from "../nn/mod.ts";
 import { generate } from "../rollout/mod.ts";
 
@@ -68,16 +73,9 @@ function promptIds(
 ): number[][] {
   const file = cfg.data.path, column = cfg.data.prompt_key;
   return rows.map((row, i) => {
-    const raw = row[column];
-    const ok = Array.isArray(raw) && raw.length > 0 &&
-      raw.every((m) => typeof m?.role === "string" && typeof m?.content === "string");
-    if (!ok) {
-      throw new DataError(file, "expected a non-empty list of {role, content}", i, column);
-    }
-    const text = tokenizer.applyChatTemplate(raw as ChatMessage[], { addGenerationPrompt: true });
-    const ids = tokenizer.encode(text, { addSpecialTokens: false });
-    if (ids.length <= maxLength) return ids;
-    return truncate(ids, maxLength, cfg.data.truncation, { file, row: i, column });
+    const messages = parseChatMessages(row[column], { file, row: i }, column);
+    const at = { file, row: i, column };
+    return buildPrompt(messages, tokenizer, { maxLength, truncation: cfg.data.truncation, at });
   });
 }
 

@@ -1,11 +1,21 @@
-/** Public face of src/trainer. */
-export { type GenerationSummary, runGeneration } from "./main_generation.ts";
-export { fit, type FitResult, trainStep } from "./ppo_trainer.ts";
+/**
+ * The trainer: `fit()` over the named stages of a PPO/GRPO step (stages/), the parts it runs on
+ * (built from files by `setupTrainer` in Deno, from memory by `buildTrainerParts` in a browser),
+ * SFT, checkpoints, and the generation and evaluation jobs (verl's main_generation / main_eval).
+ */
+export { fit, type FitResult, totalSteps, trainStep } from "./ppo_trainer.ts";
+export {
+  type CheckpointStore,
+  type GenerationRow,
+  type PromptLoader,
+  type RolloutFn,
+  type TrainerParts,
+} from "./parts.ts";
+export { type AdvBatch, type Batch, type GenBatch, type ScoredBatch } from "./batch.ts";
+export { buildTrainerParts, makeOptimizer, type ModelWeights } from "./build.ts";
 export { readWeights, setupTrainer, tokenizerFromFiles } from "./setup.ts";
-export { evaluateResponses } from "./main_eval.ts";
+export { sftFit } from "./sft_trainer.ts";
 export { saveCheckpoint } from "./checkpoint/manager.ts";
 export { writeModel } from "./checkpoint/store.ts";
-export { buildTrainerParts, makeOptimizer } from "./build.ts";
-export { sftFit } from "./sft_trainer.ts";
-export { type GenerationRow, type TrainerParts } from "./parts.ts";
-export { type PromptItem } from "./stages.ts";
+export { type GenerationSummary, runGeneration } from "./main_generation.ts";
+export { evaluateResponses, type EvaluationResult } from "./main_eval.ts";

@@ -7,7 +7,7 @@ import type { PpoConfig } from "../config/mod.ts";
 import type { CausalModel } from "./actor.ts";
 import type { ValueModel } from "./critic.ts";
 import type { Optimizer } from "./optimizer_step.ts";
-import type { PromptItem } from "./stages.ts";
+import type { PromptItem } from "../data/mod.ts";
 
 /** Left-padded prompts `[B, P]` for the rollout. */
 export interface RolloutPrompts {

@@ -1,23 +1,23 @@
 /**
- * The PPO/GRPO controller. `fit()` reads like the list of stages in the design: gen, reward,
- * old_log_prob, ref, values, adv, update_critic, update_actor, then log / validate / save.
+ * The PPO/GRPO controller. `trainStep` reads like the list of stages in the design: gen, reward,
+ * old_log_prob, ref, values, adv, update_critic, update_actor; `fit` adds log / validate / save.
+ * Each stage is one file in stages/ and adds its fields to the typed batch.
  */
-import type { Batch } from "./batch.ts";
-import type { TrainerParts } from "./parts.ts";
-import {
-  adv,
-  dataMetrics,
-  gen,
-  oldLogProb,
-  ref,
-  reward,
-  updateActorStage,
-  updateCriticStage,
-  values,
-} from "./stages.ts";
-import { learningRate, Timer } from "./util.ts";
+import type { PromptItem } from "../data/mod.ts";
 import { Progress } from "../tracking/mod.ts";
-import { generationRows, validate } from "./validate.ts";
+import type { TrainerParts } from "./parts.ts";
+import { adv } from "./stages/adv.ts";
+import { gen } from "./stages/gen.ts";
+import { dataMetrics, log, perfMetrics } from "./stages/log.ts";
+import { oldLogProb } from "./stages/old_log_prob.ts";
+import { ref } from "./stages/ref.ts";
+import { reward } from "./stages/reward.ts";
+import { save } from "./stages/save.ts";
+import { updateActorStage } from "./stages/update_actor.ts";
+import { updateCriticStage } from "./stages/update_critic.ts";
+import { generationRows, validate } from "./stages/validate.ts";
+import { values } from "./stages/values.ts";
+import { learningRate, Timer } from "./util.ts";
 
 export interface FitResult {
   globalStep: number;
@@ -53,61 +53,49 @@ function lrAt(parts: TrainerParts, which: "actor" | "critic", step: number): num
 export async function trainStep(
   parts: TrainerParts,
   step: number,
-  items: Parameters<typeof gen>[1],
+  items: PromptItem[],
 ): Promise<Record<string, number>> {
-  const cfg = parts.config;
-  const n = cfg.actor_rollout_ref.rollout.n;
-  const stages = 5 + (parts.ref ? 1 : 0) + (parts.critic ? 2 : 0);
+  const n = parts.config.actor_rollout_ref.rollout.n;
   // A terminal shows which stage of a long step is running; logs stay one line per step.
-  const progress = new Progress(`step ${step}`, stages);
+  const progress = new Progress(`step ${step}`, 5 + (parts.ref ? 1 : 0) + (parts.critic ? 2 : 0));
   let done = 0;
   const timer = new Timer((name) => progress.update(done++, name));
+  const time = timer.time.bind(timer);
   const t0 = performance.now();
-  let batch: Batch = await timer.time(
+
+  const generated = await time(
     "gen",
     () => gen(parts, items, { step, n, validation: false, uidPrefix: `s${step}` }),
   );
-  const rewarded = await timer.time("reward", () => reward(parts, batch, { validation: false }));
-  batch = rewarded.batch;
-  batch = await timer.time("old_log_prob", () => oldLogProb(parts, batch));
-  if (parts.ref) batch = await timer.time("ref", () => ref(parts, batch));
-  if (parts.critic) batch = await timer.time("values", () => values(parts, batch));
-  const advantaged = await timer.time("adv", () => adv(parts, batch, parts.klCtrl));
-  batch = advantaged.batch;
-  let criticMetrics: Record<string, number> = {};
-  if (parts.critic) {
-    criticMetrics = await timer.time(
+  const scored = await time("reward", () => reward(parts, generated, { validation: false }));
+  const withLogProbs = await time("old_log_prob", () => oldLogProb(parts, scored.batch));
+  const withRef = await time("ref", () => ref(parts, withLogProbs), parts.ref !== null);
+  const valued = await time("values", () => values(parts, withRef), parts.critic !== null);
+  const advantaged = await time("adv", () => adv(parts, valued, parts.klCtrl));
+  const batch = advantaged.batch;
+  const critic = parts.critic
+    ? await time(
       "update_critic",
       () => updateCriticStage(parts, batch, { step, lr: lrAt(parts, "critic", step - 1) }),
-    );
-  }
-  let actorMetrics: Record<string, number> = {};
-  if (step > cfg.trainer.critic_warmup) {
-    actorMetrics = await timer.time(
+    )
+    : {};
+  const actor = step > parts.config.trainer.critic_warmup
+    ? await time(
       "update_actor",
       () => updateActorStage(parts, batch, { step, lr: lrAt(parts, "actor", step - 1) }),
-    );
-  }
+    )
+    : {};
   progress.done();
-  const seconds = (performance.now() - t0) / 1000;
-  let tokens = 0;
-  for (const m of batch.promptMask) tokens += m;
-  for (const m of batch.responseMask) tokens += m;
-  if (parts.onGenerations) parts.onGenerations("train", step, generationRows(parts, batch, step));
+
+  parts.onGenerations?.("train", step, generationRows(parts, batch, step));
   return {
-    ...rewarded.metrics,
+    ...scored.metrics,
     ...advantaged.metrics,
     ...dataMetrics(batch),
-    ...criticMetrics,
-    ...actorMetrics,
+    ...critic,
+    ...actor,
     ...timer.timings,
-    "timing_s/step": seconds,
-    "perf/total_num_tokens": tokens,
-    "perf/throughput": tokens / seconds,
-    "perf/time_per_step": seconds,
-    ...(parts.peakMemoryBytes
-      ? { "perf/max_memory_allocated_gb": parts.peakMemoryBytes() / 2 ** 30 }
-      : {}),
+    ...perfMetrics(parts, batch, (performance.now() - t0) / 1000),
   };
 }
 
@@ -126,7 +114,7 @@ export async function fit(parts: TrainerParts): Promise<FitResult> {
   let lastValidation: Record<string, number> = {};
   if ((t.val_before_train && step === 0) || t.val_only) {
     lastValidation = await validate(parts, step);
-    parts.tracking.log(step, lastValidation);
+    log(parts, step, lastValidation);
     if (t.val_only) return { globalStep: step, lastMetrics: {}, lastValidation };
   }
   let lastMetrics: Record<string, number> = {};
@@ -143,16 +131,10 @@ export async function fit(parts: TrainerParts): Promise<FitResult> {
       lastValidation = await validate(parts, step);
       Object.assign(metrics, lastValidation);
     }
-    if (parts.checkpoints && t.save_freq > 0 && (step % t.save_freq === 0 || last)) {
-      const t0 = performance.now();
-      await parts.checkpoints.save(step, {
-        global_step: step,
-        data_loader: parts.trainLoader.state(),
-        kl_ctrl: parts.klCtrl?.state() ?? null,
-      });
-      metrics["timing_s/save_checkpoint"] = (performance.now() - t0) / 1000;
+    if (t.save_freq > 0 && (step % t.save_freq === 0 || last)) {
+      Object.assign(metrics, await save(parts, step));
     }
-    parts.tracking.log(step, metrics);
+    log(parts, step, metrics);
     lastMetrics = metrics;
   }
   return { globalStep: step, lastMetrics, lastValidation };

@@ -1,4 +1,5 @@
 /** Small helpers the controller shares: lr schedules, timers, metric reduction. */
+import type { PpoConfig } from "../config/mod.ts";
 
 export interface LrScheduleOptions {
   lr: number;
@@ -30,7 +31,9 @@ export class Timer {
   /** `onStage` hears each stage as it starts (the console progress bar). */
   constructor(private readonly onStage?: (name: string) => void) {}
 
-  async time<T>(name: string, fn: () => Promise<T> | T): Promise<T> {
+  /** Runs fn; with `timed` false (a stage the run skips) it neither reports nor times it. */
+  async time<T>(name: string, fn: () => Promise<T> | T, timed = true): Promise<T> {
+    if (!timed) return await fn();
     this.onStage?.(name);
     const t0 = performance.now();
     try {
@@ -53,4 +56,12 @@ export function reduceMetrics(lists: Record<string, number[]>): Record<string, n
 
 export function appendMetrics(lists: Record<string, number[]>, m: Record<string, number>): void {
   for (const [k, v] of Object.entries(m)) (lists[k] ??= []).push(v);
+}
+
+/** Micro-batch size (samples) of a forward pass: verl's `*_micro_batch_size_per_gpu`, default 8. */
+export function microBatchSize(cfg: PpoConfig, pass: "actor" | "ref" | "rollout"): number {
+  const a = cfg.actor_rollout_ref;
+  if (pass === "actor") return a.actor.ppo_micro_batch_size_per_gpu ?? 8;
+  if (pass === "ref") return a.ref.log_prob_micro_batch_size_per_gpu ?? 8;
+  return a.rollout.log_prob_micro_batch_size_per_gpu ?? 8;
 }

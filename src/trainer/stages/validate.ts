@@ -1,13 +1,13 @@
 /** Validation: greedy (by `val_kwargs`) generations on the held-out prompts, scored per source. */
-import type { Batch } from "./batch.ts";
-import type { GenerationRow, TrainerParts } from "./parts.ts";
-import { chunks, range } from "./batch.ts";
-import { gen, reward } from "./stages.ts";
+import { chunks, range, type ScoredBatch } from "../batch.ts";
+import type { GenerationRow, TrainerParts } from "../parts.ts";
+import { gen } from "./gen.ts";
+import { reward } from "./reward.ts";
 
 /** One row per sample for the generation dumps and the page's table. */
 export function generationRows(
   parts: TrainerParts,
-  batch: Batch,
+  batch: ScoredBatch,
   step: number,
 ): GenerationRow[] {
   const P = batch.promptLength;
@@ -17,10 +17,10 @@ export function generationRows(
     );
     let score = 0;
     const R = batch.responseLength;
-    for (let r = 0; r < R; r++) score += batch.tokenLevelScores![b * R + r];
+    for (let r = 0; r < R; r++) score += batch.tokenLevelScores[b * R + r];
     return {
       input: parts.tokenizer.decode(ids, { skipSpecialTokens: false }),
-      output: batch.responseTexts?.[b] ?? "",
+      output: batch.responseTexts[b] ?? "",
       score,
       ground_truth: batch.groundTruth[b],
       data_source: batch.dataSource[b],
@@ -38,8 +38,8 @@ export async function validate(parts: TrainerParts, step: number): Promise<Recor
   const rows: GenerationRow[] = [];
   for (const idx of chunks(range(parts.valItems.length), Math.max(1, size))) {
     const items = idx.map((i) => parts.valItems[i]);
-    let batch = await gen(parts, items, { step, n, validation: true, uidPrefix: "val" });
-    batch = (await reward(parts, batch, { validation: true })).batch;
+    const generated = await gen(parts, items, { step, n, validation: true, uidPrefix: "val" });
+    const { batch } = await reward(parts, generated, { validation: true });
     for (const row of generationRows(parts, batch, step)) {
       rows.push(row);
       const list = bySource.get(row.data_source) ?? [];

@@ -1,0 +1,54 @@
+/** log: verl's data metrics of a step (scores, rewards, advantages, lengths, rollout entropy/KL). */
+import { computeDataMetrics, klPenalty, maskedMean } from "../../algos/mod.ts";
+import type { AdvBatch } from "../batch.ts";
+import type { TrainerParts } from "../parts.ts";
+
+export function dataMetrics(batch: AdvBatch): Record<string, number> {
+  const P = batch.promptLength, R = batch.responseLength;
+  const attentionMask = new Int32Array(batch.size * (P + R)); // [B, P + R]
+  for (let b = 0; b < batch.size; b++) {
+    attentionMask.set(batch.promptMask.subarray(b * P, b * P + P), b * (P + R));
+    attentionMask.set(batch.responseMask.subarray(b * R, b * R + R), b * (P + R) + P);
+  }
+  const m: Record<string, number> = computeDataMetrics({
+    R,
+    tokenLevelScores: batch.tokenLevelScores,
+    tokenLevelRewards: batch.tokenLevelRewards,
+    advantages: batch.advantages,
+    returns: batch.returns,
+    values: batch.values,
+    responseMask: batch.responseMask,
+    attentionMask,
+  });
+  if (batch.entropys) m["actor/entropy"] = maskedMean(batch.entropys, batch.responseMask);
+  if (batch.refLogProbs) {
+    const kl = klPenalty(batch.oldLogProbs, batch.refLogProbs, "kl");
+    m["actor/reference_kl"] = maskedMean(kl, batch.responseMask);
+  }
+  return m;
+}
+
+/** Throughput and memory of a step that took `seconds` (verl's perf/*). */
+export function perfMetrics(
+  parts: TrainerParts,
+  batch: AdvBatch,
+  seconds: number,
+): Record<string, number> {
+  let tokens = 0;
+  for (const m of batch.promptMask) tokens += m;
+  for (const m of batch.responseMask) tokens += m;
+  return {
+    "timing_s/step": seconds,
+    "perf/total_num_tokens": tokens,
+    "perf/throughput": tokens / seconds,
+    "perf/time_per_step": seconds,
+    ...(parts.peakMemoryBytes
+      ? { "perf/max_memory_allocated_gb": parts.peakMemoryBytes() / 2 ** 30 }
+      : {}),
+  };
+}
+
+/** Sends a step's metrics to every configured logger. */
+export function log(parts: TrainerParts, step: number, metrics: Record<string, number>): void {
+  parts.tracking.log(step, metrics);
+}

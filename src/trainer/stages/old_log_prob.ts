@@ -1,0 +1,14 @@
+/** old_log_prob: the actor's log-probs and entropies of the sampled responses. */
+import { computeLogProbs } from "../actor.ts";
+import type { LogProbBatch, ScoredBatch } from "../batch.ts";
+import type { TrainerParts } from "../parts.ts";
+import { microBatchSize } from "../util.ts";
+
+export async function oldLogProb(parts: TrainerParts, batch: ScoredBatch): Promise<LogProbBatch> {
+  const r = await computeLogProbs(parts.actor.model, batch, {
+    microBatchSize: microBatchSize(parts.config, "rollout"),
+    withEntropy: true,
+    temperature: parts.config.actor_rollout_ref.rollout.temperature,
+  });
+  return { ...batch, oldLogProbs: r.logProbs, entropys: r.entropys ?? undefined };
+}

@@ -1,0 +1,37 @@
+/** update_actor: PPO epochs over shuffled mini-batches with the configured policy loss. */
+import { updateActor } from "../actor.ts";
+import type { AdvBatch } from "../batch.ts";
+import type { TrainerParts } from "../parts.ts";
+import { microBatchSize } from "../util.ts";
+
+export function updateActorStage(
+  parts: TrainerParts,
+  batch: AdvBatch,
+  options: { step: number; lr: number },
+): Promise<Record<string, number>> {
+  const a = parts.config.actor_rollout_ref.actor;
+  const n = parts.config.actor_rollout_ref.rollout.n;
+  return updateActor(parts.actor.model, parts.actor.optimizer, batch, {
+    ppoEpochs: a.ppo_epochs,
+    miniBatchSize: a.ppo_mini_batch_size * n,
+    microBatchSize: microBatchSize(parts.config, "actor"),
+    shuffle: a.shuffle,
+    seed: parts.config.trainer.seed,
+    step: options.step,
+    lr: options.lr,
+    gradClip: a.grad_clip,
+    temperature: parts.config.actor_rollout_ref.rollout.temperature,
+    loss: {
+      policyLoss: a.policy_loss.loss_mode,
+      clipRatio: a.clip_ratio,
+      clipRatioLow: a.clip_ratio_low ?? a.clip_ratio,
+      clipRatioHigh: a.clip_ratio_high ?? a.clip_ratio,
+      clipRatioC: a.clip_ratio_c,
+      lossAggMode: a.loss_agg_mode,
+      entropyCoeff: a.entropy_coeff,
+      useKlLoss: a.use_kl_loss,
+      klLossCoef: a.kl_loss_coef,
+      klLossType: a.kl_loss_type,
+    },
+  });
+}

@@ -1,0 +1,12 @@
+/** values: the critic's values of every response position, when a critic runs. */
+import type { RefBatch, ValuedBatch } from "../batch.ts";
+import { computeValues } from "../critic.ts";
+import type { TrainerParts } from "../parts.ts";
+
+export async function values(parts: TrainerParts, batch: RefBatch): Promise<ValuedBatch> {
+  if (!parts.critic) return { ...batch, values: undefined };
+  const v = await computeValues(parts.critic.model, batch, {
+    microBatchSize: parts.config.critic.ppo_micro_batch_size_per_gpu ?? 8,
+  });
+  return { ...batch, values: v };
+}

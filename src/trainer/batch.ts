@@ -23,6 +23,7 @@ export interface GenBatch {
   responses: Int32Array; // [B, R] right-padded ids
   responseMask: Int32Array; // [B, R] 1 = token the policy generated
   rolloutLogProbs?: Float32Array; // [B, R] log-probs under the sampling distribution
+  rewardBaselines?: Float32Array; // [B] reward of the prompt's greedy response (remax)
 }
 
 /** After reward. */

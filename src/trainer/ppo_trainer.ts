@@ -3,11 +3,13 @@
  * old_log_prob, ref, values, adv, update_critic, update_actor; `fit` adds log / validate / save.
  * Each stage is one file in stages/ and adds its fields to the typed batch.
  */
+import { ADV_ESTIMATORS } from "../algos/mod.ts";
 import type { PromptItem } from "../data/mod.ts";
 import { Progress } from "../tracking/mod.ts";
 import type { TrainerParts } from "./parts.ts";
 import { adv } from "./stages/adv.ts";
 import { gen } from "./stages/gen.ts";
+import { genBaseline } from "./stages/gen_baseline.ts";
 import { dataMetrics, log, perfMetrics } from "./stages/log.ts";
 import { oldLogProb } from "./stages/old_log_prob.ts";
 import { ref } from "./stages/ref.ts";
@@ -57,16 +59,22 @@ export async function trainStep(
 ): Promise<Record<string, number>> {
   const n = parts.config.actor_rollout_ref.rollout.n;
   // A terminal shows which stage of a long step is running; logs stay one line per step.
-  const progress = new Progress(`step ${step}`, 5 + (parts.ref ? 1 : 0) + (parts.critic ? 2 : 0));
+  const needsBaseline =
+    ADV_ESTIMATORS.get(parts.config.algorithm.adv_estimator).greedyBaseline === true;
+  const stages = 5 + (needsBaseline ? 1 : 0) + (parts.ref ? 1 : 0) + (parts.critic ? 2 : 0);
+  const progress = new Progress(`step ${step}`, stages);
   let done = 0;
   const timer = new Timer((name) => progress.update(done++, name));
   const time = timer.time.bind(timer);
   const t0 = performance.now();
 
-  const generated = await time(
+  const sampled = await time(
     "gen",
     () => gen(parts, items, { step, n, validation: false, uidPrefix: `s${step}` }),
   );
+  const generated = needsBaseline
+    ? await time("gen_max", () => genBaseline(parts, items, sampled, { step }))
+    : sampled;
   const scored = await time("reward", () => reward(parts, generated, { validation: false }));
   const withLogProbs = await time("old_log_prob", () => oldLogProb(parts, scored.batch));
   const withRef = await time("ref", () => ref(parts, withLogProbs), parts.ref !== null);

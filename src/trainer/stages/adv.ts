@@ -30,6 +30,7 @@ export function adv(
     responseMask: batch.responseMask,
     values: batch.values,
     uids: batch.uid,
+    rewardBaselines: batch.rewardBaselines,
   }, {
     gamma: alg.gamma,
     lam: alg.lam,

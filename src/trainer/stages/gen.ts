@@ -10,6 +10,8 @@ export interface GenOptions {
   /** Validation samples with `rollout.val_kwargs` and a seed stream of their own. */
   validation: boolean;
   uidPrefix: string;
+  /** Greedy decoding whatever the config says (remax's baseline rollout). */
+  greedy?: boolean;
 }
 
 export async function gen(
@@ -38,7 +40,7 @@ export async function gen(
     temperature: sampling.temperature,
     topK: sampling.top_k,
     topP: sampling.top_p,
-    doSample: sampling.do_sample,
+    doSample: options.greedy ? false : sampling.do_sample,
     seed: deriveSeed(parts.config.trainer.seed, options.step, options.validation ? 1 : 0),
   });
   const n = options.n, B = B0 * n, R = parts.config.data.max_response_length;

@@ -3,8 +3,9 @@
  * written back in the shape `transformers` loads. Pure: callers pass text or parsed objects.
  */
 
-export type ModelType = "qwen2" | "llama";
-export const SUPPORTED_MODEL_TYPES: readonly ModelType[] = ["qwen2", "llama"];
+import { architecture, type ModelType, SUPPORTED_MODEL_TYPES } from "./architectures.ts";
+
+export { type ModelType, SUPPORTED_MODEL_TYPES };
 
 export interface ModelConfig {
   modelType: ModelType;
@@ -31,11 +32,6 @@ export interface ModelConfig {
   /** Keys not interpreted above, kept so a read-then-write round trip loses nothing. */
   extra: Record<string, unknown>;
 }
-
-const ARCHITECTURE: Record<ModelType, string> = {
-  qwen2: "Qwen2ForCausalLM",
-  llama: "LlamaForCausalLM",
-};
 
 /** Keys that map onto typed fields; everything else lands in `extra`. */
 const TYPED_KEYS = new Set([
@@ -169,7 +165,8 @@ export function parseModelConfig(
   if (ropeScaling !== null && (typeof ropeScaling !== "object" || Array.isArray(ropeScaling))) {
     throw new Error(`${file}: key "rope_scaling" must be an object or null`);
   }
-  const architectures = json.architectures ?? [ARCHITECTURE[type]];
+  const spec = architecture(type);
+  const architectures = json.architectures ?? [spec.className];
   if (!Array.isArray(architectures) || !architectures.every((a) => typeof a === "string")) {
     throw new Error(`${file}: key "architectures" must be a list of strings`);
   }
@@ -190,11 +187,8 @@ export function parseModelConfig(
     vocabSize: r.positiveInt("vocab_size"),
     // Both transformers classes default to untied embeddings.
     tieWordEmbeddings: r.bool("tie_word_embeddings", false),
-    attentionBias: r.bool("attention_bias", type === "qwen2"),
-    maxPositionEmbeddings: r.positiveInt(
-      "max_position_embeddings",
-      type === "qwen2" ? 32768 : 2048,
-    ),
+    attentionBias: r.bool("attention_bias", spec.attentionBias),
+    maxPositionEmbeddings: r.positiveInt("max_position_embeddings", spec.maxPositionEmbeddings),
     bosTokenId: r.tokenId("bos_token_id"),
     eosTokenId: r.tokenIds("eos_token_id"),
     // Newer transformers write "dtype" instead of "torch_dtype".
@@ -222,14 +216,14 @@ export type ModelConfigInit =
 export function makeModelConfig(init: ModelConfigInit): ModelConfig {
   const base = parseModelConfig(
     modelConfigToJson({
-      architectures: [ARCHITECTURE[init.modelType]],
+      architectures: [architecture(init.modelType).className],
       numKeyValueHeads: init.numAttentionHeads,
       headDim: init.hiddenSize / init.numAttentionHeads,
       rmsNormEps: 1e-6,
       ropeTheta: 10000,
       ropeScaling: null,
       tieWordEmbeddings: false,
-      attentionBias: init.modelType === "qwen2",
+      attentionBias: architecture(init.modelType).attentionBias,
       maxPositionEmbeddings: 2048,
       bosTokenId: null,
       torchDtype: "float32",
@@ -245,17 +239,12 @@ export function makeModelConfig(init: ModelConfigInit): ModelConfig {
 /** The config as `transformers` writes it (sorted keys), ready for JSON.stringify. */
 export function modelConfigToJson(config: ModelConfig): Record<string, unknown> {
   const c = config;
-  const defaults: Json = { initializer_range: 0.02, use_cache: true };
-  if (c.modelType === "qwen2") {
-    Object.assign(defaults, {
-      attention_dropout: 0.0,
-      max_window_layers: c.numHiddenLayers,
-      sliding_window: c.maxPositionEmbeddings,
-      use_sliding_window: false,
-    });
-  } else {
-    Object.assign(defaults, { attention_dropout: 0.0, mlp_bias: false, pretraining_tp: 1 });
-  }
+  const spec = architecture(c.modelType);
+  const defaults: Json = {
+    initializer_range: 0.02,
+    use_cache: true,
+    ...spec.writtenDefaults(c),
+  };
   const typed: Json = {
     architectures: c.architectures,
     model_type: c.modelType,
@@ -276,9 +265,11 @@ export function modelConfigToJson(config: ModelConfig): Record<string, unknown> 
     torch_dtype: c.torchDtype,
     hidden_act: c.hiddenAct,
   };
-  // transformers hard-codes Qwen2's q/k/v bias, so the key only matters for Llama; for Qwen2 it is
-  // written only when false, to keep our own reader faithful.
-  if (c.modelType === "llama" || !c.attentionBias) typed.attention_bias = c.attentionBias;
+  // A family whose transformers class ignores attention_bias (Qwen2) gets the key only when it
+  // differs from the built-in bias, to keep our own reader faithful.
+  if (spec.readsAttentionBias || c.attentionBias !== spec.attentionBias) {
+    typed.attention_bias = c.attentionBias;
+  }
   const merged: Json = { ...defaults, ...c.extra, ...typed };
   return Object.fromEntries(Object.entries(merged).sort(([a], [b]) => (a < b ? -1 : 1)));
 }

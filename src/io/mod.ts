@@ -24,3 +24,4 @@ export {
   charTokenizerFiles,
   charTokenizerTexts,
 } from "./char_tokenizer.ts";
+export { ARCHITECTURES, architecture, type ArchitectureSpec } from "./architectures.ts";

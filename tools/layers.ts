@@ -19,9 +19,8 @@ export const LAYERS: Record<string, number> = {
   data: 5,
   rollout: 6,
   config: 7,
-  distributed: 8,
-  trainer: 9,
-  cli: 10,
+  trainer: 8,
+  cli: 9,
 };
 
 /** Test helpers sit just above the tensor layer and are imported by tests only. */

@@ -58,3 +58,11 @@ Deno.test("the project itself keeps the rule", async () => {
   const root = new URL("../", import.meta.url).pathname;
   assert.deepEqual(problems(await projectFiles(root)), []);
 });
+
+Deno.test("docs/layers.svg is drawn from the rule and names every layer", async () => {
+  const { layersSvg, ROLES } = await import("./layers_svg.ts");
+  const { LAYERS } = await import("./layers.ts");
+  const svg = await Deno.readTextFile(new URL("../docs/layers.svg", import.meta.url));
+  assert.equal(svg, layersSvg(), "docs/layers.svg is stale: run deno run -A tools/layers_svg.ts");
+  assert.deepEqual(Object.keys(ROLES).sort(), Object.keys(LAYERS).sort());
+});

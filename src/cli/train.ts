@@ -5,8 +5,7 @@
  */
 import { initGpu } from "../gpu/mod.ts";
 import { formatConfig, loadConfig } from "../config/mod.ts";
-import { fit } from "../trainer/mod.ts";
-import { setupTrainer } from "../trainer/mod.ts";
+import { fit, setupTrainer } from "../trainer/mod.ts";
 import { runCli, splitArgs } from "./run.ts";
 
 export const DEFAULT_CONFIG =

@@ -3,16 +3,12 @@
  * so the same controller runs in Deno (src/trainer/setup.ts reads the files) and in a browser tab.
  */
 import { createKlController } from "../algos/mod.ts";
-import type { ModelConfig } from "../io/mod.ts";
-import type { Tokenizer } from "../io/mod.ts";
-import { AdamW } from "../nn/mod.ts";
-import { CausalLM, type ForwardOptions } from "../nn/mod.ts";
-import { Critic } from "../nn/mod.ts";
+import type { ModelConfig, Tokenizer } from "../io/mod.ts";
+import { AdamW, CausalLM, Critic, type ForwardOptions } from "../nn/mod.ts";
 import { generate } from "../rollout/mod.ts";
 import { RewardManager } from "../reward/mod.ts";
 import type { Tensor } from "../tensor/mod.ts";
-import type { PpoConfig } from "../config/mod.ts";
-import { criticEnabled } from "../config/mod.ts";
+import { criticEnabled, type PpoConfig } from "../config/mod.ts";
 import type { Optimizer } from "./optimizer_step.ts";
 import { DataLoader, type PromptItem } from "../data/mod.ts";
 import type { CheckpointStore, RolloutFn, TrainerParts } from "./parts.ts";

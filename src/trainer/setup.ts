@@ -2,9 +2,7 @@
  * Deno side of the trainer: reads the config's files (model folder, tokenizer, parquet data,
  * custom reward module), resolves the resume checkpoint, and builds the parts `fit()` runs on.
  */
-import { readModelFolder } from "../io/mod.ts";
-import { HfTokenizer } from "../io/mod.ts";
-import { tensorToFloat32 } from "../io/mod.ts";
+import { HfTokenizer, readModelFolder, tensorToFloat32 } from "../io/mod.ts";
 import { gpu } from "../gpu/mod.ts";
 import { createRewardManager } from "../reward/mod.ts";
 import { configToYaml, criticEnabled, type PpoConfig, ppoTrainerSchema } from "../config/mod.ts";

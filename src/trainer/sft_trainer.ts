@@ -4,10 +4,17 @@
  * over micro-batches, so the gradient does not depend on the micro-batch size.
  */
 import type { SftExample } from "../data/mod.ts";
-import { backward, noGrad, scope, seededRandom, shuffled, Tensor } from "../tensor/mod.ts";
+import {
+  backward,
+  crossEntropy,
+  mulScalar,
+  noGrad,
+  scope,
+  seededRandom,
+  shuffled,
+  Tensor,
+} from "../tensor/mod.ts";
 import { gpu } from "../gpu/mod.ts";
-import { crossEntropy } from "../tensor/mod.ts";
-import { mulScalar } from "../tensor/mod.ts";
 import type { CausalModel } from "./actor.ts";
 import { chunks, range } from "./batch.ts";
 import { type Optimizer, optimizerStep } from "./optimizer_step.ts";

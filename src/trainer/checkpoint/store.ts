@@ -4,10 +4,14 @@
  * step); `global_step_N/extra_state.json` holds the step, the loader position, the KL controller
  * and the resolved config.
  */
-import type { ModelConfig } from "../../io/mod.ts";
-import { writeModelFolder } from "../../io/mod.ts";
-import { readSafetensorsFile, writeSafetensorsFile } from "../../io/mod.ts";
-import { floatTensor, tensorToFloat32 } from "../../io/mod.ts";
+import {
+  floatTensor,
+  type ModelConfig,
+  readSafetensorsFile,
+  tensorToFloat32,
+  writeModelFolder,
+  writeSafetensorsFile,
+} from "../../io/mod.ts";
 import type { TrainableModel } from "../actor.ts";
 import type { CheckpointStore } from "../parts.ts";
 import type { Optimizer } from "../optimizer_step.ts";

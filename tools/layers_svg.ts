@@ -66,7 +66,7 @@ export function layersSvg(): string {
     `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" ` +
     `font-family="sans-serif" font-size="13">`,
     `<defs><marker id="down" markerWidth="10" markerHeight="10" refX="5" refY="8" ` +
-    `orient="auto-start-reverse"><path d="M0,0 L10,0 L5,8 z" fill="#888"/></marker></defs>`,
+    `orient="0"><path d="M0,0 L10,0 L5,8 z" fill="#888"/></marker></defs>`,
     `<rect width="100%" height="100%" fill="white"/>`,
     ...parts,
     `</svg>`,

@@ -5,10 +5,9 @@
 import { charTokenizerTexts } from "../src/io/mod.ts";
 import { writeModelFolder } from "../src/io/mod.ts";
 import { floatTensor } from "../src/io/mod.ts";
-import { initWeights, weightShapes } from "../src/nn/mod.ts";
+import { tinyModelConfig, tinyWeights, weightShapes } from "../src/nn/mod.ts";
 import { generateArithmetic, writeParquet } from "../src/data/mod.ts";
 import { tokenizerFromFiles } from "../src/trainer/mod.ts";
-import { tinyModelConfig } from "../src/nn/mod.ts";
 
 export async function makeTinyRun(
   dir: string,
@@ -16,9 +15,9 @@ export async function makeTinyRun(
 ): Promise<{ modelPath: string; overrides: string[] }> {
   const files = charTokenizerTexts();
   const tok = tokenizerFromFiles(files, "char tokenizer");
-  const config = tinyModelConfig(tok.vocabSize, tok.eosTokenId);
+  const config = tinyModelConfig({ vocabSize: tok.vocabSize, eosTokenId: tok.eosTokenId });
   const shapes = weightShapes(config);
-  const arrays = initWeights(shapes, { seed: 7 });
+  const arrays = tinyWeights(config, { seed: 7 });
   const tensors = new Map([...arrays].map(([k, v]) => [k, floatTensor(shapes.get(k)!, v)]));
   const modelPath = `${dir}/model`;
   await writeModelFolder(modelPath, { config, tensors, tokenizerFiles: files });

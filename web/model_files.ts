@@ -4,14 +4,20 @@
  * download. Weights are kept on the CPU as f32 by HF name.
  */
 import { zipSync } from "fflate";
-import { charTokenizerTexts } from "../src/io/mod.ts";
-import { type ModelConfig, parseModelConfig, serializeModelConfig } from "../src/io/mod.ts";
-import { checkModelTensors, tensorToFloat32 } from "../src/io/mod.ts";
-import { parseSafetensors, type RawTensor, serializeSafetensors } from "../src/io/mod.ts";
-import { HfTokenizer } from "../src/io/mod.ts";
-import type { Tokenizer } from "../src/io/mod.ts";
-import { initWeights, weightShapes } from "../src/nn/mod.ts";
-import { tinyModelConfig } from "../src/nn/mod.ts";
+import {
+  charTokenizerTexts,
+  checkModelTensors,
+  HfTokenizer,
+  type ModelConfig,
+  parseModelConfig,
+  parseSafetensors,
+  type RawTensor,
+  serializeModelConfig,
+  serializeSafetensors,
+  tensorToFloat32,
+  type Tokenizer,
+} from "../src/io/mod.ts";
+import { tinyModelConfig, tinyWeights, weightShapes } from "../src/nn/mod.ts";
 
 /** A model folder held in memory. */
 export interface ModelFolder {
@@ -47,16 +53,17 @@ function weightsFrom(
   return tensors;
 }
 
-/** A tiny seeded model for the character tokenizer, used when no starting model is shipped. */
+/**
+ * The embedded tiny model with seeded random weights, used when no starting model is shipped. Its
+ * default vocabulary is the character tokenizer's, whose files come with it.
+ */
 export function randomFolder(options: { seed?: number } = {}): ModelFolder {
-  const texts = charTokenizerTexts();
-  const vocab = new HfTokenizer(texts["tokenizer.json"], texts["tokenizer_config.json"]);
-  const config = tinyModelConfig(vocab.vocabSize, vocab.eosTokenId);
+  const config = tinyModelConfig();
   return {
     source: "random init (seeded)",
     config,
-    tensors: initWeights(weightShapes(config), { seed: options.seed ?? 1 }),
-    tokenizerFiles: { ...texts },
+    tensors: tinyWeights(config, { seed: options.seed ?? 1 }),
+    tokenizerFiles: { ...charTokenizerTexts() },
   };
 }
 

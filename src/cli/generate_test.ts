@@ -2,19 +2,18 @@ import assert from "node:assert/strict";
 import { charTokenizerTexts } from "../io/mod.ts";
 import { writeModelFolder } from "../io/mod.ts";
 import { floatTensor } from "../io/mod.ts";
-import { initWeights, weightShapes } from "../nn/mod.ts";
+import { tinyModelConfig, tinyWeights, weightShapes } from "../nn/mod.ts";
 import { gpuTest } from "../testing/mod.ts";
 import { readParquet, writeParquet } from "../data/mod.ts";
-import { tinyModelConfig } from "../nn/mod.ts";
 import { charTokenizer } from "../io/mod.ts";
 import { main } from "./generate.ts";
 
 async function fixture() {
   const dir = await Deno.makeTempDir({ prefix: "generate_test_" });
   const tok = charTokenizer();
-  const config = tinyModelConfig(tok.vocabSize, tok.eosTokenId);
+  const config = tinyModelConfig({ vocabSize: tok.vocabSize, eosTokenId: tok.eosTokenId });
   const shapes = weightShapes(config);
-  const arrays = initWeights(shapes, { seed: 4, std: 0.3 });
+  const arrays = tinyWeights(config, { seed: 4, std: 0.3 });
   const tensors = new Map([...arrays].map(([k, v]) => [k, floatTensor(shapes.get(k)!, v)]));
   await writeModelFolder(`${dir}/model`, { config, tensors, tokenizerFiles: charTokenizerTexts() });
   await writeParquet(`${dir}/prompts.parquet`, {

@@ -5,7 +5,7 @@
  */
 import { initGpu } from "../gpu/mod.ts";
 import { charTokenizerTexts } from "../io/mod.ts";
-import { initWeights, weightShapes } from "../nn/mod.ts";
+import { tinyModelConfig, tinyWeights } from "../nn/mod.ts";
 import { CausalLM } from "../nn/mod.ts";
 import { formatConfig, loadConfig } from "../config/mod.ts";
 import { saveCheckpoint } from "../trainer/mod.ts";
@@ -14,7 +14,6 @@ import { makeOptimizer } from "../trainer/mod.ts";
 import { readWeights, tokenizerFromFiles } from "../trainer/mod.ts";
 import { loadSftExamples } from "../data/mod.ts";
 import { sftFit } from "../trainer/mod.ts";
-import { tinyModelConfig } from "../nn/mod.ts";
 import { createTracking } from "../tracking/mod.ts";
 import { runCli, splitArgs } from "./run.ts";
 
@@ -27,8 +26,8 @@ export async function main(args: string[]): Promise<void> {
     : (() => {
       const tokenizerFiles = charTokenizerTexts();
       const tok = tokenizerFromFiles(tokenizerFiles, "char tokenizer");
-      const config = tinyModelConfig(tok.vocabSize, tok.eosTokenId);
-      const tensors = initWeights(weightShapes(config), { seed: cfg.trainer.seed });
+      const config = tinyModelConfig({ vocabSize: tok.vocabSize, eosTokenId: tok.eosTokenId });
+      const tensors = tinyWeights(config, { seed: cfg.trainer.seed });
       return { config, tensors, tokenizerFiles: tokenizerFiles as Record<string, string> };
     })();
   const tokenizer = tokenizerFromFiles(start.tokenizerFiles, "model folder");

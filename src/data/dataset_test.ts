@@ -3,7 +3,9 @@ import { collatePrompts } from "./collate.ts";
 import { RLDataset } from "./dataset.ts";
 import { DataError } from "./errors.ts";
 import { writeParquet } from "./parquet.ts";
-import { charTokenizer } from "./testing.ts";
+import { charTokenizer } from "../io/mod.ts";
+
+const tok = charTokenizer();
 
 const row = (content: string) => ({
   data_source: "s",
@@ -12,7 +14,7 @@ const row = (content: string) => ({
   extra_info: { index: 0 },
 });
 
-// "<user>" + content + "\n<a>" = content.length + 10 tokens.
+// "<|user|>" + content + "<eos><|assistant|>" = content.length + 3 tokens.
 async function fixture(): Promise<string> {
   const path = await Deno.makeTempFile({ suffix: ".parquet" });
   await writeParquet(path, { rows: [row("ab"), row("0123456789"), row("xy")] });
@@ -21,13 +23,13 @@ async function fixture(): Promise<string> {
 
 Deno.test("overlong prompts: error names file, row and lengths", async () => {
   const path = await fixture();
-  await assert.rejects(() => RLDataset.load(path, charTokenizer, { maxPromptLength: 14 }), (e) => {
+  await assert.rejects(() => RLDataset.load(path, tok, { maxPromptLength: 8 }), (e) => {
     assert.ok(e instanceof DataError);
     assert.equal(e.row, 1);
     assert.equal(e.column, "prompt");
     assert.match(
       e.message,
-      new RegExp(`${path}, row 1, column "prompt": prompt is 20 tokens.*max_prompt_length=14`),
+      new RegExp(`${path}, row 1, column "prompt": prompt is 13 tokens.*max_prompt_length=8`),
     );
     return true;
   });
@@ -37,13 +39,13 @@ Deno.test("overlong prompts: error names file, row and lengths", async () => {
 Deno.test("overlong prompts: left, right, middle truncation and filtering", async () => {
   const path = await fixture();
   const text = (truncation: "left" | "right" | "middle") =>
-    RLDataset.load(path, charTokenizer, { maxPromptLength: 14, truncation })
-      .then((ds) => charTokenizer.decode(ds.items[1].inputIds));
-  assert.equal(await text("left"), "0123456789\n<a>");
-  assert.equal(await text("right"), "<user>01234567");
-  assert.equal(await text("middle"), "<user>0789\n<a>");
-  const filtered = await RLDataset.load(path, charTokenizer, {
-    maxPromptLength: 14,
+    RLDataset.load(path, tok, { maxPromptLength: 8, truncation })
+      .then((ds) => tok.decode(ds.items[1].inputIds));
+  assert.equal(await text("left"), "456789<eos><|assistant|>");
+  assert.equal(await text("right"), "<|user|>0123456");
+  assert.equal(await text("middle"), "<|user|>01289<eos><|assistant|>");
+  const filtered = await RLDataset.load(path, tok, {
+    maxPromptLength: 8,
     filterOverlongPrompts: true,
   });
   assert.equal(filtered.length, 2);

@@ -2,7 +2,7 @@
  * Parquet in (hyparquet, with snappy/gzip/zstd/brotli/lz4 through hyparquet-compressors) and out
  * (hyparquet-writer, nested lists and structs laid out as pyarrow does).
  */
-import { parquetMetadata, parquetReadObjects } from "hyparquet";
+import { parquetMetadata, parquetReadObjects, type SchemaElement } from "hyparquet";
 import { compressors } from "hyparquet-compressors";
 import { parquetWriteBuffer } from "hyparquet-writer";
 import { DataError } from "./errors.ts";
@@ -76,10 +76,6 @@ function plain(v: unknown): unknown {
   }
   return v;
 }
-
-/** Parquet schema elements, as hyparquet-writer takes them. */
-// deno-lint-ignore no-explicit-any
-type SchemaElement = any;
 
 /** The logical type of a column, inferred from its values. */
 type Shape =

@@ -3,7 +3,10 @@ import { parquetMetadata } from "hyparquet";
 import { RLDataset } from "./dataset.ts";
 import { DataError } from "./errors.ts";
 import { readParquet, writeParquet } from "./parquet.ts";
-import { arrowTableToParquet, charTokenizer, verlArrowTable } from "./testing.ts";
+import { charTokenizer } from "../io/mod.ts";
+import { arrowTableToParquet, verlArrowTable } from "./testing.ts";
+
+const tok = charTokenizer();
 
 const ROWS = [
   {
@@ -47,10 +50,13 @@ for (const codec of ["SNAPPY", "GZIP"] as const) {
       reward_model: { style: "rule", ground_truth: "12" },
       extra_info: { split: "train", index: 7, ratio: 1.75 },
     });
-    const ds = await RLDataset.load(path, charTokenizer, { maxPromptLength: 64 });
+    const ds = await RLDataset.load(path, tok, { maxPromptLength: 64 });
     assert.equal(ds.length, 2);
     const it = ds.items[0];
-    assert.equal(charTokenizer.decode(it.inputIds), "<system>be brief\n<user>1+1?\n<a>");
+    assert.equal(
+      tok.decode(it.inputIds),
+      "<|system|>be brief<eos><|user|>1+1?<eos><|assistant|>",
+    );
     assert.equal(it.dataSource, "openai/gsm8k");
     assert.equal(it.groundTruth, "2");
     assert.deepEqual(it.extraInfo, { split: "train", index: 0, ratio: 0 });
@@ -79,11 +85,11 @@ Deno.test("missing columns, malformed rows and corrupt bytes name file, row and 
     rows: [{ data_source: "s", prompt: [{ role: "user", content: "q" }] }],
   });
   await assert.rejects(
-    () => RLDataset.load(noRm, charTokenizer, { maxPromptLength: 8 }),
+    () => RLDataset.load(noRm, tok, { maxPromptLength: 8 }),
     dataError(noRm, undefined, "reward_model", /missing column/),
   );
   await assert.rejects(
-    () => RLDataset.load(noRm, charTokenizer, { maxPromptLength: 8, promptKey: "messages" }),
+    () => RLDataset.load(noRm, tok, { maxPromptLength: 8, promptKey: "messages" }),
     dataError(noRm, undefined, "messages"),
   );
 
@@ -101,7 +107,7 @@ Deno.test("missing columns, malformed rows and corrupt bytes name file, row and 
     },
   });
   await assert.rejects(
-    () => RLDataset.load(badPrompt, charTokenizer, { maxPromptLength: 64 }),
+    () => RLDataset.load(badPrompt, tok, { maxPromptLength: 64 }),
     dataError(badPrompt, 0, "prompt", /list of \{role, content\}/),
   );
   const badTruth = `${dir}/bad_truth.parquet`;
@@ -109,13 +115,13 @@ Deno.test("missing columns, malformed rows and corrupt bytes name file, row and 
     rows: [good, { ...good, reward_model: { style: "rule", ground_truth: null } }],
   });
   await assert.rejects(
-    () => RLDataset.load(badTruth, charTokenizer, { maxPromptLength: 64 }),
+    () => RLDataset.load(badTruth, tok, { maxPromptLength: 64 }),
     dataError(badTruth, 1, "reward_model", /ground_truth/),
   );
   const badSource = `${dir}/bad_source.parquet`;
   await writeParquet(badSource, { rows: [good, good, { ...good, data_source: null }] });
   await assert.rejects(
-    () => RLDataset.load(badSource, charTokenizer, { maxPromptLength: 64 }),
+    () => RLDataset.load(badSource, tok, { maxPromptLength: 64 }),
     dataError(badSource, 2, "data_source", /expected a string/),
   );
 

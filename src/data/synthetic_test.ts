@@ -3,7 +3,7 @@ import { defaultComputeScore } from "../reward/mod.ts";
 import { RLDataset } from "./dataset.ts";
 import { writeParquet } from "./parquet.ts";
 import { evaluateExpression, generateArithmetic } from "./synthetic.ts";
-import { charTokenizer } from "./testing.ts";
+import { charTokenizer } from "../io/mod.ts";
 
 Deno.test("arithmetic rows follow verl's schema and score with the built-in scorer", async () => {
   const rows = generateArithmetic({ count: 50, digits: 2, seed: 4, operators: ["+", "-", "*"] });
@@ -36,7 +36,7 @@ Deno.test("arithmetic rows follow verl's schema and score with the built-in scor
   );
   const path = await Deno.makeTempFile({ suffix: ".parquet" });
   await writeParquet(path, { rows });
-  const ds = await RLDataset.load(path, charTokenizer, { maxPromptLength: 32 });
+  const ds = await RLDataset.load(path, charTokenizer(), { maxPromptLength: 32 });
   assert.equal(ds.length, 50);
   assert.deepEqual(
     generateArithmetic({ count: 5, seed: 4 }),

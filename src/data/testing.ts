@@ -1,28 +1,12 @@
 /**
- * Test helpers: a character tokenizer and parquet fixtures written the way pyarrow lays them out
- * (built as an Apache Arrow table, then encoded from Arrow's own schema), so the reader is tested
- * against files our writer did not produce.
+ * Test helpers: parquet fixtures written the way pyarrow lays them out (built as an Apache Arrow
+ * table, then encoded from Arrow's own schema), so the reader is tested against files our writer
+ * did not produce. Tests tokenize with the real character tokenizer (`charTokenizer` in io).
  */
 import * as arrow from "apache-arrow";
 import { gzipSync } from "fflate";
+import type { SchemaElement } from "hyparquet";
 import { parquetWriteBuffer } from "hyparquet-writer";
-import type { Tokenizer } from "../io/mod.ts";
-
-/** One char per token; the template mimics a chat format. */
-export const charTokenizer: Tokenizer = {
-  vocabSize: 256,
-  eosTokenId: 1,
-  padTokenId: 0,
-  bosTokenId: null,
-  encode: (t) => [...t].map((c) => c.charCodeAt(0) & 255),
-  decode: (ids) => String.fromCharCode(...Array.from(ids).filter((i) => i > 1)),
-  applyChatTemplate: (messages, o) =>
-    messages.map((m) => `<${m.role}>${m.content}\n`).join("") +
-    (o?.addGenerationPrompt ? "<a>" : ""),
-};
-
-// deno-lint-ignore no-explicit-any
-type SchemaElement = any;
 
 /** Parquet schema elements for an Arrow field, in pyarrow's layout. */
 function fieldElements(name: string, type: arrow.DataType): SchemaElement[] {

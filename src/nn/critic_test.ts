@@ -5,8 +5,8 @@ import { Tensor } from "../tensor/mod.ts";
 import { assertClose, gpuTest } from "../testing/mod.ts";
 import { Critic } from "./critic.ts";
 import { positionIdsFromMask, refHidden, refValues } from "./ref_model.ts";
-import { leftPadded, testWeights, tinyQwen2 } from "./test_models.ts";
-import { criticWeightShapes, weightShapes } from "./weights.ts";
+import { leftPadded } from "./test_inputs.ts";
+import { TINY_QWEN2, tinyModelConfig, tinyWeights } from "./tiny_model.ts";
 
 function batch(B: number, T: number, vocab: number) {
   const { ids, mask } = leftPadded(B, T, [2, 0], vocab, 6);
@@ -22,9 +22,9 @@ function batch(B: number, T: number, vocab: number) {
 }
 
 gpuTest("critic values equal the reference and the head gradient is the hidden sum", async () => {
-  const config = tinyQwen2();
+  const config = tinyModelConfig(TINY_QWEN2);
   const B = 2, T = 6;
-  const weights = testWeights(criticWeightShapes(config), 17);
+  const weights = tinyWeights(config, { seed: 17, init: "varied", critic: true });
   const critic = Critic.fromTensors(config, weights);
   const x = batch(B, T, config.vocabSize);
   const head = critic.params().get("score.weight")!;
@@ -47,8 +47,8 @@ gpuTest("critic values equal the reference and the head gradient is the hidden s
 });
 
 gpuTest("a critic from an actor's weights starts at zero values and has no lm_head", async () => {
-  const config = tinyQwen2({ tieWordEmbeddings: false });
-  const actor = testWeights(weightShapes(config), 2);
+  const config = tinyModelConfig({ ...TINY_QWEN2, tieWordEmbeddings: false });
+  const actor = tinyWeights(config, { seed: 2, init: "varied" });
   const critic = Critic.fromActor(config, actor);
   assert.ok(!critic.params().has("lm_head.weight"));
   assert.deepEqual(critic.params().get("score.weight")!.shape, [1, config.hiddenSize]);

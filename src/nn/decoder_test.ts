@@ -8,7 +8,8 @@ import { Tensor } from "../tensor/mod.ts";
 import { assertClose, gpuTest, randomArray } from "../testing/mod.ts";
 import { CausalLM } from "./decoder.ts";
 import { positionIdsFromMask, refLogits } from "./ref_model.ts";
-import { leftPadded, testWeights, tinyLlama, tinyQwen2 } from "./test_models.ts";
+import { leftPadded } from "./test_inputs.ts";
+import { TINY_LLAMA, TINY_QWEN2, tinyModelConfig, tinyWeights } from "./tiny_model.ts";
 import { weightShapes } from "./weights.ts";
 
 /** Rows [N, width] of `x` where mask is 1. */
@@ -29,18 +30,23 @@ function inputs(B: number, T: number, ids: Int32Array, mask: Int32Array) {
 }
 
 const configs: [string, ModelConfig][] = [
-  ["qwen2 GQA, bias, tied", tinyQwen2()],
-  ["llama untied, o bias", tinyLlama()],
+  ["qwen2 GQA, bias, tied", tinyModelConfig(TINY_QWEN2)],
+  ["llama untied, o bias", tinyModelConfig(TINY_LLAMA)],
   [
     "qwen2 untied, no bias, one kv head",
-    tinyQwen2({ tieWordEmbeddings: false, attentionBias: false, numKeyValueHeads: 1 }),
+    tinyModelConfig({
+      ...TINY_QWEN2,
+      tieWordEmbeddings: false,
+      attentionBias: false,
+      numKeyValueHeads: 1,
+    }),
   ],
 ];
 
 for (const [name, config] of configs) {
   gpuTest(`logits equal the reference forward with left padding: ${name}`, async () => {
     const B = 3, T = 7;
-    const weights = testWeights(weightShapes(config), 5);
+    const weights = tinyWeights(config, { seed: 5, init: "varied" });
     const model = CausalLM.fromTensors(config, weights);
     const { ids, mask } = leftPadded(B, T, [0, 3, 6], config.vocabSize, 9);
     const x = inputs(B, T, ids, mask);
@@ -66,9 +72,9 @@ for (const [name, config] of configs) {
 }
 
 gpuTest("KV-cache decoding equals recomputing the whole sequence", async () => {
-  const config = tinyQwen2();
+  const config = tinyModelConfig(TINY_QWEN2);
   const B = 2, P = 5, extra = 4, T = P + extra;
-  const weights = testWeights(weightShapes(config), 21);
+  const weights = tinyWeights(config, { seed: 21, init: "varied" });
   const model = CausalLM.fromTensors(config, weights);
   const { ids, mask } = leftPadded(B, T, [2, 0], config.vocabSize, 4);
   const promptIds = new Int32Array(B * P), promptMask = new Int32Array(B * P);
@@ -109,9 +115,9 @@ gpuTest("KV-cache decoding equals recomputing the whole sequence", async () => {
 });
 
 gpuTest("gradients of a projected loss match finite differences of the reference", async () => {
-  const config = tinyQwen2({ numHiddenLayers: 1 });
+  const config = tinyModelConfig({ ...TINY_QWEN2, numHiddenLayers: 1 });
   const B = 2, T = 4, V = config.vocabSize;
-  const weights = testWeights(weightShapes(config), 8);
+  const weights = tinyWeights(config, { seed: 8, init: "varied" });
   const model = CausalLM.fromTensors(config, weights);
   const { ids, mask } = leftPadded(B, T, [1, 0], V, 3);
   const proj = randomArray(B * T * V, 12);
@@ -160,7 +166,7 @@ gpuTest("gradients of a projected loss match finite differences of the reference
 });
 
 gpuTest("random init is deterministic, HF-like, and round-trips through toArrays", async () => {
-  const config = tinyLlama();
+  const config = tinyModelConfig(TINY_LLAMA);
   const a = await CausalLM.random(config, { seed: 3 }).toArrays();
   const b = await CausalLM.random(config, { seed: 3 }).toArrays();
   assert.deepEqual([...a.keys()], [...weightShapes(config).keys()]);
@@ -173,7 +179,7 @@ gpuTest("random init is deterministic, HF-like, and round-trips through toArrays
 });
 
 gpuTest("bad inputs name the op, shapes and dtypes", () => {
-  const config = tinyQwen2();
+  const config = tinyModelConfig(TINY_QWEN2);
   const model = CausalLM.random(config, { seed: 1 });
   const ids = Tensor.from(new Int32Array(6), [2, 3], "i32");
   const f = Tensor.from(new Float32Array(6), [2, 3]);
@@ -186,7 +192,7 @@ gpuTest("bad inputs name the op, shapes and dtypes", () => {
     () => model.forward(ids, { positionIds: ids, attentionMask: short }),
     /attentionMask i32 \[2, 2\]/,
   );
-  const weights = testWeights(weightShapes(config), 1);
+  const weights = tinyWeights(config, { seed: 1, init: "varied" });
   weights.delete("model.layers.1.mlp.up_proj.weight");
   assert.throws(
     () => CausalLM.fromTensors(config, weights),
@@ -197,9 +203,9 @@ gpuTest("bad inputs name the op, shapes and dtypes", () => {
 
 gpuTest("f16 weights (where the GPU has shader-f16) stay close to the f32 reference", async () => {
   if (!gpu().hasF16) return; // the CPU adapter has no f16; validated on GPU machines
-  for (const config of [tinyQwen2(), tinyLlama()]) {
+  for (const config of [tinyModelConfig(TINY_QWEN2), tinyModelConfig(TINY_LLAMA)]) {
     const B = 2, T = 5, V = config.vocabSize;
-    const weights = testWeights(weightShapes(config), 13);
+    const weights = tinyWeights(config, { seed: 13, init: "varied" });
     const model = CausalLM.fromTensors(config, weights, { dtype: "f16" });
     assert.equal(model.params().get("model.layers.0.mlp.up_proj.weight")!.dtype, "f16");
     const { ids, mask } = leftPadded(B, T, [1, 0], V, 2);

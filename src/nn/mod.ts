@@ -1,8 +1,15 @@
 /** Public face of src/nn. */
 export { CausalLM, type ForwardOptions } from "./decoder.ts";
-export { tinyModelConfig } from "./tiny.ts";
 export { AdamW } from "./optim.ts";
 export { Critic } from "./critic.ts";
 export { positionIdsFromMask, refLogits, type RefWeights } from "./ref_model.ts";
-export { leftPadded, testWeights, tinyQwen2 } from "./test_models.ts";
+export {
+  TINY_LLAMA,
+  TINY_QWEN2,
+  tinyModelConfig,
+  tinyWeights,
+  type TinyWeightsOptions,
+} from "./tiny_model.ts";
+// For tests only (the layer rule routes other folders' tests through this file).
+export { leftPadded } from "./test_inputs.ts";
 export { initWeights, weightShapes } from "./weights.ts";

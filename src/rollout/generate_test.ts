@@ -2,8 +2,7 @@ import assert from "node:assert/strict";
 import type { ModelConfig } from "../io/mod.ts";
 import { CausalLM } from "../nn/mod.ts";
 import { positionIdsFromMask, refLogits, type RefWeights } from "../nn/mod.ts";
-import { leftPadded, testWeights, tinyQwen2 } from "../nn/mod.ts";
-import { weightShapes } from "../nn/mod.ts";
+import { leftPadded, TINY_QWEN2, tinyModelConfig, tinyWeights } from "../nn/mod.ts";
 import { assertClose, gpuTest } from "../testing/mod.ts";
 import { generate, type GenerateOptions } from "./generate.ts";
 import { tokenLogProb } from "./ref_sampler.ts";
@@ -11,8 +10,8 @@ import { tokenLogProb } from "./ref_sampler.ts";
 const B = 2, P = 5, R = 6;
 
 function setup(seed = 31) {
-  const config = tinyQwen2();
-  const weights = testWeights(weightShapes(config), seed);
+  const config = tinyModelConfig(TINY_QWEN2);
+  const weights = tinyWeights(config, { seed: seed, init: "varied" });
   const model = CausalLM.fromTensors(config, weights);
   const { ids, mask } = leftPadded(B, P, [2, 0], config.vocabSize, 8);
   const base: GenerateOptions = {

@@ -43,7 +43,10 @@ async function loadModel(cfg: GenerationConfig): Promise<Loaded> {
   if (!path) {
     // No folder: the built-in tiny model (random weights) with the character tokenizer.
     const tokenizer = charTokenizer();
-    const config = tinyModelConfig(tokenizer.vocabSize, tokenizer.eosTokenId);
+    const config = tinyModelConfig({
+      vocabSize: tokenizer.vocabSize,
+      eosTokenId: tokenizer.eosTokenId,
+    });
     const model = CausalLM.random(config, { seed: cfg.trainer.seed, dtype });
     return { model, tokenizer, eosTokenIds: [tokenizer.eosTokenId] };
   }

@@ -46,7 +46,8 @@ gpuTest("sft inputs mark exactly the response tokens as targets", async () => {
 
 gpuTest("sft lowers the response loss of a small set by a factor of four", async () => {
   const tok = charTokenizer();
-  const model = CausalLM.random(tinyModelConfig(tok.vocabSize, tok.eosTokenId), { seed: 1 });
+  const config = tinyModelConfig({ vocabSize: tok.vocabSize, eosTokenId: tok.eosTokenId });
+  const model = CausalLM.random(config, { seed: 1 });
   const data = examples();
   const before = await sftEvalLoss(model, data, 8);
   const optimizer = makeOptimizer(model.params(), {

@@ -24,4 +24,4 @@ export {
   charTokenizerFiles,
   charTokenizerTexts,
 } from "./char_tokenizer.ts";
-export { ARCHITECTURES, architecture, type ArchitectureSpec } from "./architectures.ts";
+export { architecture, ARCHITECTURES, type ArchitectureSpec } from "./architectures.ts";

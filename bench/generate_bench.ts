@@ -1,24 +1,13 @@
 /**
- * Generation throughput on whatever adapter Deno finds (CI: the CPU adapter), with a tiny Qwen2
- * config so that it finishes quickly; bench/generate_device.ts measures the 0.5B shape on a GPU.
+ * Generation throughput on whatever adapter Deno finds (CI: the CPU adapter), with the tiny model
+ * so that it finishes quickly; bench/generate_device.ts measures the 0.5B shape on a GPU.
  */
 import { initGpu } from "../src/gpu/mod.ts";
-import { makeModelConfig } from "../src/io/mod.ts";
-import { CausalLM } from "../src/nn/mod.ts";
+import { CausalLM, tinyModelConfig } from "../src/nn/mod.ts";
 import { generate } from "../src/rollout/mod.ts";
 
 await initGpu();
-const config = makeModelConfig({
-  modelType: "qwen2",
-  hiddenSize: 64,
-  intermediateSize: 192,
-  numHiddenLayers: 2,
-  numAttentionHeads: 4,
-  numKeyValueHeads: 2,
-  vocabSize: 97,
-  eosTokenId: 0,
-  tieWordEmbeddings: true,
-});
+const config = tinyModelConfig({ vocabSize: 97, eosTokenId: 0 });
 const model = CausalLM.random(config, { seed: 1 });
 const B = 8, P = 16, R = 32;
 const ids = Int32Array.from({ length: B * P }, (_, i) => 1 + (i * 31) % 96);

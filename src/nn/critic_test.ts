@@ -2,10 +2,9 @@ import assert from "node:assert/strict";
 import { backward } from "../tensor/mod.ts";
 import { sum } from "../tensor/mod.ts";
 import { Tensor } from "../tensor/mod.ts";
-import { assertClose, gpuTest } from "../testing/mod.ts";
+import { assertClose, gpuTest, leftPadded } from "../testing/mod.ts";
 import { Critic } from "./critic.ts";
 import { positionIdsFromMask, refHidden, refValues } from "./ref_model.ts";
-import { leftPadded } from "./test_inputs.ts";
 import { TINY_QWEN2, tinyModelConfig, tinyWeights } from "./tiny_model.ts";
 
 function batch(B: number, T: number, vocab: number) {

@@ -5,10 +5,9 @@ import { backward } from "../tensor/mod.ts";
 import { mul } from "../tensor/mod.ts";
 import { sum } from "../tensor/mod.ts";
 import { Tensor } from "../tensor/mod.ts";
-import { assertClose, gpuTest, randomArray } from "../testing/mod.ts";
+import { assertClose, gpuTest, leftPadded, randomArray } from "../testing/mod.ts";
 import { CausalLM } from "./decoder.ts";
 import { positionIdsFromMask, refLogits } from "./ref_model.ts";
-import { leftPadded } from "./test_inputs.ts";
 import { TINY_LLAMA, TINY_QWEN2, tinyModelConfig, tinyWeights } from "./tiny_model.ts";
 import { weightShapes } from "./weights.ts";
 

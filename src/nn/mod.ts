@@ -11,5 +11,4 @@ export {
   type TinyWeightsOptions,
 } from "./tiny_model.ts";
 // For tests only (the layer rule routes other folders' tests through this file).
-export { leftPadded } from "./test_inputs.ts";
 export { initWeights, weightShapes } from "./weights.ts";

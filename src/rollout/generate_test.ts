@@ -2,8 +2,8 @@ import assert from "node:assert/strict";
 import type { ModelConfig } from "../io/mod.ts";
 import { CausalLM } from "../nn/mod.ts";
 import { positionIdsFromMask, refLogits, type RefWeights } from "../nn/mod.ts";
-import { leftPadded, TINY_QWEN2, tinyModelConfig, tinyWeights } from "../nn/mod.ts";
-import { assertClose, gpuTest } from "../testing/mod.ts";
+import { TINY_QWEN2, tinyModelConfig, tinyWeights } from "../nn/mod.ts";
+import { assertClose, gpuTest, leftPadded } from "../testing/mod.ts";
 import { generate, type GenerateOptions } from "./generate.ts";
 import { tokenLogProb } from "./ref_sampler.ts";
 

@@ -3,7 +3,7 @@
  * test), tolerance checks that name the worst element, a seeded PRNG and finite differences.
  */
 import { initGpu } from "../gpu/mod.ts";
-import { scopeAsync } from "../tensor/mod.ts";
+import { mulberry32, scopeAsync, uniformArray } from "../tensor/mod.ts";
 
 /** Registers a Deno test that runs on the GPU (the CPU adapter in CI). */
 export function gpuTest(name: string, fn: () => Promise<void> | void): void {
@@ -52,7 +52,7 @@ export function assertClose(
   }
 }
 
-export { mulberry32 as rng, uniformArray as randomArray } from "../tensor/mod.ts";
+export { mulberry32 as rng, uniformArray as randomArray };
 
 /** Central finite differences of a scalar function of x (f64), for gradient checks. */
 export function finiteDiff(
@@ -72,4 +72,28 @@ export function finiteDiff(
     g[i] = (fp - fm) / (2 * eps);
   }
   return g;
+}
+
+/**
+ * Left-padded random prompts: `pads[b]` leading pad tokens (id 0, mask 0) in row b, then ids drawn
+ * from [3, vocab), clear of the low special ids (pad 0, the test configs' EOS 2). ids/mask [B, T]
+ */
+export function leftPadded(
+  batch: number,
+  seqLen: number,
+  pads: number[],
+  vocab: number,
+  seed: number,
+): { ids: Int32Array; mask: Int32Array } {
+  const r = mulberry32(seed);
+  const ids = new Int32Array(batch * seqLen);
+  const mask = new Int32Array(batch * seqLen);
+  for (let b = 0; b < batch; b++) {
+    for (let t = 0; t < seqLen; t++) {
+      const real = t >= pads[b];
+      mask[b * seqLen + t] = real ? 1 : 0;
+      ids[b * seqLen + t] = real ? 3 + Math.floor(r() * (vocab - 3)) : 0;
+    }
+  }
+  return { ids, mask };
 }

@@ -8,10 +8,12 @@ const PART = /\$\{([^}]+)\}/g;
 /**
  * Replaces references in place. A value that is exactly `${key}` takes the referenced value with
  * its type (so `response_length: ${data.max_response_length}` stays an integer); a reference
- * inside a longer string is substituted as text.
+ * inside a longer string is substituted as text. Returns the keys whose whole value was copied
+ * from another key, so that checks can blame the key the user actually set.
  */
-export function resolveRefs(tree: Record<string, unknown>): void {
+export function resolveRefs(tree: Record<string, unknown>): Set<string> {
   const resolving = new Set<string>();
+  const copied = new Set<string>();
 
   const resolveKey = (key: string, from: string): unknown => {
     if (resolving.has(key)) {
@@ -31,7 +33,10 @@ export function resolveRefs(tree: Record<string, unknown>): void {
   const resolveValue = (value: unknown, at: string): unknown => {
     if (typeof value !== "string" || !value.includes("${")) return value;
     const whole = WHOLE.exec(value);
-    if (whole) return resolveKey(whole[1].trim(), at);
+    if (whole) {
+      copied.add(at);
+      return resolveKey(whole[1].trim(), at);
+    }
     return value.replace(PART, (_, k: string) => {
       const v = resolveKey(k.trim(), at);
       if (isMapping(v) || Array.isArray(v)) {
@@ -56,4 +61,5 @@ export function resolveRefs(tree: Record<string, unknown>): void {
     }
   };
   walk(tree, "");
+  return copied;
 }

@@ -65,8 +65,8 @@ export function loadConfig(schema: SchemaName | ConfigSchema, opts: LoadOptions 
       setDotted(tree, o.key, o.value);
     }
   }
-  resolveRefs(tree);
-  checkTypes(tree, s.root);
+  const copied = resolveRefs(tree);
+  checkTypes(tree, s.root, copied);
   expandPathKeys(tree, s.root);
   const cfg = tree as Infer<typeof s.root>;
   s.normalize?.(cfg);

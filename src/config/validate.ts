@@ -46,13 +46,28 @@ export function checkKeys(
   }
 }
 
-/** Checks the type and range of every value; the tree must already hold every key. */
-export function checkTypes(tree: Record<string, unknown>, root: Section<Fields>): void {
+/**
+ * Checks the type and range of every value; the tree must already hold every key. Keys whose
+ * value was copied from another (`${a.b}` defaults) are checked last, so a bad value is reported
+ * under the key where it was set.
+ */
+export function checkTypes(
+  tree: Record<string, unknown>,
+  root: Section<Fields>,
+  copied: ReadonlySet<string> = new Set(),
+): void {
+  const later: [string, FieldSpec][] = [];
   walkFields(root, (key, field) => {
-    let value: unknown = tree;
-    for (const part of key.split(".")) value = (value as Record<string, unknown>)[part];
-    checkValue(key, value, field.spec);
+    if (copied.has(key)) later.push([key, field.spec]);
+    else checkValue(key, valueAt(tree, key), field.spec);
   });
+  for (const [key, spec] of later) checkValue(key, valueAt(tree, key), spec);
+}
+
+function valueAt(tree: Record<string, unknown>, key: string): unknown {
+  let value: unknown = tree;
+  for (const part of key.split(".")) value = (value as Record<string, unknown>)[part];
+  return value;
 }
 
 function checkValue(key: string, v: unknown, spec: FieldSpec): void {

@@ -2,6 +2,7 @@ import { BufferPool } from "./buffer_pool.ts";
 import { formatBytes, GpuError } from "./errors.ts";
 import { type KernelSpec, PipelineCache } from "./pipelines.ts";
 import { KernelProfiler, Recorder } from "./recorder.ts";
+import type { Binding } from "./types.ts";
 
 export interface GpuOptions {
   powerPreference?: GPUPowerPreference;
@@ -10,9 +11,6 @@ export interface GpuOptions {
   /** Use this adapter instead of asking navigator.gpu (tests, the browser page). */
   adapter?: GPUAdapter;
 }
-
-/** Buffer bindings of one dispatch: a whole buffer or a byte range of it. */
-export type Binding = GPUBuffer | { buffer: GPUBuffer; offset?: number; size?: number };
 
 export interface DispatchOptions {
   /** Uniform parameters, bound at @binding(0); each field 4 bytes (see `packParams`). */

@@ -1,12 +1,5 @@
-export {
-  type Binding,
-  type DispatchOptions,
-  Gpu,
-  gpu,
-  type GpuOptions,
-  initGpu,
-  packParams,
-} from "./device.ts";
+export type { Binding } from "./types.ts";
+export { type DispatchOptions, Gpu, gpu, type GpuOptions, initGpu, packParams } from "./device.ts";
 export { formatBytes, GpuError } from "./errors.ts";
 export { BufferPool } from "./buffer_pool.ts";
 export { kernelKey, type KernelSpec, PipelineCache } from "./pipelines.ts";

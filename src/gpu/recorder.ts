@@ -1,4 +1,4 @@
-import type { Binding } from "./device.ts";
+import type { Binding } from "./types.ts";
 import { GpuError } from "./errors.ts";
 
 const ARENA_BYTES = 256 * 1024; // uniform arena: 1024 dispatches of 256-byte slots per submit

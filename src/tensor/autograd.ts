@@ -1,46 +1,20 @@
+/**
+ * The autograd tape: ops `record` a backward on their output, `backward` walks the recorded graph
+ * in reverse. Nothing below this file imports it (Tensor keeps its `Node` type itself and the
+ * grad-mode flag lives in grad_mode.ts), so the tape can use the basic kernels freely.
+ */
 import { fmtShape, type Tensor } from "./tensor.ts";
 import { accumulate, clone, fill } from "./ops/basic.ts";
+import { isGradEnabled, noGrad } from "./grad_mode.ts";
 
-/** One recorded op: its inputs and how to turn the output's gradient into theirs. */
-export interface Node {
-  name: string;
-  inputs: readonly Tensor[];
-  /** Gradients for each input (null where an input needs none). */
-  backward: (gradOut: Tensor) => (Tensor | null)[];
-}
+// Ops import the grad-mode helpers with `record` from here.
+export { isGradEnabled, noGrad, noGradAsync } from "./grad_mode.ts";
 
 /** The registry of differentiable primitives (name -> doc); ops add themselves on import. */
 export const OPS = new Map<string, string>();
 
 export function registerOp(name: string, doc: string): void {
   OPS.set(name, doc);
-}
-
-let gradEnabled = true;
-
-export function isGradEnabled(): boolean {
-  return gradEnabled;
-}
-
-/** Runs fn with the tape off: nothing is recorded (rollout, reference and old-logprob passes). */
-export function noGrad<T>(fn: () => T): T {
-  const prev = gradEnabled;
-  gradEnabled = false;
-  try {
-    return fn();
-  } finally {
-    gradEnabled = prev;
-  }
-}
-
-export async function noGradAsync<T>(fn: () => Promise<T>): Promise<T> {
-  const prev = gradEnabled;
-  gradEnabled = false;
-  try {
-    return await fn();
-  } finally {
-    gradEnabled = prev;
-  }
 }
 
 /**
@@ -53,7 +27,7 @@ export function record(
   out: Tensor,
   backward: (gradOut: Tensor) => (Tensor | null)[],
 ): Tensor {
-  if (gradEnabled && inputs.some((t) => t.requiresGrad)) {
+  if (isGradEnabled() && inputs.some((t) => t.requiresGrad)) {
     out.requiresGrad = true;
     out.node = { name, inputs, backward };
   }
@@ -103,45 +77,47 @@ export function backward(loss: Tensor | Tensor[], gradSeed?: Tensor | Tensor[]):
     grads.set(root, seed ? clone(seed) : fill(root.shape, 1));
   });
   const order = topoOrder(roots);
-  const prev = gradEnabled;
-  gradEnabled = false;
   try {
-    for (let k = order.length - 1; k >= 0; k--) {
-      const t = order[k];
-      const g = grads.get(t);
-      if (!g) continue;
-      grads.delete(t);
-      if (!t.node) {
-        accumulateLeaf(t, g);
-        continue;
-      }
-      const node = t.node;
-      const inGrads = node.backward(g);
-      // A backward may pass g through or return one tensor for several inputs: store each
-      // tensor once, clone on reuse, and dispose only what nothing holds.
-      const stored = new Set<Tensor>();
-      const spent = new Set<Tensor>([g]);
-      node.inputs.forEach((input, i) => {
-        const gi = inGrads[i];
-        if (!gi) return;
-        if (!input.requiresGrad) return void spent.add(gi);
-        checkGradShape(node.name, input, gi);
-        const prevG = grads.get(input);
-        if (prevG) {
-          accumulate(prevG, gi);
-          spent.add(gi);
-        } else if (stored.has(gi)) grads.set(input, clone(gi));
-        else {
-          grads.set(input, gi);
-          stored.add(gi);
-        }
-      });
-      for (const d of spent) if (!stored.has(d)) d.dispose();
-      t.node = null;
-    }
+    noGrad(() => runTape(order, grads));
   } finally {
-    gradEnabled = prev;
     for (const g of grads.values()) g.dispose();
+  }
+}
+
+/** Runs the recorded backwards in reverse topological order (with the tape off). */
+function runTape(order: Tensor[], grads: Map<Tensor, Tensor>): void {
+  for (let k = order.length - 1; k >= 0; k--) {
+    const t = order[k];
+    const g = grads.get(t);
+    if (!g) continue;
+    grads.delete(t);
+    if (!t.node) {
+      accumulateLeaf(t, g);
+      continue;
+    }
+    const node = t.node;
+    const inGrads = node.backward(g);
+    // A backward may pass g through or return one tensor for several inputs: store each
+    // tensor once, clone on reuse, and dispose only what nothing holds.
+    const stored = new Set<Tensor>();
+    const spent = new Set<Tensor>([g]);
+    node.inputs.forEach((input, i) => {
+      const gi = inGrads[i];
+      if (!gi) return;
+      if (!input.requiresGrad) return void spent.add(gi);
+      checkGradShape(node.name, input, gi);
+      const prevG = grads.get(input);
+      if (prevG) {
+        accumulate(prevG, gi);
+        spent.add(gi);
+      } else if (stored.has(gi)) grads.set(input, clone(gi));
+      else {
+        grads.set(input, gi);
+        stored.add(gi);
+      }
+    });
+    for (const d of spent) if (!stored.has(d)) d.dispose();
+    t.node = null;
   }
 }
 

@@ -4,22 +4,14 @@ export {
   f16BitsToF32,
   f32ToF16Bits,
   fmtShape,
+  type Node,
   shapeSize,
   Tensor,
   type TypedArray,
 } from "./tensor.ts";
 export { scope, scopeAsync } from "./scope.ts";
-export {
-  backward,
-  isGradEnabled,
-  type Node,
-  noGrad,
-  noGradAsync,
-  OPS,
-  record,
-  registerOp,
-  zeroGrad,
-} from "./autograd.ts";
+export { isGradEnabled, noGrad, noGradAsync } from "./grad_mode.ts";
+export { backward, OPS, record, registerOp, zeroGrad } from "./autograd.ts";
 export { accumulate, clone, fill, fillInPlace, scaleInPlace, zeros } from "./ops/basic.ts";
 export { grid1d } from "./ops/grid.ts";
 export { add, cast, mul, mulScalar } from "./ops/elementwise.ts";

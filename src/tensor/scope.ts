@@ -1,17 +1,22 @@
-import type { Tensor } from "./tensor.ts";
-
 /**
  * Scopes release intermediates deterministically: GPU memory is not garbage collected in time, so
  * every tensor made inside `scope(fn)` is disposed when fn returns, except those it returns (they
  * move to the enclosing scope) and those `keep()`-ed. Outside any scope nothing is tracked.
+ *
+ * Tensors register themselves on construction, so this file knows them only as things that can be
+ * disposed: importing tensor.ts here would close an import circle.
  */
-const stack: Set<Tensor>[] = [];
+interface Tracked {
+  dispose(): void;
+}
 
-export function trackTensor(t: Tensor): void {
+const stack: Set<Tracked>[] = [];
+
+export function trackTensor(t: Tracked): void {
   stack.at(-1)?.add(t);
 }
 
-export function untrackTensor(t: Tensor): void {
+export function untrackTensor(t: Tracked): void {
   for (let i = stack.length - 1; i >= 0; i--) if (stack[i].delete(t)) return;
 }
 
@@ -28,7 +33,7 @@ function collect(value: unknown, out: Set<unknown>, depth = 0): void {
   }
 }
 
-function close(frame: Set<Tensor>, result: unknown): void {
+function close(frame: Set<Tracked>, result: unknown): void {
   const keep = new Set<unknown>();
   collect(result, keep);
   stack.pop();
@@ -40,7 +45,7 @@ function close(frame: Set<Tensor>, result: unknown): void {
 
 /** Runs fn and disposes every tensor it created that is not part of its result. */
 export function scope<T>(fn: () => T): T {
-  const frame = new Set<Tensor>();
+  const frame = new Set<Tracked>();
   stack.push(frame);
   let result: T;
   try {
@@ -55,7 +60,7 @@ export function scope<T>(fn: () => T): T {
 
 /** Async variant; do not interleave two async scopes (the controller runs stages in sequence). */
 export async function scopeAsync<T>(fn: () => Promise<T>): Promise<T> {
-  const frame = new Set<Tensor>();
+  const frame = new Set<Tracked>();
   stack.push(frame);
   let result: T;
   try {

@@ -1,6 +1,6 @@
 import { gpu } from "../gpu/mod.ts";
 import { trackTensor, untrackTensor } from "./scope.ts";
-import { isGradEnabled, type Node } from "./autograd.ts";
+import { isGradEnabled } from "./grad_mode.ts";
 
 export type DType = "f32" | "f16" | "i32" | "u32";
 export const DTYPE_BYTES: Record<DType, number> = { f32: 4, f16: 2, i32: 4, u32: 4 };
@@ -13,6 +13,14 @@ class Storage {
 }
 
 let nextId = 1;
+
+/** One recorded op on the autograd tape: its inputs and how to turn the output's gradient into theirs. */
+export interface Node {
+  name: string;
+  inputs: readonly Tensor[];
+  /** Gradients for each input (null where an input needs none). */
+  backward: (gradOut: Tensor) => (Tensor | null)[];
+}
 
 export function shapeSize(shape: readonly number[]): number {
   let n = 1;

@@ -12,8 +12,8 @@ import type { KernelSpec } from "../src/gpu/mod.ts";
 import { backward, scope, Tensor, zeroGrad } from "../src/tensor/mod.ts";
 import { logprobEntropyRef } from "../src/tensor/mod.ts";
 import { grid1d } from "../src/tensor/mod.ts";
-import { logprobEntropy } from "../src/tensor/mod.ts";
-import { unfusedLogProbs } from "../src/tensor/mod.ts";
+import { logprobEntropy, logprobKernel } from "../src/tensor/mod.ts";
+import { unfusedKernel, unfusedLogProbs } from "../src/tensor/mod.ts";
 
 const g = await initGpu();
 const quick = Deno.args.includes("--quick");
@@ -130,33 +130,21 @@ async function measure(N: number): Promise<void> {
     const params = packParams([rows, V, { f32: 1 }, 0]);
     const out = Tensor.empty([2, rows]).keep(), saved = Tensor.empty([2, rows]).keep();
     const lsm = Tensor.empty([rows, V]).keep(), picked = Tensor.empty([rows]).keep();
+    const fwd = logprobKernel("forward", { vocab: V, withEntropy });
     const fusedLaunch = logits.map((l): Launch => ({
-      spec: { shader: "logprob", entry: "forward", defines: { WITH_ENTROPY: withEntropy } },
+      spec: fwd.spec,
       params,
       buffers: [l.buffer, targets.buffer, out.buffer, saved.buffer],
-      workgroups: grid1d(rows, 1),
+      workgroups: grid1d(rows, fwd.perGroup),
     }));
+    const launch = (entry: "log_softmax" | "gather" | "entropy", buffers: Binding[]): Launch => {
+      const { spec, perGroup } = unfusedKernel(entry);
+      return { spec, params, buffers, workgroups: grid1d(rows, perGroup) };
+    };
     const unfusedLaunch = logits.flatMap((l): Launch[] => [
-      {
-        spec: { shader: "logprob_unfused", entry: "log_softmax" },
-        params,
-        buffers: [l.buffer, lsm.buffer],
-        workgroups: grid1d(rows, 1),
-      },
-      {
-        spec: { shader: "logprob_unfused", entry: "gather" },
-        params,
-        buffers: [lsm.buffer, targets.buffer, picked.buffer],
-        workgroups: grid1d(rows, 256),
-      },
-      ...(withEntropy
-        ? [{
-          spec: { shader: "logprob_unfused", entry: "entropy" },
-          params,
-          buffers: [lsm.buffer, out.buffer],
-          workgroups: grid1d(rows, 1),
-        }]
-        : []),
+      launch("log_softmax", [l.buffer, lsm.buffer]),
+      launch("gather", [lsm.buffer, targets.buffer, picked.buffer]),
+      ...(withEntropy ? [launch("entropy", [lsm.buffer, out.buffer])] : []),
     ]);
     const f = await gpuPerRep(fusedLaunch), u = await gpuPerRep(unfusedLaunch);
     emit({

@@ -2,7 +2,9 @@
 // correction. The gradient is multiplied by the clip scale read from the GPU (state[1] of the
 // grad-norm output); a scale of 0 marks a non-finite norm and the update is skipped entirely.
 
-const WG: u32 = 256u;
+#include "grid.wgsl"
+
+#const WG: u32
 
 struct Params {
   n: u32,
@@ -25,7 +27,7 @@ struct Params {
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
         @builtin(local_invocation_id) lid: vec3u) {
-  let i = (wid.y * nwg.x + wid.x) * WG + lid.x;
+  let i = flat_index(wid, nwg, lid);
   let scale = clip[1];
   if (i >= p.n || !(scale > 0.0)) { return; }
   let g = grad[i] * scale;

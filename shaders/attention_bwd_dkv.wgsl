@@ -5,39 +5,13 @@
 // Thread (kr, sub) owns key kr, recomputes P/dS for rows sub + j * TPR and owns columns
 // sub + j * TPR of dK/dV (vec4 column groups). Keys past kvLength get zero gradients.
 
-const D: u32 = 64u;
-const KB: u32 = 16u;
-const QB: u32 = 16u;
-const TPR: u32 = 4u;
+#include "attention_bwd.wgsl"
+
+#const KB: u32
+#const QB: u32
 const WG: u32 = KB * TPR;
-const D4: u32 = (D + 3u) / 4u;
-const NC: u32 = (D4 + TPR - 1u) / TPR;
 const NQ: u32 = QB / TPR;
 
-struct Params {
-  batch: u32,
-  t: u32,
-  s: u32,
-  l: u32,
-  hq: u32,
-  hkv: u32,
-  g: u32,
-  off: i32,
-  scale: f32,
-  causal: u32,
-  has_mask: u32,
-  mask_stride: u32,
-  rows: u32,
-  _p0: u32,
-  _p1: u32,
-  _p2: u32,
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> q: array<f32>;
-@group(0) @binding(2) var<storage, read> k: array<f32>;
-@group(0) @binding(3) var<storage, read> v: array<f32>;
-@group(0) @binding(4) var<storage, read> mask: array<i32>;
 @group(0) @binding(5) var<storage, read> dout: array<f32>;
 @group(0) @binding(6) var<storage, read> stats: array<f32>; // [2, B, Hq, T]: lse, delta
 @group(0) @binding(7) var<storage, read_write> dk: array<f32>;
@@ -52,31 +26,6 @@ var<workgroup> dss: array<f32, QB * KB>;
 var<workgroup> lses: array<f32, QB>;
 var<workgroup> deltas: array<f32, QB>;
 
-// Columns 4 * c4 .. 4 * c4 + 3 of the row starting at `base`, zero past D.
-fn q4(base: u32, c4: u32) -> vec4f {
-  var x = vec4f();
-  for (var e = 0u; e < 4u; e++) { if (4u * c4 + e < D) { x[e] = q[base + 4u * c4 + e]; } }
-  return x;
-}
-
-fn k4(base: u32, c4: u32) -> vec4f {
-  var x = vec4f();
-  for (var e = 0u; e < 4u; e++) { if (4u * c4 + e < D) { x[e] = k[base + 4u * c4 + e]; } }
-  return x;
-}
-
-fn v4(base: u32, c4: u32) -> vec4f {
-  var x = vec4f();
-  for (var e = 0u; e < 4u; e++) { if (4u * c4 + e < D) { x[e] = v[base + 4u * c4 + e]; } }
-  return x;
-}
-
-fn do4(base: u32, c4: u32) -> vec4f {
-  var x = vec4f();
-  for (var e = 0u; e < 4u; e++) { if (4u * c4 + e < D) { x[e] = dout[base + 4u * c4 + e]; } }
-  return x;
-}
-
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid: u32) {
   let kr = tid / TPR;
@@ -85,18 +34,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid:
   let hk = wid.y;
   let b = wid.z;
 
-  for (var i = tid; i < KB * D4; i += WG) {
-    let s = s0 + i / D4;
-    var kx = vec4f();
-    var vx = vec4f();
-    if (s < p.l) {
-      let a = ((b * p.s + s) * p.hkv + hk) * D;
-      kx = k4(a, i % D4);
-      vx = v4(a, i % D4);
-    }
-    ks[i] = kx;
-    vs[i] = vx;
-  }
+  load_kv_tile(s0, KB, b, hk, tid);
 
   let s = s0 + kr;
   var kvis = s < p.l;
@@ -116,18 +54,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid:
   var dva: array<vec4f, NC>;
   for (var rf0 = rstart; rf0 < rend; rf0 += QB) {
     workgroupBarrier();
-    for (var i = tid; i < QB * D4; i += WG) {
-      let rf = rf0 + i / D4;
-      var x = vec4f();
-      var dx = vec4f();
-      if (rf < p.rows) {
-        let a = ((b * p.t + rf / p.g) * p.hq + hk * p.g + rf % p.g) * D;
-        x = q4(a, i % D4);
-        dx = do4(a, i % D4);
-      }
-      qs[i] = x;
-      dos[i] = dx;
-    }
+    load_q_do_tile(rf0, QB, b, hk, tid);
     if (tid < QB) {
       let rf = rf0 + tid;
       var ls = 0.0;
@@ -172,7 +99,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid:
   }
 
   if (s >= p.s) { return; }
-  let a = ((b * p.s + s) * p.hkv + hk) * D;
+  let a = kv_base(b, hk, s);
   for (var j = 0u; j < NC; j++) {
     let c4 = sub + j * TPR;
     for (var e = 0u; e < 4u; e++) {

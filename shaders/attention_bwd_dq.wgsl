@@ -2,41 +2,14 @@
 // rows of one (batch, kv head) as in attention_fwd, computes delta = dO . O per row (saved for the
 // key-side kernel), then streams key blocks: P = exp(S - lse), dS = P * (dO V^T - delta) and
 // dQ += scale * dS K. Rows that saw no key have P = 0 everywhere, hence zero gradients.
-// Tiles are vec4 arrays over column groups, as in attention_fwd.
 
-const D: u32 = 64u;
-const BQ: u32 = 16u;
-const BK: u32 = 16u;
-const TPR: u32 = 4u;
+#include "attention_bwd.wgsl"
+
+#const BQ: u32
+#const BK: u32
 const WG: u32 = BQ * TPR;
-const D4: u32 = (D + 3u) / 4u;
-const NC: u32 = (D4 + TPR - 1u) / TPR;
 const NS: u32 = BK / TPR;
 
-struct Params {
-  batch: u32,
-  t: u32,
-  s: u32,
-  l: u32,
-  hq: u32,
-  hkv: u32,
-  g: u32,
-  off: i32,
-  scale: f32,
-  causal: u32,
-  has_mask: u32,
-  mask_stride: u32,
-  rows: u32,
-  _p0: u32,
-  _p1: u32,
-  _p2: u32,
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> q: array<f32>;
-@group(0) @binding(2) var<storage, read> k: array<f32>;
-@group(0) @binding(3) var<storage, read> v: array<f32>;
-@group(0) @binding(4) var<storage, read> mask: array<i32>;
 @group(0) @binding(5) var<storage, read> o: array<f32>;
 @group(0) @binding(6) var<storage, read> dout: array<f32>;
 // [2, B, Hq, T]: the forward's lse, then delta (written here). One buffer keeps the kernels
@@ -51,40 +24,10 @@ var<workgroup> vs: array<vec4f, BK * D4>;
 var<workgroup> ss: array<f32, BQ * BK>;
 var<workgroup> red: array<f32, WG>;
 
-// Columns 4 * c4 .. 4 * c4 + 3 of the row starting at `base`, zero past D.
-fn q4(base: u32, c4: u32) -> vec4f {
-  var x = vec4f();
-  for (var e = 0u; e < 4u; e++) { if (4u * c4 + e < D) { x[e] = q[base + 4u * c4 + e]; } }
-  return x;
-}
-
-fn k4(base: u32, c4: u32) -> vec4f {
-  var x = vec4f();
-  for (var e = 0u; e < 4u; e++) { if (4u * c4 + e < D) { x[e] = k[base + 4u * c4 + e]; } }
-  return x;
-}
-
-fn v4(base: u32, c4: u32) -> vec4f {
-  var x = vec4f();
-  for (var e = 0u; e < 4u; e++) { if (4u * c4 + e < D) { x[e] = v[base + 4u * c4 + e]; } }
-  return x;
-}
-
 fn o4(base: u32, c4: u32) -> vec4f {
   var x = vec4f();
   for (var e = 0u; e < 4u; e++) { if (4u * c4 + e < D) { x[e] = o[base + 4u * c4 + e]; } }
   return x;
-}
-
-fn do4(base: u32, c4: u32) -> vec4f {
-  var x = vec4f();
-  for (var e = 0u; e < 4u; e++) { if (4u * c4 + e < D) { x[e] = dout[base + 4u * c4 + e]; } }
-  return x;
-}
-
-fn key_ok(b: u32, s: u32) -> bool {
-  if (s >= p.l) { return false; }
-  return p.has_mask == 0u || mask[b * p.mask_stride + s] != 0;
 }
 
 @compute @workgroup_size(WG)
@@ -95,18 +38,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid:
   let hk = wid.y;
   let b = wid.z;
 
-  for (var i = tid; i < BQ * D4; i += WG) {
-    let rf = rf0 + i / D4;
-    var x = vec4f();
-    var dx = vec4f();
-    if (rf < p.rows) {
-      let a = ((b * p.t + rf / p.g) * p.hq + hk * p.g + rf % p.g) * D;
-      x = q4(a, i % D4);
-      dx = do4(a, i % D4);
-    }
-    qs[i] = x;
-    dos[i] = dx;
-  }
+  load_q_do_tile(rf0, BQ, b, hk, tid);
 
   let rf = rf0 + r;
   let row_ok = rf < p.rows;
@@ -142,18 +74,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid:
   var acc: array<vec4f, NC>;
   for (var k0 = 0u; k0 < kend; k0 += BK) {
     workgroupBarrier();
-    for (var i = tid; i < BK * D4; i += WG) {
-      let s = k0 + i / D4;
-      var kx = vec4f();
-      var vx = vec4f();
-      if (s < p.l) {
-        let a = ((b * p.s + s) * p.hkv + hk) * D;
-        kx = k4(a, i % D4);
-        vx = v4(a, i % D4);
-      }
-      ks[i] = kx;
-      vs[i] = vx;
-    }
+    load_kv_tile(k0, BK, b, hk, tid);
     workgroupBarrier();
     for (var j = 0u; j < NS; j++) {
       let kk = sub + j * TPR;

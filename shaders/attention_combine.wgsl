@@ -2,9 +2,10 @@
 // output o_i and logsumexp lse_i; the merged row is sum_i exp(lse_i - lse) o_i with
 // lse = log sum_i exp(lse_i). One invocation per output element (b, t, h, c).
 
-const WG: u32 = 256u;
-const NEG: f32 = -1e30;
-const MASKED: f32 = -5e29;
+#include "attention_lse.wgsl"
+#include "grid.wgsl"
+
+#const WG: u32
 
 struct Params {
   n: u32, // B * T * Hq * D
@@ -26,7 +27,7 @@ struct Params {
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
         @builtin(local_invocation_id) lid: vec3u) {
-  let i = (wid.y * nwg.x + wid.x) * WG + lid.x;
+  let i = flat_index(wid, nwg, lid);
   if (i >= p.n) { return; }
   let c = i % p.d;
   let row = i / p.d; // (b * T + t) * Hq + h

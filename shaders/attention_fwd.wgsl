@@ -5,45 +5,15 @@
 // T = 1 still fills a workgroup). Optionally the key range is split over NSPLIT workgroups
 // (wid.z = b * nsplit + split) writing partial outputs that attention_combine merges.
 // Thread (r, sub) owns row r, scores for keys sub + j * TPR and the vec4 column groups
-// sub + j * TPR of the output. Tiles are vec4 arrays: fewer, wider workgroup loads, and CPU
-// adapters compile the zero-initialisation of workgroup arrays far faster for fewer elements.
+// sub + j * TPR of the output.
 
-const D: u32 = 64u;
-const BQ: u32 = 16u;
-const BK: u32 = 16u;
-const TPR: u32 = 4u;
+#include "attention_common.wgsl"
+
+#const BQ: u32
+#const BK: u32
 const WG: u32 = BQ * TPR;
-const D4: u32 = (D + 3u) / 4u;
-const NC: u32 = (D4 + TPR - 1u) / TPR;
 const NS: u32 = BK / TPR;
-// Finite stand-ins for -inf: backends may assume no infinities, and exp(NEG - x) is exactly 0.
-const NEG: f32 = -1e30;
-const MASKED: f32 = -5e29;
 
-struct Params {
-  batch: u32,
-  t: u32,
-  s: u32, // rows of the k/v buffer along dim 1
-  l: u32, // valid keys (kvLength)
-  hq: u32,
-  hkv: u32,
-  g: u32, // query heads per kv head
-  off: i32, // position of query t in key space is off + t
-  scale: f32,
-  causal: u32,
-  has_mask: u32,
-  mask_stride: u32,
-  rows: u32, // t * g
-  nsplit: u32,
-  chunk: u32, // keys per split, a multiple of BK
-  _pad: u32,
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> q: array<f32>;
-@group(0) @binding(2) var<storage, read> k: array<f32>;
-@group(0) @binding(3) var<storage, read> v: array<f32>;
-@group(0) @binding(4) var<storage, read> mask: array<i32>;
 @group(0) @binding(5) var<storage, read_write> o: array<f32>; // [nsplit, B, T, Hq, D]
 @group(0) @binding(6) var<storage, read_write> lse: array<f32>; // [nsplit, B, Hq, T]
 
@@ -51,30 +21,6 @@ var<workgroup> qs: array<vec4f, BQ * D4>;
 var<workgroup> ks: array<vec4f, BK * D4>;
 var<workgroup> vs: array<vec4f, BK * D4>;
 var<workgroup> ss: array<f32, BQ * BK>;
-
-// Columns 4 * c4 .. 4 * c4 + 3 of the row starting at `base`, zero past D.
-fn q4(base: u32, c4: u32) -> vec4f {
-  var x = vec4f();
-  for (var e = 0u; e < 4u; e++) { if (4u * c4 + e < D) { x[e] = q[base + 4u * c4 + e]; } }
-  return x;
-}
-
-fn k4(base: u32, c4: u32) -> vec4f {
-  var x = vec4f();
-  for (var e = 0u; e < 4u; e++) { if (4u * c4 + e < D) { x[e] = k[base + 4u * c4 + e]; } }
-  return x;
-}
-
-fn v4(base: u32, c4: u32) -> vec4f {
-  var x = vec4f();
-  for (var e = 0u; e < 4u; e++) { if (4u * c4 + e < D) { x[e] = v[base + 4u * c4 + e]; } }
-  return x;
-}
-
-fn key_ok(b: u32, s: u32) -> bool {
-  if (s >= p.l) { return false; }
-  return p.has_mask == 0u || mask[b * p.mask_stride + s] != 0;
-}
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid: u32) {
@@ -88,10 +34,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid:
   for (var i = tid; i < BQ * D4; i += WG) {
     let rf = rf0 + i / D4;
     var x = vec4f();
-    if (rf < p.rows) {
-      let h = hk * p.g + rf % p.g;
-      x = q4(((b * p.t + rf / p.g) * p.hq + h) * D, i % D4);
-    }
+    if (rf < p.rows) { x = q4(q_base(b, hk, rf), i % D4); }
     qs[i] = x;
   }
 
@@ -113,18 +56,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid:
 
   for (var k0 = kbeg; k0 < kend; k0 += BK) {
     workgroupBarrier();
-    for (var i = tid; i < BK * D4; i += WG) {
-      let s = k0 + i / D4;
-      var kx = vec4f();
-      var vx = vec4f();
-      if (s < p.l) {
-        let a = ((b * p.s + s) * p.hkv + hk) * D;
-        kx = k4(a, i % D4);
-        vx = v4(a, i % D4);
-      }
-      ks[i] = kx;
-      vs[i] = vx;
-    }
+    load_kv_tile(k0, BK, b, hk, tid);
     workgroupBarrier();
     for (var j = 0u; j < NS; j++) {
       let kk = sub + j * TPR;

@@ -1,6 +1,8 @@
 // y += a * x over n elements (gradient accumulation, SGD-like updates).
 
-const WG: u32 = 256u;
+#include "grid.wgsl"
+
+#const WG: u32
 
 struct Params {
   n: u32,
@@ -16,6 +18,6 @@ struct Params {
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
         @builtin(local_invocation_id) lid: vec3u) {
-  let i = (wid.y * nwg.x + wid.x) * WG + lid.x;
+  let i = flat_index(wid, nwg, lid);
   if (i < p.n) { y[i] = y[i] + p.a * x[i]; }
 }

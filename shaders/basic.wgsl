@@ -1,7 +1,9 @@
 // Elementary buffer ops the autograd core itself needs: fill, copy, y += a * x, y *= a.
-// 1-D grids are folded into 2-D dispatches: index = (wid.y * nwg.x + wid.x) * WG + lid.x.
+// 1-D grids are folded into 2-D dispatches (flat_index of grid.wgsl).
 
-const WG: u32 = 256u;
+#include "grid.wgsl"
+
+#const WG: u32
 
 struct Params {
   n: u32,
@@ -16,13 +18,13 @@ struct Params {
 @compute @workgroup_size(WG)
 fn fill(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
         @builtin(local_invocation_id) lid: vec3u) {
-  let i = (wid.y * nwg.x + wid.x) * WG + lid.x;
+  let i = flat_index(wid, nwg, lid);
   if (i < p.n) { y[i] = p.a; }
 }
 
 @compute @workgroup_size(WG)
 fn scale(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
          @builtin(local_invocation_id) lid: vec3u) {
-  let i = (wid.y * nwg.x + wid.x) * WG + lid.x;
+  let i = flat_index(wid, nwg, lid);
   if (i < p.n) { y[i] = y[i] * p.a; }
 }

@@ -7,7 +7,11 @@
 // The lse buffer has N + 1 entries: the last holds the scale of the reduction (1 / number of
 // counted targets for "mean", 1 for "sum"), written by `finalize_main` for the backward.
 
-const WG: u32 = 256u;
+#include "grid.wgsl"
+#include "row_lse.wgsl"
+#include "workgroup_sum.wgsl"
+
+#const WG: u32
 
 struct Params {
   rows: u32,
@@ -28,16 +32,6 @@ struct Params {
 @group(0) @binding(4) var<storage, read> g: array<f32>;
 @group(0) @binding(5) var<storage, read_write> dx: array<f32>;
 
-var<workgroup> sh_a: array<f32, WG>;
-var<workgroup> sh_b: array<f32, WG>;
-
-fn merge(a: vec2f, b: vec2f) -> vec2f {
-  if (a.x <= p.lowest) { return b; }
-  if (b.x <= p.lowest) { return a; }
-  let m = max(a.x, b.x);
-  return vec2f(m, a.y * exp(a.x - m) + b.y * exp(b.x - m));
-}
-
 fn target_of(row: u32) -> u32 {
   return u32(clamp(targets[row], 0, i32(p.cols) - 1));
 }
@@ -46,26 +40,16 @@ fn target_of(row: u32) -> u32 {
 @compute @workgroup_size(WG)
 fn forward_main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
                 @builtin(local_invocation_id) lid: vec3u) {
-  let row = wid.y * nwg.x + wid.x;
+  let row = flat_group(wid, nwg);
   if (row >= p.rows) { return; } // uniform per workgroup: barriers stay valid
   let base = row * p.cols;
   var acc = vec2f(p.lowest, 0.0);
   for (var j = lid.x; j < p.cols; j += WG) {
-    acc = merge(acc, vec2f(x[base + j], 1.0));
+    acc = lse_merge(acc, vec2f(x[base + j], 1.0), p.lowest);
   }
-  sh_a[lid.x] = acc.x;
-  sh_b[lid.x] = acc.y;
-  workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s >>= 1u) {
-    if (lid.x < s) {
-      let r = merge(vec2f(sh_a[lid.x], sh_b[lid.x]), vec2f(sh_a[lid.x + s], sh_b[lid.x + s]));
-      sh_a[lid.x] = r.x;
-      sh_b[lid.x] = r.y;
-    }
-    workgroupBarrier();
-  }
+  let st = lse_tree(acc, lid.x, p.lowest);
   if (lid.x == 0u) {
-    let l = sh_a[0] + log(sh_b[0]);
+    let l = st.x + log(st.y);
     lse[row] = l;
     let ignored = targets[row] == p.ignore;
     loss[row] = select(l - x[base + target_of(row)], 0.0, ignored);
@@ -83,19 +67,11 @@ fn finalize_main(@builtin(local_invocation_id) lid: vec3u) {
     total += x[r];
     count += select(1.0, 0.0, targets[r] == p.ignore);
   }
-  sh_a[lid.x] = total;
-  sh_b[lid.x] = count;
-  workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s >>= 1u) {
-    if (lid.x < s) {
-      sh_a[lid.x] += sh_a[lid.x + s];
-      sh_b[lid.x] += sh_b[lid.x + s];
-    }
-    workgroupBarrier();
-  }
+  let sum_total = wg_sum(total, lid.x);
+  let sum_count = wg_sum(count, lid.x);
   if (lid.x == 0u) {
-    let scale = select(1.0, 1.0 / max(sh_b[0], 1.0), p.mean == 1u);
-    loss[0] = sh_a[0] * scale;
+    let scale = select(1.0, 1.0 / max(sum_count, 1.0), p.mean == 1u);
+    loss[0] = sum_total * scale;
     lse[p.rows] = scale;
   }
 }
@@ -104,7 +80,7 @@ fn finalize_main(@builtin(local_invocation_id) lid: vec3u) {
 @compute @workgroup_size(WG)
 fn backward_main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
                  @builtin(local_invocation_id) lid: vec3u) {
-  let row = wid.y * nwg.x + wid.x;
+  let row = flat_group(wid, nwg);
   if (row >= p.rows) { return; }
   let base = row * p.cols;
   let gr = select(g[0] * lse[p.rows], g[row], p.per_row == 1u);

@@ -10,12 +10,14 @@
 // is small, and gives each input a stride per output dim (0 where the input is broadcast).
 // rank 0 marks the common case of two inputs with the output's own shape (no index arithmetic).
 
+#include "grid.wgsl"
+
 alias T = f32;
 alias TI = f32;
 alias TO = f32;
 const OP: u32 = 0u;
 const SIDE: u32 = 0u;
-const WG: u32 = 256u;
+#const WG: u32
 
 struct BcastParams {
   n: u32,
@@ -43,10 +45,6 @@ struct MapParams {
 @group(0) @binding(2) var<storage, read_write> y: array<T>;
 @group(0) @binding(1) var<storage, read> cin: array<TI>;
 @group(0) @binding(2) var<storage, read_write> cout: array<TO>;
-
-fn flat(wid: vec3u, nwg: vec3u, lid: vec3u) -> u32 {
-  return (wid.y * nwg.x + wid.x) * WG + lid.x;
-}
 
 // Offsets into a and b of output element i.
 fn offsets(i: u32) -> vec2u {
@@ -172,7 +170,7 @@ fn unary_grad(x: T, s: T) -> T {
 @compute @workgroup_size(WG)
 fn binary_main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
                @builtin(local_invocation_id) lid: vec3u) {
-  let i = flat(wid, nwg, lid);
+  let i = flat_index(wid, nwg, lid);
   if (i >= bp.n) { return; }
   let o = offsets(i);
   out[i] = binary(a[o.x], b[o.y]);
@@ -183,7 +181,7 @@ fn binary_main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: 
 @compute @workgroup_size(WG)
 fn binary_grad_main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
                     @builtin(local_invocation_id) lid: vec3u) {
-  let i = flat(wid, nwg, lid);
+  let i = flat_index(wid, nwg, lid);
   if (i >= bp.n) { return; }
   let o = offsets(i);
   out[i] = g[i] * binary_grad(a[o.x], b[o.y]);
@@ -193,7 +191,7 @@ fn binary_grad_main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) 
 @compute @workgroup_size(WG)
 fn expand_main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
                @builtin(local_invocation_id) lid: vec3u) {
-  let i = flat(wid, nwg, lid);
+  let i = flat_index(wid, nwg, lid);
   if (i >= bp.n) { return; }
   y[i] = T(bp.s) * a[offsets(i).x];
 }
@@ -201,7 +199,7 @@ fn expand_main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: 
 @compute @workgroup_size(WG)
 fn unary_main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
               @builtin(local_invocation_id) lid: vec3u) {
-  let i = flat(wid, nwg, lid);
+  let i = flat_index(wid, nwg, lid);
   if (i >= mp.n) { return; }
   y[i] = unary(a[i], T(mp.s));
 }
@@ -210,7 +208,7 @@ fn unary_main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
 @compute @workgroup_size(WG)
 fn unary_grad_main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
                    @builtin(local_invocation_id) lid: vec3u) {
-  let i = flat(wid, nwg, lid);
+  let i = flat_index(wid, nwg, lid);
   if (i >= mp.n) { return; }
   out[i] = b[i] * unary_grad(a[i], T(mp.s));
 }
@@ -218,7 +216,7 @@ fn unary_grad_main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) n
 @compute @workgroup_size(WG)
 fn cast_main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
              @builtin(local_invocation_id) lid: vec3u) {
-  let i = flat(wid, nwg, lid);
+  let i = flat_index(wid, nwg, lid);
   if (i >= mp.n) { return; }
   cout[i] = TO(cin[i]);
 }

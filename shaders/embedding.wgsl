@@ -9,11 +9,13 @@
 //   scatter: for each head n (has_prev[n] == 0) and column c: grad[id[n], c] = sum over the chain
 // link costs O(rows^2) id comparisons in the worst case (all ids distinct), a few million for a
 // micro-batch of several thousand tokens; the sums are O(rows * C) like the gather.
-// 1-D grids fold into 2-D: index = (wid.y * nwg.x + wid.x) * WG + lid.x.
+// 1-D grids fold into 2-D (flat_index of grid.wgsl).
+
+#include "grid.wgsl"
 
 alias T = f32; // the table's element type for gather (f16 when the adapter has shader-f16)
 
-const WG: u32 = 256u;
+#const WG: u32
 
 struct Params {
   rows: u32, // number of ids
@@ -43,14 +45,10 @@ fn row_of(raw: i32) -> u32 {
   return u32(clamp(raw, 0, i32(p.vocab) - 1));
 }
 
-fn flat(wid: vec3u, nwg: vec3u, lid: vec3u) -> u32 {
-  return (wid.y * nwg.x + wid.x) * WG + lid.x;
-}
-
 @compute @workgroup_size(WG)
 fn gather(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
           @builtin(local_invocation_id) lid: vec3u) {
-  let i = flat(wid, nwg, lid);
+  let i = flat_index(wid, nwg, lid);
   if (i >= p.rows * p.cols) {
     return;
   }
@@ -62,7 +60,7 @@ fn gather(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u
 @compute @workgroup_size(WG)
 fn link(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
         @builtin(local_invocation_id) lid: vec3u) {
-  let n = flat(wid, nwg, lid);
+  let n = flat_index(wid, nwg, lid);
   if (n >= p.rows) {
     return;
   }
@@ -84,7 +82,7 @@ fn link(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
 @compute @workgroup_size(WG)
 fn scatter(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
            @builtin(local_invocation_id) lid: vec3u) {
-  let i = flat(wid, nwg, lid);
+  let i = flat_index(wid, nwg, lid);
   if (i >= p.rows * p.cols) {
     return;
   }

@@ -1,20 +1,13 @@
 // Sums the partial squares (in a fixed order, so the result is deterministic) and writes
 // out[0] = global L2 norm, out[1] = clip scale min(1, max_norm / (norm + 1e-6)), 0 when not finite.
 
-const WG: u32 = 256u;
+#include "grad_norm_params.wgsl"
+#include "workgroup_sum.wgsl"
 
-struct Params {
-  n: u32,
-  out_offset: u32,
-  max_norm: f32,
-  _pad: u32,
-}
+#const WG: u32
 
-@group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> partials: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
-
-var<workgroup> acc: array<f32, WG>;
 
 fn is_finite(v: f32) -> bool {
   // NaN fails every comparison; infinities exceed the largest finite f32.
@@ -25,14 +18,9 @@ fn is_finite(v: f32) -> bool {
 fn main(@builtin(local_invocation_id) lid: vec3u) {
   var s = 0.0;
   for (var i = lid.x; i < p.n; i += WG) { s += partials[i]; }
-  acc[lid.x] = s;
-  workgroupBarrier();
-  for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
-    if (lid.x < stride) { acc[lid.x] += acc[lid.x + stride]; }
-    workgroupBarrier();
-  }
+  let total = wg_sum(s, lid.x);
   if (lid.x == 0u) {
-    let norm = sqrt(acc[0]);
+    let norm = sqrt(total);
     out[0] = norm;
     var scale = 1.0;
     if (!is_finite(norm)) {

@@ -7,19 +7,13 @@
 // The [N, V] probabilities never exist; the backward recomputes p = exp(x' - lse) per element.
 // Row index = wid.y * nwg.x + wid.x so the grid can fold to 2-D; backward is a flat 1-D grid.
 
-const WG: u32 = 256u;
+#include "grid.wgsl"
+#include "logprob_params.wgsl"
+
+#const WG: u32
 const WITH_ENTROPY: bool = true;
 // Below any finite logit, but finite: exp(LOWEST - m) is 0 and (LOWEST - m) * 0 is 0, not NaN.
 const LOWEST: f32 = -3.0e38;
-
-struct Params {
-  rows: u32,
-  vocab: u32,
-  temperature: f32,
-  _p0: u32,
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> logits: array<f32>;
 @group(0) @binding(2) var<storage, read> targets: array<i32>;
 
@@ -57,7 +51,7 @@ fn merge(a: Online, b: Online) -> Online {
 @compute @workgroup_size(WG)
 fn forward(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
            @builtin(local_invocation_id) lid: vec3u) {
-  let row = wid.y * nwg.x + wid.x;
+  let row = flat_group(wid, nwg);
   // Uniform per workgroup, so the barriers below stay in uniform control flow.
   if (row >= p.rows) {
     return;
@@ -124,7 +118,7 @@ fn forward(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3
 @compute @workgroup_size(WG)
 fn backward(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
             @builtin(local_invocation_id) lid: vec3u) {
-  let i = (wid.y * nwg.x + wid.x) * WG + lid.x;
+  let i = flat_index(wid, nwg, lid);
   if (i >= p.rows * p.vocab) {
     return;
   }

@@ -3,16 +3,11 @@
 // column and, for the entropy, one more pass over the written log-probabilities. One workgroup per
 // row (row = wid.y * nwg.x + wid.x).
 
-const WG: u32 = 256u;
+#include "grid.wgsl"
+#include "logprob_params.wgsl"
+#include "workgroup_sum.wgsl"
 
-struct Params {
-  rows: u32,
-  vocab: u32,
-  temperature: f32,
-  _p0: u32,
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
+#const WG: u32
 
 // log_softmax
 @group(0) @binding(1) var<storage, read> logits: array<f32>;
@@ -24,26 +19,10 @@ struct Params {
 @group(0) @binding(3) var<storage, read_write> picked: array<f32>;
 @group(0) @binding(2) var<storage, read_write> ent_out: array<f32>;
 
-var<workgroup> red: array<f32, WG>;
-
-fn wg_reduce(v: f32, i: u32, is_max: bool) -> f32 {
-  red[i] = v;
-  workgroupBarrier();
-  for (var k = WG / 2u; k > 0u; k = k >> 1u) {
-    if (i < k) {
-      red[i] = select(red[i] + red[i + k], max(red[i], red[i + k]), is_max);
-    }
-    workgroupBarrier();
-  }
-  let r = red[0];
-  workgroupBarrier();
-  return r;
-}
-
 @compute @workgroup_size(WG)
 fn log_softmax(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
                @builtin(local_invocation_id) lid: vec3u) {
-  let row = wid.y * nwg.x + wid.x;
+  let row = flat_group(wid, nwg);
   if (row >= p.rows) {
     return;
   }
@@ -52,12 +31,12 @@ fn log_softmax(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: 
   for (var v = lid.x; v < p.vocab; v += WG) {
     m = max(m, logits[base + v] / p.temperature);
   }
-  m = wg_reduce(m, lid.x, true);
+  m = wg_max(m, lid.x);
   var s = 0.0;
   for (var v = lid.x; v < p.vocab; v += WG) {
     s += exp(logits[base + v] / p.temperature - m);
   }
-  let lse = m + log(wg_reduce(s, lid.x, false));
+  let lse = m + log(wg_sum(s, lid.x));
   for (var v = lid.x; v < p.vocab; v += WG) {
     lsm_out[base + v] = logits[base + v] / p.temperature - lse;
   }
@@ -67,7 +46,7 @@ fn log_softmax(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: 
 @compute @workgroup_size(WG)
 fn gather(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
           @builtin(local_invocation_id) lid: vec3u) {
-  let row = (wid.y * nwg.x + wid.x) * WG + lid.x;
+  let row = flat_index(wid, nwg, lid);
   if (row >= p.rows) {
     return;
   }
@@ -83,7 +62,7 @@ fn gather(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u
 @compute @workgroup_size(WG)
 fn entropy(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
            @builtin(local_invocation_id) lid: vec3u) {
-  let row = wid.y * nwg.x + wid.x;
+  let row = flat_group(wid, nwg);
   if (row >= p.rows) {
     return;
   }
@@ -93,7 +72,7 @@ fn entropy(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3
     let l = lsm[base + v];
     h -= exp(l) * l;
   }
-  h = wg_reduce(h, lid.x, false);
+  h = wg_sum(h, lid.x);
   if (lid.x == 0u) {
     ent_out[row] = h;
   }

@@ -12,13 +12,13 @@
 // Out-of-range elements load as 0 and are never stored, so any M, N, K is correct.
 // Specialised through `defines`: tile sizes, transposes, storage types (f16 needs `enable f16`).
 
-const WG_X: u32 = 16u; // threads along N
-const WG_Y: u32 = 16u; // threads along M
-const TM: u32 = 8u; // rows per thread: 4 or 8
-const TN: u32 = 8u; // columns per thread: 4 or 8
-const BK: u32 = 8u; // K step held in workgroup memory
-const TRANS_A: bool = false;
-const TRANS_B: bool = false;
+#const WG_X: u32 // threads along N
+#const WG_Y: u32 // threads along M
+#const TM: u32 // rows per thread: 4 or 8
+#const TN: u32 // columns per thread: 4 or 8
+#const BK: u32 // K step held in workgroup memory
+#const TRANS_A: bool
+#const TRANS_B: bool
 alias A_T = f32;
 alias B_T = f32;
 alias BIAS_T = f32;

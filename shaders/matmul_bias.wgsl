@@ -4,8 +4,8 @@
 // warp reads consecutive addresses, then the partial sums meet in workgroup memory.
 // Column groups are folded into a 2-D grid: group = wid.y * nwg.x + wid.x.
 
-const COLS: u32 = 32u;
-const ROWS: u32 = 8u;
+#const COLS: u32
+#const ROWS: u32
 
 struct Params {
   rows: u32,

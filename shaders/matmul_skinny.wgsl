@@ -15,11 +15,11 @@
 // register array indexed in a loop ends up in slow local memory on this toolchain.
 // W (and x) may be f16 under shader-f16; tiles and accumulation stay f32.
 
-const WG_X: u32 = 16u; // threads along N
-const WG_Y: u32 = 16u; // threads along M
-const TN: u32 = 8u; // rows of W per thread: 4 or 8
-const TM: u32 = 4u; // rows of x per thread: 1 or 4
-const BK: u32 = 16u; // K per stage (a multiple of 4)
+#const WG_X: u32 // threads along N
+#const WG_Y: u32 // threads along M
+#const TN: u32 // rows of W per thread: 4 or 8
+#const TM: u32 // rows of x per thread: 1 or 4
+#const BK: u32 // K per stage (a multiple of 4)
 alias X4 = vec4<f32>;
 alias W4 = vec4<f32>;
 alias BIAS_T = f32;

@@ -1,9 +1,11 @@
 // Sums the split-K partial products of matmul_skinny.wgsl: y[i] = sum_s part[s * size + i]
 // (+ bias[i % n]). One invocation per output element, in a 1-D grid folded into 2-D
-// (index = (wid.y * nwg.x + wid.x) * WG + lid.x); the splits are summed in order, so the result
-// does not depend on scheduling.
+// (flat_index of grid.wgsl); the splits are summed in order, so the result does not depend on
+// scheduling.
 
-const WG: u32 = 256u;
+#include "grid.wgsl"
+
+#const WG: u32
 alias BIAS_T = f32;
 
 struct Params {
@@ -27,13 +29,13 @@ fn total(i: u32) -> f32 {
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_id) lid: vec3<u32>) {
-  let i = (wid.y * nwg.x + wid.x) * WG + lid.x;
+  let i = flat_index(wid, nwg, lid);
   if (i < p.size) { y[i] = total(i); }
 }
 
 @compute @workgroup_size(WG)
 fn main_bias(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
              @builtin(local_invocation_id) lid: vec3<u32>) {
-  let i = (wid.y * nwg.x + wid.x) * WG + lid.x;
+  let i = flat_index(wid, nwg, lid);
   if (i < p.size) { y[i] = total(i) + f32(bias[i % p.n]); }
 }

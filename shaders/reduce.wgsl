@@ -6,8 +6,10 @@
 // [outCount, K] buffer that a second dispatch reduces, so a few very long reductions still spread
 // over many workgroups. Each workgroup strides over its chunk and ends with a tree in shared memory.
 
+#include "grid.wgsl"
+
 const OP: u32 = 0u; // 0 sum, 1 max
-const WG: u32 = 256u;
+#const WG: u32
 
 struct Params {
   out_count: u32,
@@ -72,7 +74,7 @@ fn combine(u: f32, v: f32) -> f32 {
 @compute @workgroup_size(WG)
 fn reduce_main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
                @builtin(local_invocation_id) lid: vec3u) {
-  let w = wid.y * nwg.x + wid.x;
+  let w = flat_group(wid, nwg);
   if (w >= p.out_count * p.k) { return; } // uniform per workgroup: barriers stay valid
   let o = w / p.k;
   let start = (w % p.k) * p.chunk;
@@ -96,7 +98,7 @@ fn reduce_main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: 
 @compute @workgroup_size(WG)
 fn max_grad_main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
                  @builtin(local_invocation_id) lid: vec3u) {
-  let o = wid.y * nwg.x + wid.x;
+  let o = flat_group(wid, nwg);
   if (o >= p.out_count) { return; }
   let base = out_offset(o);
   var best = identity();

@@ -4,7 +4,10 @@
 // The weight gradient is reduced over rows in two deterministic passes: per-chunk partial sums,
 // then a sum over chunks, so the result never depends on scheduling.
 
-const WG: u32 = 256u;
+#include "grid.wgsl"
+#include "workgroup_sum.wgsl"
+
+#const WG: u32
 
 struct Params {
   rows: u32,
@@ -38,27 +41,10 @@ struct Params {
 @group(0) @binding(1) var<storage, read> part: array<f32>;
 @group(0) @binding(2) var<storage, read_write> gw: array<f32>;
 
-var<workgroup> red: array<f32, WG>;
-
-// Sum of one value per invocation over the workgroup (call from uniform control flow).
-fn wg_sum(v: f32, i: u32) -> f32 {
-  red[i] = v;
-  workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s = s >> 1u) {
-    if (i < s) {
-      red[i] = red[i] + red[i + s];
-    }
-    workgroupBarrier();
-  }
-  let total = red[0];
-  workgroupBarrier();
-  return total;
-}
-
 @compute @workgroup_size(WG)
 fn forward(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
            @builtin(local_invocation_id) lid: vec3u) {
-  let row = wid.y * nwg.x + wid.x;
+  let row = flat_group(wid, nwg);
   if (row >= p.rows) {
     return;
   }
@@ -81,7 +67,7 @@ fn forward(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3
 @compute @workgroup_size(WG)
 fn backward_x(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
               @builtin(local_invocation_id) lid: vec3u) {
-  let row = wid.y * nwg.x + wid.x;
+  let row = flat_group(wid, nwg);
   if (row >= p.rows) {
     return;
   }

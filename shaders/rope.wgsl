@@ -5,9 +5,11 @@
 // The angle is the same f32 product HF forms. GPU sin/cos are only specified near [-pi, pi] and
 // positions reach tens of thousands, so the angle is reduced by pi/2 in extended precision and
 // evaluated with polynomials. sign = -1 rotates by the negative angle (the backward).
-// One invocation per pair; index = (wid.y * nwg.x + wid.x) * WG + lid.x.
+// One invocation per pair (flat_index of grid.wgsl).
 
-const WG: u32 = 256u;
+#include "grid.wgsl"
+
+#const WG: u32
 
 struct Params {
   n: u32, // B * T * H * D/2 pairs
@@ -65,7 +67,7 @@ fn cos_sin(a: f32) -> vec2f {
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
         @builtin(local_invocation_id) lid: vec3u) {
-  let i = (wid.y * nwg.x + wid.x) * WG + lid.x;
+  let i = flat_index(wid, nwg, lid);
   if (i >= p.n) {
     return;
   }

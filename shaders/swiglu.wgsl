@@ -1,8 +1,10 @@
 // SwiGLU of a Qwen2/Llama MLP: out = silu(gate) * up, silu(g) = g * sigmoid(g).
 // Backward: d_up = grad * silu(g); d_gate = grad * up * sigmoid(g) * (1 + g * (1 - sigmoid(g))).
-// One invocation per element; index = (wid.y * nwg.x + wid.x) * WG + lid.x.
+// One invocation per element (flat_index of grid.wgsl).
 
-const WG: u32 = 256u;
+#include "grid.wgsl"
+
+#const WG: u32
 
 struct Params {
   n: u32,
@@ -30,7 +32,7 @@ fn sigmoid(g: f32) -> f32 {
 @compute @workgroup_size(WG)
 fn forward(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
            @builtin(local_invocation_id) lid: vec3u) {
-  let i = (wid.y * nwg.x + wid.x) * WG + lid.x;
+  let i = flat_index(wid, nwg, lid);
   if (i >= p.n) {
     return;
   }
@@ -41,7 +43,7 @@ fn forward(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3
 @compute @workgroup_size(WG)
 fn backward(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
             @builtin(local_invocation_id) lid: vec3u) {
-  let i = (wid.y * nwg.x + wid.x) * WG + lid.x;
+  let i = flat_index(wid, nwg, lid);
   if (i >= p.n) {
     return;
   }

@@ -6,10 +6,12 @@
  *
  * esbuild cannot see Deno's import map or npm cache, so bare imports are resolved through a
  * throwaway `node_modules` folder of links into Deno's npm cache, every `shaders/*.wgsl` is inlined
- * into web/shaders.ts, and `node:` built-ins (imported by modules that only use them in Deno) are
+ * into web/shaders.ts (with its `#include`s expanded by the loader Deno itself uses, so the page
+ * runs the same WGSL), and `node:` built-ins (imported by modules that only use them in Deno) are
  * replaced by stubs.
  */
 import * as esbuild from "esbuild";
+import { shaderNames, shaderSource } from "../src/gpu/mod.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 const WEB = `${ROOT}web/`;
@@ -71,14 +73,10 @@ async function linkNpmPackages(dir: string, entry: string): Promise<string> {
   return modules;
 }
 
-/** Every `shaders/*.wgsl`, by name, as the body of web/shaders.ts. */
-async function shaderModule(): Promise<string> {
+/** Every `shaders/*.wgsl` by name, includes expanded, as the body of web/shaders.ts. */
+export function shaderModule(): string {
   const sources: Record<string, string> = {};
-  for await (const e of Deno.readDir(`${ROOT}shaders`)) {
-    if (e.isFile && e.name.endsWith(".wgsl")) {
-      sources[e.name.slice(0, -5)] = await Deno.readTextFile(`${ROOT}shaders/${e.name}`);
-    }
-  }
+  for (const name of shaderNames()) sources[name] = shaderSource(name);
   return `export const SHADERS = ${JSON.stringify(sources)};\n`;
 }
 
@@ -103,8 +101,8 @@ const STUBS: Record<string, string> = {
 const plugin: esbuild.Plugin = {
   name: "webrl",
   setup(build) {
-    build.onLoad({ filter: /[\\/]web[\\/]shaders\.ts$/ }, async () => ({
-      contents: await shaderModule(),
+    build.onLoad({ filter: /[\\/]web[\\/]shaders\.ts$/ }, () => ({
+      contents: shaderModule(),
       loader: "ts",
     }));
     build.onResolve({ filter: /^node:/ }, (args) => ({ path: args.path, namespace: "node-stub" }));

@@ -3,4 +3,13 @@ export { type DispatchOptions, Gpu, gpu, type GpuOptions, initGpu, packParams } 
 export { formatBytes, GpuError } from "./errors.ts";
 export { BufferPool } from "./buffer_pool.ts";
 export { kernelKey, type KernelSpec, PipelineCache } from "./pipelines.ts";
-export { type Defines, registerShaderSources, shaderSource, specialize } from "./shader_source.ts";
+export {
+  type Defines,
+  includeFiles,
+  readShaderFile,
+  registerShaderSources,
+  shaderNames,
+  shaderSource,
+  specialize,
+} from "./shader_source.ts";
+export { expandIncludes, includesOf, type ShaderReader } from "./wgsl_directives.ts";

@@ -8,10 +8,16 @@ export interface KernelSpec {
   f16?: boolean; // prepend `enable f16;`
 }
 
-export function kernelKey(spec: KernelSpec): string {
+/** The f16 flag and every define, sorted: each of them changes the compiled WGSL. */
+function variantKey(spec: KernelSpec): string {
   const defs = Object.entries(spec.defines ?? {}).sort(([a], [b]) => a < b ? -1 : 1)
     .map(([k, v]) => `${k}=${v}`).join(",");
-  return `${spec.shader}:${spec.entry ?? "main"}:${spec.f16 ? "f16" : ""}:${defs}`;
+  return `${spec.f16 ? "f16" : ""}:${defs}`;
+}
+
+/** The pipeline cache key; shader and entry come first because the profiler groups by them. */
+export function kernelKey(spec: KernelSpec): string {
+  return `${spec.shader}:${spec.entry ?? "main"}:${variantKey(spec)}`;
 }
 
 /** Creates each (shader, entry, defines) pipeline once; modules are shared between entries. */
@@ -29,7 +35,7 @@ export class PipelineCache {
     const key = kernelKey(spec);
     let p = this.#pipelines.get(key);
     if (p) return p;
-    const modKey = `${spec.shader}:${spec.f16 ? "f16" : ""}:${key.split(":").slice(3).join(":")}`;
+    const modKey = `${spec.shader}:${variantKey(spec)}`; // one module serves every entry
     let module = this.#modules.get(modKey);
     if (!module) {
       let code = specialize(shaderSource(spec.shader), spec.shader, spec.defines);

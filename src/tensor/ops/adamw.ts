@@ -4,6 +4,8 @@ import { registerOp } from "../autograd.ts";
 import { fmtShape, type Tensor } from "../tensor.ts";
 import { grid1d } from "./grid.ts";
 
+const WG = 256;
+
 registerOp("adamw", "in-place AdamW update (no autograd)");
 
 export interface AdamWStepOptions {
@@ -35,7 +37,7 @@ export function adamwStep(
     }
   }
   if (clip.size < 2) throw new Error(`adamw: clip must hold [norm, scale], got ${clip}`);
-  gpu().dispatch({ shader: "adamw" }, {
+  gpu().dispatch({ shader: "adamw", defines: { WG } }, {
     params: packParams([
       param.size,
       { f32: o.lr },
@@ -47,6 +49,6 @@ export function adamwStep(
       { f32: 1 - o.beta2 ** o.step },
     ]),
     buffers: [param.buffer, grad.buffer, m.buffer, v.buffer, clip.buffer],
-    workgroups: grid1d(param.size, 256),
+    workgroups: grid1d(param.size, WG),
   });
 }

@@ -27,6 +27,8 @@ const MAX_D = 128;
 const TARGET_WORKGROUPS = 1024;
 const MIN_SPLIT_KEYS = 64;
 const FWD_BK = 16;
+const BWD_TPR = 4; // threads per query row (dq) or key (dkv) in both backward kernels
+const COMBINE_WG = 256;
 
 interface Geometry {
   B: number;
@@ -133,7 +135,7 @@ function backwardTile(D: number): number {
   const dp = Math.ceil(D / 4) * 4;
   if (smallTiles()) return 4;
   for (const t of [16, 8]) {
-    const dq = 4 * t * dp + t * t + t * 4;
+    const dq = 4 * t * dp + t * t + t * BWD_TPR;
     const dkv = 4 * t * dp + 2 * t * t + 2 * t;
     if (floatsFit(Math.max(dq, dkv))) return t;
   }
@@ -173,10 +175,10 @@ function dispatchForward(g: Geometry, q: Tensor, k: Tensor, v: Tensor, out: Tens
     buffers: [q.buffer, k.buffer, v.buffer, maskBuf, oPart.buffer, lsePart.buffer],
     workgroups: [xBlocks, g.Hkv, g.B * nsplit],
   });
-  gpu().dispatch({ shader: "attention_combine" }, {
+  gpu().dispatch({ shader: "attention_combine", defines: { WG: COMBINE_WG } }, {
     params: packParams([out.size, nsplit, g.T, g.Hq, g.D]),
     buffers: [oPart.buffer, lsePart.buffer, out.buffer, lse.buffer],
-    workgroups: grid1d(out.size, 256),
+    workgroups: grid1d(out.size, COMBINE_WG),
   });
   oPart.dispose();
   lsePart.dispose();
@@ -195,7 +197,8 @@ function dispatchBackward(
   const params = packParams([...paramFields(g), 0, 0, 0]);
   const maskBuf = g.mask?.buffer ?? k.buffer;
   const rows = g.T * g.G;
-  gpu().dispatch({ shader: "attention_bwd_dq", defines: { D: g.D, BQ: tile, BK: tile } }, {
+  const bwd = { D: g.D, TPR: BWD_TPR };
+  gpu().dispatch({ shader: "attention_bwd_dq", defines: { ...bwd, BQ: tile, BK: tile } }, {
     params,
     buffers: [
       q.buffer,
@@ -209,7 +212,7 @@ function dispatchBackward(
     ],
     workgroups: [Math.ceil(rows / tile), g.Hkv, g.B],
   });
-  gpu().dispatch({ shader: "attention_bwd_dkv", defines: { D: g.D, KB: tile, QB: tile } }, {
+  gpu().dispatch({ shader: "attention_bwd_dkv", defines: { ...bwd, KB: tile, QB: tile } }, {
     params,
     buffers: [
       q.buffer,

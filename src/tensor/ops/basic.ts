@@ -2,7 +2,7 @@ import { gpu, packParams } from "../../gpu/mod.ts";
 import { fmtShape, Tensor } from "../tensor.ts";
 import { grid1d } from "./grid.ts";
 
-const WG = 256;
+const WG = 256; // invocations per workgroup of basic.wgsl and axpy.wgsl
 
 function requireF32(op: string, ...ts: Tensor[]): void {
   for (const t of ts) {
@@ -23,7 +23,7 @@ export function zeros(shape: readonly number[], label = "zeros"): Tensor {
 
 export function fillInPlace(t: Tensor, value: number): void {
   requireF32("fill", t);
-  gpu().dispatch({ shader: "basic", entry: "fill" }, {
+  gpu().dispatch({ shader: "basic", entry: "fill", defines: { WG } }, {
     params: packParams([t.size, { f32: value }]),
     buffers: [t.buffer],
     workgroups: grid1d(t.size, WG),
@@ -33,7 +33,7 @@ export function fillInPlace(t: Tensor, value: number): void {
 /** t *= a, in place. */
 export function scaleInPlace(t: Tensor, a: number): void {
   requireF32("scale", t);
-  gpu().dispatch({ shader: "basic", entry: "scale" }, {
+  gpu().dispatch({ shader: "basic", entry: "scale", defines: { WG } }, {
     params: packParams([t.size, { f32: a }]),
     buffers: [t.buffer],
     workgroups: grid1d(t.size, WG),
@@ -46,7 +46,7 @@ export function accumulate(y: Tensor, x: Tensor, a = 1): void {
   if (x.size !== y.size) {
     throw new Error(`accumulate: sizes differ, ${fmtShape(y.shape)} += ${fmtShape(x.shape)}`);
   }
-  gpu().dispatch({ shader: "axpy" }, {
+  gpu().dispatch({ shader: "axpy", defines: { WG } }, {
     params: packParams([y.size, { f32: a }]),
     buffers: [x.buffer, y.buffer],
     workgroups: grid1d(y.size, WG),

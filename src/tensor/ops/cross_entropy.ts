@@ -8,6 +8,8 @@ import { record, registerOp } from "../autograd.ts";
 import { fmtShape, Tensor } from "../tensor.ts";
 import { grid1d, rowDefines } from "./grid.ts";
 
+const FINALIZE_WG = 256; // one workgroup sums every row loss
+
 export interface CrossEntropyOptions {
   /** Targets equal to this contribute no loss, no gradient and no count (default -100). */
   ignoreIndex?: number;
@@ -90,7 +92,11 @@ export function crossEntropy(
   let out = rowLoss;
   if (!perRow) {
     out = Tensor.empty([], "f32", "crossEntropy");
-    gpu().dispatch({ shader: "cross_entropy", entry: "finalize_main" }, {
+    gpu().dispatch({
+      shader: "cross_entropy",
+      entry: "finalize_main",
+      defines: { WG: FINALIZE_WG },
+    }, {
       params,
       buffers: [rowLoss.buffer, t.buffer, lse.buffer, out.buffer],
       workgroups: [1],

@@ -107,7 +107,7 @@ function spec(entry: string, dtype: DType, defines: Record<string, number | stri
     shader: "elementwise",
     entry,
     f16,
-    defines: { ...defines, ...(f16 ? { T: "f16" } : {}) },
+    defines: { ...defines, WG, ...(f16 ? { T: "f16" } : {}) },
   } satisfies KernelSpec;
 }
 
@@ -180,7 +180,12 @@ export function castKernel(x: Tensor, dtype: DType, types: { from: string; to: s
   const f16 = x.dtype === "f16" || dtype === "f16";
   const out = Tensor.empty(x.shape, dtype, "cast");
   gpu().dispatch(
-    { shader: "elementwise", entry: "cast_main", f16, defines: { TI: types.from, TO: types.to } },
+    {
+      shader: "elementwise",
+      entry: "cast_main",
+      f16,
+      defines: { WG, TI: types.from, TO: types.to },
+    },
     {
       params: packParams([x.size, { f32: 0 }]),
       buffers: [x.buffer, out.buffer],

@@ -4,7 +4,7 @@ import { fmtShape, Tensor } from "../tensor.ts";
 import { zeros } from "./basic.ts";
 import { grid1d } from "./grid.ts";
 
-const WG = 256; // matches shaders/embedding.wgsl
+const WG = 256;
 
 registerOp(
   "embedding",
@@ -62,7 +62,12 @@ export function embedding(ids: Tensor, table: Tensor): Tensor {
   const rows = ids.size;
   const out = Tensor.empty([...ids.shape, C], table.dtype, "embedding");
   const f16 = table.dtype === "f16";
-  gpu().dispatch({ shader: "embedding", entry: "gather", f16, defines: f16 ? { T: "f16" } : {} }, {
+  gpu().dispatch({
+    shader: "embedding",
+    entry: "gather",
+    f16,
+    defines: f16 ? { WG, T: "f16" } : { WG },
+  }, {
     params: packParams([rows, C, V]),
     buffers: [ids.buffer, table.buffer, out.buffer],
     workgroups: grid1d(rows * C, WG),
@@ -78,12 +83,12 @@ function embeddingBackward(ids: Tensor, g: Tensor, V: number, C: number): Tensor
   const hasPrev = zeros([rows], "embedding.has_prev"); // 0.0f has the bits of 0u
   const params = packParams([rows, C, V]);
   const dev = gpu();
-  dev.dispatch({ shader: "embedding", entry: "link" }, {
+  dev.dispatch({ shader: "embedding", entry: "link", defines: { WG } }, {
     params,
     buffers: [ids.buffer, next.buffer, hasPrev.buffer],
     workgroups: grid1d(rows, WG),
   });
-  dev.dispatch({ shader: "embedding", entry: "scatter" }, {
+  dev.dispatch({ shader: "embedding", entry: "scatter", defines: { WG } }, {
     params,
     buffers: [ids.buffer, next.buffer, hasPrev.buffer, g.buffer, gTable.buffer],
     workgroups: grid1d(rows * C, WG),

@@ -7,7 +7,9 @@ import { registerOp } from "../autograd.ts";
 import { Tensor } from "../tensor.ts";
 import { grid1d } from "./grid.ts";
 
-const PER_GROUP = 256 * 8;
+const WG = 256;
+const PER_THREAD = 8; // elements each invocation squares in the first pass
+const PER_GROUP = WG * PER_THREAD;
 
 registerOp("clip_grad_norm", "global L2 norm of gradients and clip scale (no autograd)");
 
@@ -26,7 +28,7 @@ export function gradNormAndScale(grads: Tensor[], maxNorm = Infinity): Tensor {
   let offset = 0;
   grads.forEach((g, i) => {
     if (g.size === 0) return;
-    gpu().dispatch({ shader: "grad_norm", entry: "sumsq" }, {
+    gpu().dispatch({ shader: "grad_norm", entry: "sumsq", defines: { WG, PER_THREAD } }, {
       params: packParams([g.size, offset, { f32: 0 }]),
       buffers: [g.buffer, partials.buffer],
       workgroups: grid1d(g.size, PER_GROUP),
@@ -34,7 +36,7 @@ export function gradNormAndScale(grads: Tensor[], maxNorm = Infinity): Tensor {
     offset += counts[i];
   });
   const limit = Number.isFinite(maxNorm) ? maxNorm : 0;
-  gpu().dispatch({ shader: "grad_norm_finish" }, {
+  gpu().dispatch({ shader: "grad_norm_finish", defines: { WG } }, {
     params: packParams([offset, 0, { f32: limit }]),
     buffers: [partials.buffer, out.buffer],
     workgroups: [1],

@@ -25,6 +25,6 @@ export function rowWorkgroupSize(cols: number): number {
 }
 
 /** `defines` that specialise a row kernel's `const WG` for rows of `cols` elements. */
-export function rowDefines(cols: number): { WG: string } {
-  return { WG: `${rowWorkgroupSize(cols)}u` };
+export function rowDefines(cols: number): { WG: number } {
+  return { WG: rowWorkgroupSize(cols) };
 }

@@ -3,13 +3,13 @@
  * every position from logits in one pass over the vocabulary, without materialising [N, V]
  * probabilities, and one backward that takes the gradients of both outputs.
  */
-import { gpu, packParams } from "../../gpu/mod.ts";
+import { gpu, type KernelSpec, packParams } from "../../gpu/mod.ts";
 import { record, registerOp } from "../autograd.ts";
 import { fmtShape, Tensor } from "../tensor.ts";
 import { zeros } from "./basic.ts";
 import { grid1d, rowDefines } from "./grid.ts";
 
-const WG = 256; // matches shaders/logprob.wgsl
+const WG = 256; // backward: one logit per invocation
 /** Targets equal to it are ignored (log-prob 0, no log-prob gradient), as in torch. */
 export const IGNORE_INDEX = -100;
 
@@ -38,6 +38,24 @@ export interface LogprobEntropyResult {
   logProbs: Tensor;
   /** entropy of softmax(logits / temperature), computed for ignored positions too. */
   entropy: Tensor | null;
+}
+
+/**
+ * The kernel of one pass and how many rows (forward) or logits (backward) a workgroup takes, for
+ * `grid1d(count, perGroup)`; bench/logprob_device.ts times the raw kernels through it.
+ */
+export function logprobKernel(
+  entry: "forward" | "backward",
+  options: { vocab: number; withEntropy: boolean },
+): { spec: KernelSpec; perGroup: number } {
+  const defines = { WITH_ENTROPY: options.withEntropy };
+  if (entry === "forward") {
+    return {
+      spec: { shader: "logprob", entry, defines: { ...defines, ...rowDefines(options.vocab) } },
+      perGroup: 1,
+    };
+  }
+  return { spec: { shader: "logprob", entry, defines: { ...defines, WG } }, perGroup: WG };
 }
 
 function check(logits: Tensor, targets: Tensor, temperature: number): number {
@@ -75,28 +93,26 @@ export function logprobEntropy(
   const withEntropy = options.withEntropy ?? false;
   const V = check(logits, targets, temperature);
   const N = logits.size / V;
-  const defines = { WITH_ENTROPY: withEntropy };
+  const kernel = (entry: "forward" | "backward") => logprobKernel(entry, { vocab: V, withEntropy });
   const params = packParams([N, V, { f32: temperature }, 0]);
   const out = Tensor.empty(withEntropy ? [2, N] : targets.shape, "f32", "logprob");
   const saved = Tensor.empty([2, N], "f32", "logprob.saved"); // lse, entropy
   if (N > 0) {
-    gpu().dispatch({
-      shader: "logprob",
-      entry: "forward",
-      defines: { ...defines, ...rowDefines(V) },
-    }, {
+    const { spec, perGroup } = kernel("forward");
+    gpu().dispatch(spec, {
       params,
       buffers: [logits.buffer, targets.buffer, out.buffer, saved.buffer],
-      workgroups: grid1d(N, 1),
+      workgroups: grid1d(N, perGroup),
     });
   }
   record("logprob_entropy", [logits], out, (g) => {
     const dx = Tensor.empty(logits.shape, "f32", "logprob.dlogits");
     if (N > 0) {
-      gpu().dispatch({ shader: "logprob", entry: "backward", defines }, {
+      const { spec, perGroup } = kernel("backward");
+      gpu().dispatch(spec, {
         params,
         buffers: [logits.buffer, targets.buffer, saved.buffer, g.buffer, dx.buffer],
-        workgroups: grid1d(N * V, WG),
+        workgroups: grid1d(N * V, perGroup),
       });
     }
     saved.dispose();

@@ -3,11 +3,25 @@
  * gather of the target column and, optionally, an entropy pass over the written rows. It exists as
  * the baseline of bench/logprob_bench.ts; it records no backward (training uses `logprobEntropy`).
  */
-import { gpu, packParams } from "../../gpu/mod.ts";
+import { gpu, type KernelSpec, packParams } from "../../gpu/mod.ts";
 import { fmtShape, Tensor } from "../tensor.ts";
 import { grid1d } from "./grid.ts";
 
-const WG = 256; // matches shaders/logprob_unfused.wgsl
+const WG = 256;
+
+/**
+ * The kernel of one pass and how many rows a workgroup takes (one per invocation for the gather,
+ * one per workgroup otherwise), for `grid1d(rows, perGroup)`; bench/logprob_device.ts times the
+ * raw kernels through it.
+ */
+export function unfusedKernel(
+  entry: "log_softmax" | "gather" | "entropy",
+): { spec: KernelSpec; perGroup: number } {
+  return {
+    spec: { shader: "logprob_unfused", entry, defines: { WG } },
+    perGroup: entry === "gather" ? WG : 1,
+  };
+}
 
 function check(logits: Tensor, targets: Tensor): number {
   const V = logits.shape.at(-1) ?? 0;
@@ -35,10 +49,11 @@ export function logSoftmaxRows(logits: Tensor, options: { temperature?: number }
   }
   const N = logits.size / V;
   const out = Tensor.empty([N, V], "f32", "log_softmax");
-  gpu().dispatch({ shader: "logprob_unfused", entry: "log_softmax" }, {
+  const { spec, perGroup } = unfusedKernel("log_softmax");
+  gpu().dispatch(spec, {
     params: packParams([N, V, { f32: options.temperature ?? 1 }, 0]),
     buffers: [logits.buffer, out.buffer],
-    workgroups: grid1d(N, 1),
+    workgroups: grid1d(N, perGroup),
   });
   return out;
 }
@@ -57,18 +72,20 @@ export function unfusedLogProbs(
   const lsm = logSoftmaxRows(logits, options);
   const params = packParams([N, V, { f32: 1 }, 0]);
   const logProbs = Tensor.empty([N], "f32", "logprob");
-  gpu().dispatch({ shader: "logprob_unfused", entry: "gather" }, {
+  const gather = unfusedKernel("gather");
+  gpu().dispatch(gather.spec, {
     params,
     buffers: [lsm.buffer, targets.buffer, logProbs.buffer],
-    workgroups: grid1d(N, WG),
+    workgroups: grid1d(N, gather.perGroup),
   });
   let entropy: Tensor | null = null;
   if (options.withEntropy) {
     entropy = Tensor.empty([N], "f32", "entropy");
-    gpu().dispatch({ shader: "logprob_unfused", entry: "entropy" }, {
+    const { spec, perGroup } = unfusedKernel("entropy");
+    gpu().dispatch(spec, {
       params,
       buffers: [lsm.buffer, entropy.buffer],
-      workgroups: grid1d(N, 1),
+      workgroups: grid1d(N, perGroup),
     });
   }
   lsm.dispose();

@@ -104,11 +104,11 @@ export function gemm(a: Tensor, b: Tensor, out: Tensor, d: Gemm, options: GemmOp
     entry: bias ? "main_bias" : "main",
     f16,
     defines: {
-      WG_X: `${tile.wgX}u`,
-      WG_Y: `${tile.wgY}u`,
-      TM: `${tile.tm}u`,
-      TN: `${tile.tn}u`,
-      BK: `${tile.bk}u`,
+      WG_X: tile.wgX,
+      WG_Y: tile.wgY,
+      TM: tile.tm,
+      TN: tile.tn,
+      BK: tile.bk,
       TRANS_A: d.transA,
       TRANS_B: d.transB,
       A_T: a.dtype,
@@ -142,7 +142,8 @@ export function gemmNew(
   return out;
 }
 
-const COLS = 32;
+const COLS = 32; // columns per workgroup of the column sum
+const ROWS = 8; // thread rows striding down the matrix in it
 
 /** Sums a row-major [rows, cols] f32 tensor over its rows; the result has shape `outShape`. */
 export function colsum(x: Tensor, rows: number, cols: number, outShape: readonly number[]): Tensor {
@@ -151,7 +152,7 @@ export function colsum(x: Tensor, rows: number, cols: number, outShape: readonly
   const groups = Math.ceil(cols / COLS);
   const max = gpu().limits.maxComputeWorkgroupsPerDimension;
   const y = Math.ceil(groups / max);
-  gpu().dispatch({ shader: "matmul_bias" }, {
+  gpu().dispatch({ shader: "matmul_bias", defines: { COLS, ROWS } }, {
     params: packParams([rows, cols]),
     buffers: [x.buffer, out.buffer],
     workgroups: [Math.ceil(groups / y), y],

@@ -9,6 +9,8 @@ import type { KernelSpec } from "../../gpu/mod.ts";
 import { Tensor } from "../tensor.ts";
 import { grid1d } from "./grid.ts";
 
+const SPLITK_WG = 256; // invocations per workgroup of the split-K sum (one output each)
+
 /**
  * Threads along N (wgX) and M (wgY), rows of W (tn: 4 or 8) and of x (tm: 1 or 4) per thread,
  * K per stage (a multiple of 4).
@@ -114,11 +116,11 @@ export function gemmSkinny(
     entry: bias && splits === 1 ? "main_bias" : "main",
     f16,
     defines: {
-      WG_X: `${c.wgX}u`,
-      WG_Y: `${c.wgY}u`,
-      TN: `${c.tn}u`,
-      TM: `${c.tm}u`,
-      BK: `${c.bk}u`,
+      WG_X: c.wgX,
+      WG_Y: c.wgY,
+      TN: c.tn,
+      TM: c.tm,
+      BK: c.bk,
       X4: vec(x),
       W4: vec(w),
       BIAS_T: bias?.dtype ?? "f32",
@@ -148,11 +150,11 @@ export function gemmSkinny(
     shader: "matmul_splitk",
     entry: bias ? "main_bias" : "main",
     f16: bias?.dtype === "f16",
-    defines: { BIAS_T: bias?.dtype ?? "f32" },
+    defines: { WG: SPLITK_WG, BIAS_T: bias?.dtype ?? "f32" },
   }, {
     params: packParams([m * n, n, splits]),
     buffers,
-    workgroups: grid1d(m * n, 256),
+    workgroups: grid1d(m * n, SPLITK_WG),
   });
   part.dispose();
 }

@@ -9,6 +9,7 @@ import { zeros } from "./basic.ts";
 import { grid1d } from "./grid.ts";
 
 const MAX_RANK = 8;
+const WG = 256; // invocations reducing one output element (or chunk)
 export const OP = { sum: 0, max: 1 } as const;
 /** Reductions longer than this with fewer outputs than SPLIT_OUTPUTS are split into chunks. */
 const SPLIT_LENGTH = 8192;
@@ -85,7 +86,7 @@ function params(p: Plan, chunk: number, k: number, scale: number): ArrayBuffer {
 /** Runs the reduction into a new tensor of `shape` (outCount elements), times `scale`. */
 export function reduceInto(x: Tensor, p: Plan, op: 0 | 1, scale: number, shape: number[]): Tensor {
   const out = Tensor.empty(shape, "f32", op === OP.sum ? "sum" : "max");
-  const spec = { shader: "reduce", entry: "reduce_main", defines: { OP: op } };
+  const spec = { shader: "reduce", entry: "reduce_main", defines: { OP: op, WG } };
   const split = p.outCount < SPLIT_OUTPUTS && p.redCount > SPLIT_LENGTH;
   if (!split) {
     gpu().dispatch(spec, {
@@ -115,7 +116,7 @@ export function reduceInto(x: Tensor, p: Plan, op: 0 | 1, scale: number, shape: 
 /** The gradient of max: g at the first maximum of each reduced slice of x, zero elsewhere. */
 export function maxGradKernel(x: Tensor, g: Tensor, p: Plan): Tensor {
   const dx = zeros(x.shape, "max.grad");
-  gpu().dispatch({ shader: "reduce", entry: "max_grad_main", defines: { OP: OP.max } }, {
+  gpu().dispatch({ shader: "reduce", entry: "max_grad_main", defines: { OP: OP.max, WG } }, {
     params: params(p, p.redCount, 1, 1),
     buffers: [x.buffer, g.buffer, dx.buffer],
     workgroups: grid1d(p.outCount, 1),

@@ -3,7 +3,7 @@ import { record, registerOp } from "../autograd.ts";
 import { fmtShape, Tensor } from "../tensor.ts";
 import { grid1d, rowDefines } from "./grid.ts";
 
-const WG = 256; // matches shaders/rmsnorm.wgsl
+const WG = 256;
 const CHUNK_ROWS = 32; // rows per partial sum of the weight gradient
 const MAX_CHUNKS = 1024;
 
@@ -92,12 +92,12 @@ function rmsNormBackwardWeight(x: Tensor, rstd: Tensor, gy: Tensor): Tensor {
   const part = Tensor.empty([nchunks, C], "f32", "rms_norm.gw_part");
   const p = params(rows, C, 0, chunk, nchunks);
   const g = gpu();
-  g.dispatch({ shader: "rmsnorm", entry: "dw_partial" }, {
+  g.dispatch({ shader: "rmsnorm", entry: "dw_partial", defines: { WG } }, {
     params: p,
     buffers: [x.buffer, gy.buffer, rstd.buffer, part.buffer],
     workgroups: [Math.ceil(C / WG), nchunks],
   });
-  g.dispatch({ shader: "rmsnorm", entry: "dw_sum" }, {
+  g.dispatch({ shader: "rmsnorm", entry: "dw_sum", defines: { WG } }, {
     params: p,
     buffers: [part.buffer, gw.buffer],
     workgroups: [Math.ceil(C / WG)],

@@ -3,7 +3,7 @@ import { record, registerOp } from "../autograd.ts";
 import { fmtShape, Tensor } from "../tensor.ts";
 import { grid1d } from "./grid.ts";
 
-const WG = 256; // matches shaders/rope.wgsl
+const WG = 256;
 
 registerOp(
   "rope",
@@ -75,7 +75,7 @@ function rotate(x: Tensor, positions: Tensor, invFreq: Tensor, sign: number): Te
   const out = Tensor.empty(x.shape, "f32", "rope");
   const n = x.size / 2;
   if (n > 0) {
-    gpu().dispatch({ shader: "rope" }, {
+    gpu().dispatch({ shader: "rope", defines: { WG } }, {
       params: packParams([n, H, D / 2, { f32: sign }]),
       buffers: [x.buffer, positions.buffer, invFreq.buffer, out.buffer],
       workgroups: grid1d(n, WG),

@@ -18,20 +18,23 @@ function rowsOf(op: string, x: Tensor): { rows: number; cols: number } {
   return { rows: cols === 0 ? 0 : x.size / cols, cols };
 }
 
+const WG = 256; // invocations per row
+
 function run(name: "softmax" | "logSoftmax", x: Tensor): Tensor {
   const { rows, cols } = rowsOf(name, x);
   const log = name === "logSoftmax";
   const out = Tensor.empty(x.shape, "f32", name);
   const params = packParams([rows, cols, { f32: -Infinity }]);
-  gpu().dispatch({ shader: "softmax", entry: log ? "log_softmax_main" : "softmax_main" }, {
+  const entry = log ? "log_softmax_main" : "softmax_main";
+  gpu().dispatch({ shader: "softmax", entry, defines: { WG } }, {
     params,
     buffers: [x.buffer, out.buffer],
     workgroups: grid1d(rows, 1),
   });
   return record(name, [x], out, (g) => {
     const dx = Tensor.empty(x.shape, "f32", `${name}.grad`);
-    const entry = log ? "log_softmax_grad_main" : "softmax_grad_main";
-    gpu().dispatch({ shader: "softmax", entry }, {
+    const gradEntry = log ? "log_softmax_grad_main" : "softmax_grad_main";
+    gpu().dispatch({ shader: "softmax", entry: gradEntry, defines: { WG } }, {
       params,
       buffers: [out.buffer, g.buffer, dx.buffer],
       workgroups: grid1d(rows, 1),

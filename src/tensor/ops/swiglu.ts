@@ -3,7 +3,7 @@ import { record, registerOp } from "../autograd.ts";
 import { fmtShape, Tensor } from "../tensor.ts";
 import { grid1d } from "./grid.ts";
 
-const WG = 256; // matches shaders/swiglu.wgsl
+const WG = 256;
 
 registerOp("swiglu", "gate [...], up [...] (same shape) -> silu(gate) * up; grads for both");
 
@@ -21,7 +21,7 @@ function check(gate: Tensor, up: Tensor): void {
 export function swiglu(gate: Tensor, up: Tensor): Tensor {
   check(gate, up);
   const out = Tensor.empty(gate.shape, "f32", "swiglu");
-  gpu().dispatch({ shader: "swiglu", entry: "forward" }, {
+  gpu().dispatch({ shader: "swiglu", entry: "forward", defines: { WG } }, {
     params: packParams([out.size]),
     buffers: [gate.buffer, up.buffer, out.buffer],
     workgroups: grid1d(out.size, WG),
@@ -30,7 +30,7 @@ export function swiglu(gate: Tensor, up: Tensor): Tensor {
     // One pass yields both gradients; the one no input needs is dropped right away.
     const dGate = Tensor.empty(gate.shape, "f32", "swiglu.d_gate");
     const dUp = Tensor.empty(up.shape, "f32", "swiglu.d_up");
-    gpu().dispatch({ shader: "swiglu", entry: "backward" }, {
+    gpu().dispatch({ shader: "swiglu", entry: "backward", defines: { WG } }, {
       params: packParams([out.size]),
       buffers: [gate.buffer, up.buffer, g.buffer, dGate.buffer, dUp.buffer],
       workgroups: grid1d(out.size, WG),

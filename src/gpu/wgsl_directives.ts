@@ -1,0 +1,132 @@
+/**
+ * The two directives our WGSL files may carry, and nothing else: `#include "file.wgsl"` and
+ * `#const NAME: type`. WGSL has no `#` token, so neither can be mistaken for WGSL, and a shader
+ * that reaches the GPU with a directive left in it fails loudly instead of compiling to something
+ * else. Pure functions over text: Deno's loader and the browser bundle (web/build.ts, through
+ * `shaderSource`) run this same code, so both see the same WGSL. How to use them: the header of
+ * shader_source.ts.
+ */
+
+/** Values that specialise a shader: `#const NAME`, `const NAME ... = v;` and `alias NAME = T;`. */
+export type Defines = Record<string, number | string | boolean>;
+
+/** Where include files live, relative to shaders/; top-level shaders are `shaders/<name>.wgsl`. */
+export const INCLUDE_DIR = "include";
+
+/** Reads a file under shaders/ by relative path; undefined when there is no such file. */
+export type ShaderReader = (path: string) => string | undefined;
+
+const DIRECTIVE = /^[ \t]*#(\w*)(.*)$/;
+const INCLUDE_ARG = /^[ \t]+"([\w./-]+\.wgsl)"[ \t]*(\/\/.*)?$/;
+const CONST_LINE = /^[ \t]*#const[ \t]+(\w+)[ \t]*:[ \t]*(\w+)[ \t]*;?[ \t]*(\/\/.*)?$/gm;
+
+/**
+ * The text of `shaders/<name>.wgsl` with every `#include "x.wgsl"` line replaced by the text of
+ * `shaders/include/x.wgsl`, recursively. Each file is pasted once per shader (later includes of
+ * it, circular ones too, vanish), so two includes may share a third. `#const` lines are left for
+ * `specialize`; any other `#` line is an error naming the file and line.
+ */
+export function expandIncludes(name: string, read: ShaderReader): string {
+  const top = `${name}.wgsl`;
+  const text = read(top);
+  if (text === undefined) throw new Error(`shader "${name}": no such file shaders/${top}`);
+  return expand(text, { shader: name, file: top, read, seen: new Set([top]) });
+}
+
+interface Expansion {
+  shader: string;
+  file: string; // path under shaders/ of the text being expanded
+  read: ShaderReader;
+  seen: Set<string>;
+}
+
+function expand(text: string, ctx: Expansion): string {
+  const lines = text.split("\n");
+  const out: string[] = [];
+  lines.forEach((line, i) => {
+    const m = DIRECTIVE.exec(line);
+    if (!m || m[1] === "const") return void out.push(line);
+    const where = `shader "${ctx.shader}" (${ctx.file} line ${i + 1})`;
+    if (m[1] !== "include") {
+      throw new Error(`${where}: unknown directive "#${m[1]}" (only #include and #const exist)`);
+    }
+    const arg = INCLUDE_ARG.exec(m[2]);
+    if (!arg || arg[1].split("/").includes("..")) {
+      throw new Error(`${where}: write #include "file.wgsl", a file in shaders/${INCLUDE_DIR}/`);
+    }
+    const path = `${INCLUDE_DIR}/${arg[1]}`;
+    if (ctx.seen.has(path)) return;
+    ctx.seen.add(path);
+    const body = ctx.read(path);
+    if (body === undefined) {
+      throw new Error(`${where}: #include "${arg[1]}" names a missing file, shaders/${path}`);
+    }
+    out.push(expand(body.replace(/\n$/, ""), { ...ctx, file: path }));
+  });
+  return out.join("\n");
+}
+
+/** The include files `shaders/<name>.wgsl` pulls in, directly or not, in order. */
+export function includesOf(name: string, read: ShaderReader): string[] {
+  const found: string[] = [];
+  expandIncludes(name, (path) => {
+    if (path.startsWith(`${INCLUDE_DIR}/`)) found.push(path);
+    return read(path);
+  });
+  return found;
+}
+
+/** A TS value as a WGSL literal of `type`; throws naming the shader and constant on a mismatch. */
+function literal(value: number | string | boolean, type: string, where: string): string {
+  if (typeof value === "string") return value; // an expression or a literal written by hand
+  const fail = (): never => {
+    throw new Error(`${where}: ${JSON.stringify(value)} is not a ${type}`);
+  };
+  if (type === "bool") return typeof value === "boolean" ? `${value}` : fail();
+  if (typeof value !== "number") return fail();
+  if (type === "u32") return Number.isInteger(value) && value >= 0 ? `${value}u` : fail();
+  if (type === "i32") return Number.isInteger(value) ? `${value}i` : fail();
+  if (type === "f32" || type === "f16") return Number.isFinite(value) ? `${value}` : fail();
+  return fail();
+}
+
+/**
+ * Applies `defines` to expanded WGSL: `#const NAME: type` becomes `const NAME: type = <value>;`
+ * (a missing value is an error: the TS op is the one home of that number), and module-scope
+ * `const NAME ... = ...;` / `alias NAME = ...;` declarations take the given value in place of
+ * their default. Plain text substitution keeps every specialisation valid WGSL on every
+ * implementation (override constants cannot size workgroup arrays everywhere).
+ */
+export function specialize(code: string, name: string, defines: Defines = {}): string {
+  const declared = new Set<string>();
+  let out = code.replace(CONST_LINE, (_line, key: string, type: string) => {
+    if (declared.has(key)) throw new Error(`shader "${name}" declares #const ${key} twice`);
+    declared.add(key);
+    if (!(key in defines)) {
+      throw new Error(
+        `shader "${name}" needs a value for #const ${key}: ${type}; pass it in the kernel spec's ` +
+          `defines (the TS op that dispatches the shader owns the number)`,
+      );
+    }
+    return `const ${key}: ${type} = ${
+      literal(defines[key], type, `shader "${name}" #const ${key}`)
+    };`;
+  });
+  for (const [key, value] of Object.entries(defines)) {
+    if (declared.has(key)) continue;
+    const constRe = new RegExp(`(^|\\n)(\\s*const\\s+${key}\\s*(?::\\s*\\w+)?\\s*=)[^;]*;`);
+    const aliasRe = new RegExp(`(^|\\n)(\\s*alias\\s+${key}\\s*=)[^;]*;`);
+    if (constRe.test(out)) {
+      out = out.replace(constRe, `$1$2 ${value};`);
+    } else if (aliasRe.test(out)) {
+      out = out.replace(aliasRe, `$1$2 ${value};`);
+    } else {
+      throw new Error(
+        `shader "${name}" has no '#const ${key}', 'const ${key}' or 'alias ${key}' to specialise`,
+      );
+    }
+  }
+  const left = /^[ \t]*#.*$/m.exec(out);
+  if (left) throw new Error(`shader "${name}": directive left after specialising: ${left[0]}`);
+  return out;
+}

@@ -19,3 +19,20 @@ export {
 } from "./logger.ts";
 export { Progress } from "./progress.ts";
 export { crc32c, readRecords, TensorBoardWriter } from "./tensorboard.ts";
+export { type Chart, type Line, renderChart } from "./report/chart.ts";
+export { reportCharts } from "./report/charts.ts";
+export { decodeEvent, type EventScalar, readEventFile } from "./report/events.ts";
+export {
+  MetricsNotFound,
+  parseJsonl,
+  type Point,
+  readRunMetrics,
+  type RunMetrics,
+} from "./report/metrics.ts";
+export {
+  renderHtml,
+  renderRun,
+  type RunReport,
+  type RunReportOptions,
+  writeRunReport,
+} from "./report/report.ts";

@@ -6,12 +6,16 @@ import {
   backward,
   clone,
   fill,
+  fillInPlace,
   noGrad,
   record,
+  scaleInPlace,
   scope,
   Tensor,
   zeroGrad,
+  zeros,
 } from "./mod.ts";
+import { axpyRef, fillRef, scaleRef } from "./ref/basic.ts";
 
 // A test-only differentiable op built from the core kernels: out = 2 * x (copy, then add x again).
 function double(x: Tensor): Tensor {
@@ -38,6 +42,24 @@ gpuTest("tensor round-trips f32, i32, u32 and f16 data", async () => {
   assert.deepEqual([...await Tensor.from(i, [4], "i32").toArray()], [...i]);
   const h = await Tensor.from([1, -2.5, 65504, 1e-3], [4], "f16").toArray();
   assertClose(h, [1, -2.5, 65504, 1e-3], { rtol: 1e-3 });
+});
+
+gpuTest("basic kernels (fill, scale, accumulate, clone) match their references", async () => {
+  // 1000 elements span several workgroups and end inside one.
+  const n = 1000, x = randomArray(n, 2), y = randomArray(n, 3);
+  assertClose(await fill([n], -1.5).toArray(), fillRef(n, -1.5), { atol: 0, rtol: 0 });
+  assertClose(await zeros([4, 5]).toArray(), fillRef(20, 0), { atol: 0, rtol: 0 });
+  const t = Tensor.from(y, [n]);
+  scaleInPlace(t, 0.75);
+  assertClose(await t.toArray(), scaleRef(y, 0.75));
+  const acc = Tensor.from(y, [n]);
+  accumulate(acc, Tensor.from(x, [n]), -2);
+  const summed = await acc.toArray();
+  assertClose(summed, axpyRef(y, x, -2));
+  const copy = clone(acc);
+  fillInPlace(acc, 7); // the clone owns its own buffer
+  assertClose(await copy.toArray(), summed, { atol: 0, rtol: 0 });
+  assertClose(await acc.toArray(), fillRef(n, 7), { atol: 0, rtol: 0 });
 });
 
 gpuTest("gradients flow through shared inputs and accumulate across micro-batches", async () => {

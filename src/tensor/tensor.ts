@@ -14,7 +14,7 @@ class Storage {
 
 let nextId = 1;
 
-/** One recorded op on the autograd tape: its inputs and how to turn the output's gradient into theirs. */
+/** One op on the autograd tape: its inputs and how to turn the output's gradient into theirs. */
 export interface Node {
   name: string;
   inputs: readonly Tensor[];

@@ -4,9 +4,11 @@
 // advantage, they repeat it:
 //   valid t:  A = r_t + gamma * V_next - V_t + gamma * lam * A;  V_next = V_t
 //   all t:    advantages_t = A;  returns_t = A + V_t
-// Advantages are not whitened. Row index = (wid.y * nwg.x + wid.x) * WG + lid.x.
+// Advantages are not whitened. One row per invocation (grid1d(rows, WG)).
 
-const WG: u32 = 64u;
+#include "grid.wgsl"
+
+#const WG: u32
 alias MaskT = i32;
 
 struct Params {
@@ -26,7 +28,7 @@ struct Params {
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
         @builtin(local_invocation_id) lid: vec3u) {
-  let row = (wid.y * nwg.x + wid.x) * WG + lid.x;
+  let row = flat_index(wid, nwg, lid);
   if (row >= p.rows) {
     return;
   }

@@ -3,9 +3,12 @@
 //     l = max((v - R)^2, (v_clip - R)^2);  partials [B, 2] vec4: (count, l / 2, clipped, v), 0
 //   ppo_loss_finish.wgsl aggregates (vf_loss = agg(l) / 2, vf_clipfrac, vpred_mean).
 //   value_grad: d loss / d v = g_loss w_row (v - R) on the unclipped branch, else 0 (the clipped
-//   term wins only when v is outside the clip range, where it does not depend on v).
+//   term wins only when v is outside the clip range, where it does not depend on v); w_row is
+//   the first entry of the finish pass's row_w [B] vec4 (the weight of column 1, the loss).
 
-const WG: u32 = 128u;
+#include "grid.wgsl"
+
+#const WG: u32
 alias MaskT = i32;
 
 struct Params {
@@ -25,7 +28,7 @@ struct Params {
 @group(0) @binding(5) var<storage, read_write> partials: array<vec4<f32>>;
 
 // value_grad
-@group(0) @binding(5) var<storage, read> row_w: array<f32>;
+@group(0) @binding(5) var<storage, read> row_w: array<vec4<f32>>;
 @group(0) @binding(6) var<storage, read> g_loss: array<f32>;
 @group(0) @binding(7) var<storage, read_write> g_v: array<f32>;
 
@@ -44,7 +47,7 @@ fn v_token(i: u32) -> vec2<f32> {
 @compute @workgroup_size(WG)
 fn value_rows(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
               @builtin(local_invocation_id) lid: vec3u) {
-  let row = wid.y * nwg.x + wid.x;
+  let row = flat_group(wid, nwg);
   if (row >= p.rows) {
     return;
   }
@@ -73,13 +76,13 @@ fn value_rows(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
 @compute @workgroup_size(WG)
 fn value_grad(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
               @builtin(local_invocation_id) lid: vec3u) {
-  let i = (wid.y * nwg.x + wid.x) * WG + lid.x;
+  let i = flat_index(wid, nwg, lid);
   if (i >= p.rows * p.cols) {
     return;
   }
   var g = 0.0;
   if (mask[i] != MaskT(0) && v_token(i).y == 0.0) {
-    g = g_loss[0] * row_w[i / p.cols] * (vpred[i] - returns[i]);
+    g = g_loss[0] * row_w[i / p.cols].x * (vpred[i] - returns[i]);
   }
   g_v[i] = g;
 }

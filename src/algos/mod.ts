@@ -91,3 +91,19 @@ export {
   type DataMetricsInputs,
   explainedVariance,
 } from "./metrics.ts";
+// GPU ops of the same formulas (the trainer's path; the functions above are their references).
+export {
+  GPU_POLICY_LOSSES,
+  type GpuPolicyLoss,
+  gpuPolicyLoss,
+  POLICY_LOSS_STATS,
+  type PpoLossResult,
+  ppoPolicyLoss,
+  type PpoPolicyLossOptions,
+} from "./gpu/ppo_loss.ts";
+export {
+  VALUE_LOSS_STATS,
+  valueLoss,
+  type ValueLossOptions as GpuValueLossOptions,
+} from "./gpu/ppo_loss_value.ts";
+export { gae, type GaeOptions, type GaeResult } from "./gpu/gae.ts";

@@ -1,23 +1,16 @@
 /**
  * The actor (and the frozen reference): log-probs of the sampled tokens under the current policy,
- * and the PPO update with mini-batches and micro-batch gradient accumulation. The loss itself is
- * the pure `computeActorLoss` of src/algos over `[b, R]` arrays; the GPU back-propagates its
- * gradient w.r.t. the log-probs (and entropies) through the model.
+ * and the PPO update with mini-batches and micro-batch gradient accumulation. The loss is the
+ * fused GPU policy loss of src/algos (ppo_micro_loss.ts), back-propagated through the model
+ * without a readback; src/algos' computeActorLoss is its CPU reference, for tests.
  */
-import { computeActorLoss, type LossAggMode } from "../algos/mod.ts";
+import { gpuPolicyLoss } from "../algos/mod.ts";
 import { gpu } from "../gpu/mod.ts";
 import { backward, logprobEntropy, noGrad, scope, Tensor } from "../tensor/mod.ts";
-import {
-  type Batch,
-  chunks,
-  gatherRows,
-  range,
-  responseScatter,
-  responseSlice,
-  sequenceInputs,
-} from "./batch.ts";
+import { type Batch, chunks, range, responseSlice, sequenceInputs } from "./batch.ts";
 import type { Optimizer } from "./optimizer_step.ts";
 import { updateLoop } from "./minibatch.ts";
+import { type ActorLossConfig, actorMicroLoss, actorStatNames } from "./ppo_micro_loss.ts";
 
 /** What the trainer needs of a model: a forward, its parameters, and their values for saving. */
 export interface TrainableModel {
@@ -105,69 +98,40 @@ export interface ActorUpdateOptions {
   lr: number;
   gradClip: number;
   temperature: number;
-  loss: {
-    policyLoss: string;
-    clipRatio: number;
-    clipRatioLow: number;
-    clipRatioHigh: number;
-    clipRatioC: number;
-    lossAggMode: LossAggMode;
-    entropyCoeff: number;
-    useKlLoss: boolean;
-    klLossCoef: number;
-    klLossType: string;
-  };
+  loss: ActorLossConfig;
 }
 
-/** PPO epochs over shuffled mini-batches; returns verl's actor/* metrics. */
+/**
+ * PPO epochs over shuffled mini-batches; returns verl's actor/* metrics. Each micro-batch runs
+ * forward -> logprobEntropy -> the fused policy loss -> backward on the GPU; the loss statistics
+ * are summed on the GPU and read with each mini-batch's grad norm.
+ */
 export async function updateActor(
   model: CausalModel,
   optimizer: Optimizer,
   batch: Batch,
   o: ActorUpdateOptions,
 ): Promise<Record<string, number>> {
-  const P = batch.promptLength, R = batch.responseLength;
+  gpuPolicyLoss(o.loss.policyLoss); // a loss_mode without a GPU form fails before any work
+  const T = batch.promptLength + batch.responseLength;
   const withEntropy = o.loss.entropyCoeff !== 0;
   const { metrics, skipped } = await updateLoop(
     batch,
     optimizer,
     { ...o, stream: 17 },
-    "actor/grad_norm",
-    async (mb) => {
-      const { rows } = mb;
-      const n = rows.length;
-      const t = uploadSequences(batch, rows);
+    { gradNorm: "actor/grad_norm", stats: actorStatNames(o.loss) },
+    (mb) => {
+      const t = uploadSequences(batch, mb.rows);
       const logits = model.forward(t.ids, { positionIds: t.pos, attentionMask: t.mask });
-      const out = logprobEntropy(logits, t.targets, { withEntropy, temperature: o.temperature });
-      const read = await gpu().read(
-        [out.logProbs, ...(out.entropy ? [out.entropy] : [])].map((x) => ({
-          buffer: x.buffer,
-          size: x.byteSize,
-        })),
-      );
-      const res = computeActorLoss({
-        R,
-        logProb: responseSlice(new Float32Array(read[0]), n, P, R),
-        oldLogProb: gatherRows(batch.oldLogProbs!, R, rows),
-        advantages: gatherRows(batch.advantages!, R, rows),
-        responseMask: mb.responseMask,
-        entropy: out.entropy ? responseSlice(new Float32Array(read[1]), n, P, R) : undefined,
-        refLogProb: o.loss.useKlLoss ? gatherRows(batch.refLogProbs!, R, rows) : undefined,
-      }, { ...o.loss, batchNumTokens: mb.miniTokens, globalBatchSize: mb.miniRows });
-      const seedLp = Tensor.from(
-        responseScatter(res.gradLogProb as Float32Array, n, P, R),
-        [n * (P + R)],
-      );
-      if (out.entropy && res.gradEntropy) {
-        // The entropy is a second branch from the same logits: one backward seeds both.
-        const seedEnt = Tensor.from(
-          responseScatter(res.gradEntropy as Float32Array, n, P, R),
-          [n * (P + R)],
-        );
-        backward([out.logProbs, out.entropy], [seedLp, seedEnt]);
-      } else backward(out.logProbs, seedLp);
-      return res.metrics;
+      // [n, T] targets give [n, T] log-probs and entropies, the layout the loss takes
+      const targets = t.targets.reshape([mb.rows.length, T]);
+      const out = logprobEntropy(logits, targets, { withEntropy, temperature: o.temperature });
+      const res = actorMicroLoss(out, batch, mb, o.loss);
+      backward(res.loss);
+      return res.stats;
     },
   );
+  // The CPU reference reports the (constant) KL coefficient per micro-batch; its mean is itself.
+  if (o.loss.useKlLoss) metrics["actor/kl_coef"] = o.loss.klLossCoef;
   return { ...metrics, "actor/lr": o.lr, "actor/skipped_steps": skipped };
 }

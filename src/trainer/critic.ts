@@ -1,15 +1,17 @@
 /**
  * The critic: values of the response positions and the clipped value-loss update. Like the
- * actor, the loss is the pure `computeValueLoss` over `[b, R]` arrays and its gradient w.r.t. the
- * predicted values is back-propagated on the GPU.
+ * actor's, the loss is a fused GPU op of src/algos (valueLoss, via ppo_micro_loss.ts) whose
+ * gradient w.r.t. the predicted values is back-propagated without a readback; computeValueLoss is
+ * its CPU reference, for tests.
  */
-import { computeValueLoss, type LossAggMode } from "../algos/mod.ts";
+import type { LossAggMode } from "../algos/mod.ts";
 import { gpu } from "../gpu/mod.ts";
-import { backward, noGrad, scope, Tensor } from "../tensor/mod.ts";
+import { backward, noGrad, scope, type Tensor } from "../tensor/mod.ts";
 import { type TrainableModel, uploadSequences } from "./actor.ts";
-import { type Batch, chunks, gatherRows, range, responseScatter, responseSlice } from "./batch.ts";
+import { type Batch, chunks, range, responseSlice } from "./batch.ts";
 import type { Optimizer } from "./optimizer_step.ts";
 import { updateLoop } from "./minibatch.ts";
+import { CRITIC_STAT_NAMES, criticMicroLoss } from "./ppo_micro_loss.ts";
 
 export interface ValueModel extends TrainableModel {
   forward(
@@ -58,40 +60,28 @@ export interface CriticUpdateOptions {
   lossAggMode: LossAggMode;
 }
 
-/** Value-loss epochs over shuffled mini-batches; returns verl's critic/* metrics. */
+/**
+ * Value-loss epochs over shuffled mini-batches; returns verl's critic/* metrics. Each micro-batch
+ * runs forward -> the fused clipped value loss -> backward on the GPU; its statistics are summed
+ * on the GPU and read with each mini-batch's grad norm.
+ */
 export async function updateCritic(
   critic: ValueModel,
   optimizer: Optimizer,
   batch: Batch,
   o: CriticUpdateOptions,
 ): Promise<Record<string, number>> {
-  const P = batch.promptLength, R = batch.responseLength;
   const { metrics } = await updateLoop(
     batch,
     optimizer,
     { ...o, stream: 29 },
-    "critic/grad_norm",
-    async (mb) => {
-      const { rows } = mb;
-      const n = rows.length;
-      const t = uploadSequences(batch, rows);
-      const vpred = critic.forward(t.ids, { positionIds: t.pos, attentionMask: t.mask });
-      const [bytes] = await gpu().read([{ buffer: vpred.buffer, size: vpred.byteSize }]);
-      const res = computeValueLoss({
-        R,
-        vpreds: responseSlice(new Float32Array(bytes), n, P, R),
-        values: gatherRows(batch.values!, R, rows),
-        returns: gatherRows(batch.returns!, R, rows),
-        responseMask: mb.responseMask,
-      }, {
-        cliprangeValue: o.cliprangeValue,
-        lossAggMode: o.lossAggMode,
-        batchNumTokens: mb.miniTokens,
-        globalBatchSize: mb.miniRows,
-      });
-      const seed = responseScatter(res.gradVpreds as Float32Array, n, P, R);
-      backward(vpred, Tensor.from(seed, vpred.shape));
-      return res.metrics;
+    { gradNorm: "critic/grad_norm", stats: CRITIC_STAT_NAMES },
+    (mb) => {
+      const t = uploadSequences(batch, mb.rows);
+      const vpreds = critic.forward(t.ids, { positionIds: t.pos, attentionMask: t.mask }); // [n, T]
+      const res = criticMicroLoss(vpreds, batch, mb, o);
+      backward(res.loss);
+      return res.stats;
     },
   );
   return { ...metrics, "critic/lr": o.lr };

@@ -8,7 +8,7 @@ import { registerOp } from "../../tensor/mod.ts";
 import { fmtShape, Tensor } from "../../tensor/mod.ts";
 import { grid1d } from "../../tensor/mod.ts";
 
-const WG = 64; // matches shaders/gae.wgsl
+const WG = 64; // rows per workgroup, passed to shaders/gae.wgsl as #const WG
 const MASK_TYPES = { f32: "f32", i32: "i32", u32: "u32" } as const;
 
 registerOp(
@@ -56,7 +56,7 @@ export function gae(
   const returns = Tensor.empty([B, R], "f32", "returns");
   if (B * R > 0) {
     const maskType = MASK_TYPES[responseMask.dtype as keyof typeof MASK_TYPES];
-    gpu().dispatch({ shader: "gae", defines: { MaskT: maskType } }, {
+    gpu().dispatch({ shader: "gae", defines: { MaskT: maskType, WG } }, {
       params: packParams([B, R, { f32: options.gamma ?? 1 }, { f32: options.lam ?? 1 }]),
       buffers: [
         rewards.buffer,

@@ -1,24 +1,55 @@
 /**
- * Fused vanilla PPO policy loss (shaders/ppo_loss.wgsl): ratio, clip, dual-clip, the optional KL
- * loss and entropy bonus, and the loss aggregation, with verl's semantics (src/algos/actor_loss.ts
- * is the reference). The loss stays on the GPU as a [1] tensor with a backward into the log-probs
- * (and the entropy); the statistics land in a small [6] tensor the trainer reads once per step.
+ * Fused PPO policy losses (shaders/ppo_loss.wgsl): ratio, clip, dual-clip (vanilla) or the
+ * sequence-level ratio (gspo), the optional KL loss and entropy bonus, and the loss aggregation,
+ * with verl's semantics (src/algos/actor_loss.ts and policy_loss.ts are the references). The loss
+ * stays on the GPU as a [1] tensor with a backward into the log-probs (and the entropy); the
+ * statistics land in a small [6] tensor that the trainer sums on the GPU and reads once per step.
  */
 import { KL_ESTIMATORS } from "../kl.ts";
+import type { LossAggMode } from "../agg.ts";
 import { gpu, packParams } from "../../gpu/mod.ts";
-import { record, registerOp } from "../../tensor/mod.ts";
+import { record, registerOp, Registry } from "../../tensor/mod.ts";
 import { Tensor } from "../../tensor/mod.ts";
 import { grid1d } from "../../tensor/mod.ts";
 import { aggregate, checkBatch, type LossAggOptions, maskType } from "./ppo_loss_agg.ts";
 
-const WG = 128; // matches shaders/ppo_loss.wgsl
+const WG = 128; // invocations per workgroup, passed to shaders/ppo_loss.wgsl as #const WG
 
 registerOp(
   "ppo_policy_loss",
   "logProb, oldLogProb, advantages [B, R] f32, mask [B, R] (+ entropy, refLogProb) -> loss [1] = " +
-    "agg(vanilla clipped/dual-clipped PPO loss) - entropy_coeff agg(entropy) + kl_loss_coef " +
-    "agg(kl); backward into logProb and entropy",
+    "agg(vanilla clipped/dual-clipped or gspo PPO loss) - entropy_coeff agg(entropy) + " +
+    "kl_loss_coef agg(kl); backward into logProb and entropy",
 );
+
+/** How the kernel runs one `actor.policy_loss.loss_mode`. */
+export interface GpuPolicyLoss {
+  /** `loss_mode` of shaders/ppo_loss.wgsl */
+  code: number;
+  /** aggregation of the pg loss when the loss fixes it (gspo), else loss_agg_mode */
+  pgAggMode?: LossAggMode;
+  /** whether clip_ratio_c applies (and must be > 1) */
+  dualClip: boolean;
+}
+
+/**
+ * The policy losses the GPU runs, by verl name. Every name of src/algos' POLICY_LOSSES needs an
+ * entry here (a test checks it): the trainer has no CPU fallback.
+ */
+export const GPU_POLICY_LOSSES: Registry<GpuPolicyLoss> = new Registry("GPU policy loss");
+GPU_POLICY_LOSSES.register("vanilla", { code: 0, dualClip: true });
+GPU_POLICY_LOSSES.register("gspo", { code: 1, pgAggMode: "seq-mean-token-mean", dualClip: false });
+
+/** The GPU form of `actor.policy_loss.loss_mode` `name`; an error naming the key when none. */
+export function gpuPolicyLoss(name: string): GpuPolicyLoss {
+  if (!GPU_POLICY_LOSSES.has(name)) {
+    throw new Error(
+      `actor.policy_loss.loss_mode "${name}" has no GPU implementation; GPU policy losses: ` +
+        GPU_POLICY_LOSSES.names().join(", "),
+    );
+  }
+  return GPU_POLICY_LOSSES.get(name);
+}
 
 /** Names of the entries of `stats`, in order (verl's metric names). */
 export const POLICY_LOSS_STATS = [
@@ -32,6 +63,8 @@ export const POLICY_LOSS_STATS = [
 
 /** `actor.*` keys in camelCase, verl's defaults in brackets. */
 export interface PpoPolicyLossOptions extends LossAggOptions {
+  /** actor.policy_loss.loss_mode [vanilla]: a name of GPU_POLICY_LOSSES */
+  lossMode?: string;
   /** ε [0.2] */
   clipRatio?: number;
   /** lower ε [clipRatio] */
@@ -78,9 +111,11 @@ function klCode(type: string): { code: number; straight: boolean } {
 }
 
 /**
- * verl's vanilla policy loss of one micro-batch, plus entropy bonus and KL loss as dp_actor
+ * verl's policy loss (`lossMode`) of one micro-batch, plus entropy bonus and KL loss as dp_actor
  * assembles them, aggregated by `lossAggMode` (with batchNumTokens / globalBatchSize so that
- * micro-batches of a mini-batch share a denominator). Masked positions may hold anything.
+ * micro-batches of a mini-batch share a denominator; gspo's pg loss is always
+ * seq-mean-token-mean, its entropy and KL terms follow `lossAggMode`, as in verl). Masked
+ * positions may hold anything.
  */
 export function ppoPolicyLoss(
   logProb: Tensor,
@@ -97,11 +132,12 @@ export function ppoPolicyLoss(
     floats.refLogProb = refLogProb;
   }
   const [B, R] = checkBatch("ppoPolicyLoss", floats, responseMask);
+  const pl = gpuPolicyLoss(options.lossMode ?? "vanilla");
   const ec = options.entropyCoeff ?? 0;
   if (ec !== 0 && !entropy) throw new Error("ppoPolicyLoss: entropyCoeff != 0 needs the entropy");
   const eps = options.clipRatio ?? 0.2;
   const c = options.clipRatioC ?? 3;
-  if (!(c > 1)) throw new Error(`ppoPolicyLoss: clip_ratio_c must be > 1, got ${c}`);
+  if (pl.dualClip && !(c > 1)) throw new Error(`ppoPolicyLoss: clip_ratio_c must be > 1, got ${c}`);
   const useKl = options.useKlLoss ?? false;
   const klc = useKl ? options.klLossCoef ?? 0.001 : 0;
   const kl = klCode(options.klLossType ?? "low_var_kl");
@@ -117,9 +153,9 @@ export function ppoPolicyLoss(
     entropy ? 1 : 0,
     { f32: klc },
     { f32: ec },
-    0,
+    pl.code,
   ]);
-  const defines = { MaskT: maskType(responseMask) };
+  const defines = { MaskT: maskType(responseMask), WG };
   const g = gpu();
   const partials = Tensor.empty([B, 8], "f32", "ppo_loss.partials");
   g.dispatch({ shader: "ppo_loss", entry: "policy_rows", defines }, {
@@ -136,11 +172,12 @@ export function ppoPolicyLoss(
     workgroups: grid1d(B, 1),
   });
   // columns: 1 pg loss (agg), 2 clipped, 3 -log ratio, 4 dual-clipped (token means),
-  // 5 entropy (agg), 6 kl (agg)
+  // 5 entropy (agg), 6 kl (agg), 7 gspo's sequence log-ratio (carried to the backward)
   const agg = aggregate("ppoPolicyLoss", partials, [B, R], {
     aggBits: 0b1100010,
     nstats: 6,
     coefs: [0, 1, 0, 0, 0, -ec, klc],
+    mode1: pl.pgAggMode,
   }, options);
   partials.dispose();
   const inputs = entropy ? [logProb, entropy] : [logProb];

@@ -9,6 +9,9 @@ import { fmtShape, Tensor } from "../../tensor/mod.ts";
 
 export const MASK_TYPES = { f32: "f32", i32: "i32", u32: "u32" } as const;
 
+/** Invocations of the single aggregation workgroup (shaders/ppo_loss_finish.wgsl #const WG). */
+const FINISH_WG = 256;
+
 const MODE_CODES: Record<LossAggMode, number> = {
   "token-mean": 0,
   "seq-mean-token-sum": 1,
@@ -50,7 +53,21 @@ export function maskType(mask: Tensor): string {
 export interface Aggregated {
   loss: Tensor; // [1]
   stats: Tensor; // [nstats]
-  rowWeights: Tensor; // [B] d loss / d (token loss) of each row's valid tokens
+  /** [B, 4] per row: d loss / d (token loss) under column 1's mode and under the others' mode,
+   * the row's carried column 7 (gspo's sequence log-ratio), 0; read by the backward kernels */
+  rowWeights: Tensor;
+}
+
+/** How `aggregate` turns the partial columns into statistics and the loss. */
+export interface AggregateSpec {
+  /** bit j set: column j is aggregated by loss_agg_mode, else reported as a token mean */
+  aggBits: number;
+  /** columns 1..nstats become `stats` */
+  nstats: number;
+  /** loss = sum_j coefs[j] stat_j over columns 1..6 (index 0 unused) */
+  coefs: number[];
+  /** mode of column 1 when it differs from loss_agg_mode (gspo's pg loss) */
+  mode1?: LossAggMode;
 }
 
 /**
@@ -61,24 +78,28 @@ export function aggregate(
   op: string,
   partials: Tensor,
   shape: [number, number],
-  spec: { aggBits: number; nstats: number; coefs: number[] },
+  spec: AggregateSpec,
   options: LossAggOptions,
 ): Aggregated {
   const [B, R] = shape;
   const mode = checkLossAggMode(options.lossAggMode ?? "token-mean");
+  const mode1 = spec.mode1 ?? mode;
   const dp = options.dpSize ?? 1;
-  if (dp > 1 && mode === "token-mean" && options.batchNumTokens === undefined) {
-    throw new Error(`${op}: token-mean with dpSize > 1 needs the global batchNumTokens`);
+  for (const m of new Set([mode, mode1])) {
+    if (dp > 1 && m === "token-mean" && options.batchNumTokens === undefined) {
+      throw new Error(`${op}: token-mean with dpSize > 1 needs the global batchNumTokens`);
+    }
+    if (dp > 1 && m !== "token-mean" && options.globalBatchSize === undefined) {
+      throw new Error(`${op}: ${m} with dpSize > 1 needs the global globalBatchSize`);
+    }
   }
-  if (dp > 1 && mode !== "token-mean" && options.globalBatchSize === undefined) {
-    throw new Error(`${op}: ${mode} with dpSize > 1 needs the global globalBatchSize`);
-  }
-  const horizon = mode === "seq-mean-token-sum-norm" ? options.lossScaleFactor ?? R : 1;
+  const horizon = (m: LossAggMode) =>
+    m === "seq-mean-token-sum-norm" ? options.lossScaleFactor ?? R : 1;
   const coefs = Array.from({ length: 8 }, (_, j) => ({ f32: spec.coefs[j] ?? 0 }));
   const loss = Tensor.empty([1], "f32", `${op}.loss`);
   const stats = Tensor.empty([spec.nstats], "f32", `${op}.stats`);
-  const rowWeights = Tensor.empty([B], "f32", `${op}.row_weights`);
-  gpu().dispatch({ shader: "ppo_loss_finish" }, {
+  const rowWeights = Tensor.empty([B, 4], "f32", `${op}.row_weights`);
+  gpu().dispatch({ shader: "ppo_loss_finish", defines: { WG: FINISH_WG } }, {
     params: packParams([
       B,
       MODE_CODES[mode],
@@ -87,7 +108,11 @@ export function aggregate(
       { f32: options.batchNumTokens ?? -1 },
       { f32: options.globalBatchSize ?? -1 },
       { f32: dp },
-      { f32: horizon },
+      { f32: horizon(mode) },
+      MODE_CODES[mode1],
+      { f32: horizon(mode1) },
+      0,
+      0,
       ...coefs,
     ]),
     buffers: [partials.buffer, loss.buffer, stats.buffer, rowWeights.buffer],

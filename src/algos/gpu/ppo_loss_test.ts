@@ -2,35 +2,14 @@ import assert from "node:assert/strict";
 import { computeActorLoss } from "../actor_loss.ts";
 import type { LossAggMode } from "../agg.ts";
 import { computeValueLoss } from "../value_loss.ts";
-import { assertClose, gpuTest, randomArray, rng } from "../../testing/mod.ts";
+import { assertClose, gpuTest, randomArray } from "../../testing/mod.ts";
 import { backward } from "../../tensor/mod.ts";
 import { logprobEntropyBackwardRef, logprobEntropyRef } from "../../tensor/mod.ts";
 import { Tensor } from "../../tensor/mod.ts";
 import { logprobEntropy } from "../../tensor/mod.ts";
 import { POLICY_LOSS_STATS, ppoPolicyLoss, type PpoPolicyLossOptions } from "./ppo_loss.ts";
 import { VALUE_LOSS_STATS, valueLoss, type ValueLossOptions } from "./ppo_loss_value.ts";
-
-/** Ragged [B, R] mask: random lengths, a hole mid-response in some rows, every 4th row padding. */
-function raggedMask(B: number, R: number, seed: number): Int32Array {
-  const r = rng(seed);
-  const m = new Int32Array(B * R);
-  for (let b = 0; b < B; b++) {
-    if (b % 4 === 2) continue;
-    const len = 1 + Math.floor(r() * R);
-    const holeAt = Math.floor(r() * len), holeLen = r() < 0.5 ? 1 + Math.floor(r() * 2) : 0;
-    for (let t = 0; t < len; t++) m[b * R + t] = t >= holeAt && t < holeAt + holeLen ? 0 : 1;
-  }
-  return m;
-}
-
-/** Garbage (NaN, huge) where the mask is 0: it must never reach the loss or the gradients. */
-function poison(x: Float32Array, mask: Int32Array): Float32Array {
-  return x.map((v, i) => mask[i] ? v : i % 2 ? NaN : 1e30);
-}
-
-function count(mask: Int32Array): number {
-  return mask.reduce((a, b) => a + b, 0);
-}
+import { count, poison, raggedMask } from "./test_inputs.ts";
 
 interface Case {
   shape: [number, number];

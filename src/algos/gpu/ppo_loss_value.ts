@@ -10,7 +10,7 @@ import { grid1d } from "../../tensor/mod.ts";
 import type { PpoLossResult } from "./ppo_loss.ts";
 import { aggregate, checkBatch, type LossAggOptions, maskType } from "./ppo_loss_agg.ts";
 
-const WG = 128; // matches shaders/ppo_loss_value.wgsl
+const WG = 128; // invocations per workgroup, passed to shaders/ppo_loss_value.wgsl as #const WG
 
 registerOp(
   "value_loss",
@@ -41,7 +41,7 @@ export function valueLoss(
 ): PpoLossResult {
   const [B, R] = checkBatch("valueLoss", { vpreds, values, returns }, responseMask);
   const params = packParams([B, R, { f32: options.cliprangeValue ?? 0.5 }, 0]);
-  const defines = { MaskT: maskType(responseMask) };
+  const defines = { MaskT: maskType(responseMask), WG };
   const g = gpu();
   const partials = Tensor.empty([B, 8], "f32", "value_loss.partials");
   g.dispatch({ shader: "ppo_loss_value", entry: "value_rows", defines }, {

@@ -1,41 +1,19 @@
 /**
  * Crash safety and exact resume: a run SIGKILLed in the middle of a save, then resumed with
  * `resume_mode=auto`, ends with the same parameters and metrics as an uninterrupted run with the
- * same seed (the epoch boundary falls between the last complete checkpoint and the end).
+ * same seed (the epoch boundary falls between the last complete checkpoint and the end), and its
+ * metric files hold every step exactly once.
  */
 import assert from "node:assert/strict";
 import { makeTinyRun } from "./tiny_run.ts";
-
-const TRAIN = new URL("../src/cli/train.ts", import.meta.url).pathname;
-
-async function train(cwd: string, args: string[], env: Record<string, string> = {}) {
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", TRAIN, ...args],
-    cwd,
-    env: { ...env, NO_COLOR: "1" },
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  return {
-    code: out.code,
-    signal: out.signal,
-    text: new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr),
-  };
-}
-
-function metricsByStep(path: string): Map<number, Record<string, number>> {
-  const out = new Map<number, Record<string, number>>();
-  for (const line of Deno.readTextFileSync(path).trim().split("\n")) {
-    const { step, data } = JSON.parse(line);
-    const kept = Object.fromEntries(
-      Object.entries(data as Record<string, number>).filter(([k]) =>
-        !k.startsWith("timing_s/") && !k.startsWith("perf/")
-      ),
-    );
-    out.set(step, kept); // a resumed run re-logs nothing before its checkpoint
-  }
-  return out;
-}
+import {
+  eventSteps,
+  jsonlRecords,
+  loggedSteps,
+  metricsByStep,
+  train,
+  tree,
+} from "./crash_helpers.ts";
 
 Deno.test({
   name: "SIGKILL during a save, then resume=auto, matches an uninterrupted run exactly",
@@ -50,6 +28,7 @@ Deno.test({
       "trainer.total_training_steps=4",
       "trainer.save_freq=1",
       "trainer.test_freq=-1",
+      "trainer.logger=[file,tensorboard]",
     ];
     const full = await train(`${root}/a`, [...a.overrides, ...common]);
     assert.equal(full.code, 0, full.text);
@@ -60,11 +39,24 @@ Deno.test({
     assert.equal(killed.signal, "SIGKILL", killed.text);
     const left = [...Deno.readDirSync(`${root}/b/ckpt`)].map((e) => e.name).sort();
     assert.ok(left.includes("global_step_2") && !left.includes("global_step_3"), left.join());
+    assert.ok(left.some((n) => /^global_step_3\.tmp-\d+$/.test(n)), left.join());
     assert.equal(Deno.readTextFileSync(`${root}/b/ckpt/latest_checkpointed_iteration.txt`), "2");
+    // Step 3's metrics were on disk before its checkpoint was written.
+    const runB = `${root}/b/outputs/webrl_examples/b`;
+    assert.deepEqual(loggedSteps(jsonlRecords(`${runB}/metrics.jsonl`)), [1, 2, 3]);
+    assert.deepEqual(eventSteps(`${runB}/tensorboard`, "training/global_step"), [1, 2, 3]);
 
     const resumed = await train(`${root}/b`, [...b.overrides, ...common]);
     assert.equal(resumed.code, 0, resumed.text);
     assert.match(resumed.text, /resumed from global_step_2/);
+    assert.match(resumed.text, /taking over .*webrl\.lock from pid \d+/);
+    assert.match(resumed.text, /removed leftovers of an interrupted run: .*global_step_3\.tmp-/);
+    assert.match(resumed.text, /metrics\.jsonl: dropped 1 record\(s\) after step 2/);
+    // Nothing half-written or stale is left, and the lock went with the process.
+    assert.deepEqual(
+      tree(`${root}/b/ckpt`).filter((n) => !/^global_step_[1-4]($|\/)/.test(n)),
+      ["latest_checkpointed_iteration.txt"],
+    );
 
     const wa = Deno.readFileSync(`${root}/a/ckpt/global_step_4/actor/model.safetensors`);
     const wb = Deno.readFileSync(`${root}/b/ckpt/global_step_4/actor/model.safetensors`);
@@ -73,10 +65,16 @@ Deno.test({
     const ob = Deno.readFileSync(`${root}/b/ckpt/global_step_4/actor/optimizer.safetensors`);
     assert.ok(oa.every((x, i) => x === ob[i]), "optimizer states differ");
 
-    const ma = metricsByStep(`${root}/a/outputs/webrl_examples/a/metrics.jsonl`);
-    const mb = metricsByStep(`${root}/b/outputs/webrl_examples/b/metrics.jsonl`);
-    for (const step of [3, 4]) assert.deepEqual(mb.get(step), ma.get(step), `step ${step}`);
+    // Every step once in both metric files: no step lost, none doubled by the resumed run.
+    const ra = jsonlRecords(`${root}/a/outputs/webrl_examples/a/metrics.jsonl`);
+    const rb = jsonlRecords(`${runB}/metrics.jsonl`);
+    assert.deepEqual(loggedSteps(rb), [1, 2, 3, 4]);
+    assert.deepEqual(eventSteps(`${runB}/tensorboard`, "training/global_step"), [1, 2, 3, 4]);
+    const ma = metricsByStep(ra), mb = metricsByStep(rb);
+    for (const step of [1, 2, 3, 4]) assert.deepEqual(mb.get(step), ma.get(step), `step ${step}`);
     assert.equal(ma.get(4)!["training/epoch"], 1);
+    // A save step logs its duration after the checkpoint, as a second record of the step.
+    assert.ok(rb.some((r) => r.step === 4 && "timing_s/save_checkpoint" in r.data));
     Deno.removeSync(root, { recursive: true });
   },
 });

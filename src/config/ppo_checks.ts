@@ -72,6 +72,16 @@ export function checkPpo(cfg: PpoConfig): void {
         "or custom_reward_function.path",
     );
   }
+  for (const key of ["save_freq", "test_freq"] as const) {
+    if (cfg.trainer[key] === 0) {
+      // verl only acts on a positive frequency; 0 would silently never save (or validate).
+      throw new ConfigError(
+        `trainer.${key}`,
+        `trainer.${key}=0 would never ${key === "save_freq" ? "save" : "validate"}: use ` +
+          `trainer.${key}=-1 for never, or a number of steps >= 1`,
+      );
+    }
+  }
   if (cfg.trainer.resume_mode === "resume_path" && cfg.trainer.resume_from_path === null) {
     throw new ConfigError(
       "trainer.resume_from_path",

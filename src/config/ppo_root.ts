@@ -20,8 +20,12 @@ export const ppoTrainerSection = section("Run control: length, logging, checkpoi
   validation_data_dir: str(null, "Folder for JSONL dumps of validation generations."),
   nnodes: int(1, "Machines (only 1 is supported).", { min: 1, max: 1 }),
   n_gpus_per_node: int(1, "GPUs per machine (only 1 is supported).", { min: 1, max: 1 }),
-  save_freq: int(-1, "Checkpoint every N steps (and at the end); -1 = never.", { min: -1 }),
-  test_freq: int(-1, "Validate every N steps (and at the end); -1 = never.", { min: -1 }),
+  save_freq: int(-1, "Checkpoint every N steps (and at the end); -1 = never (0 is refused).", {
+    min: -1,
+  }),
+  test_freq: int(-1, "Validate every N steps (and at the end); -1 = never (0 is refused).", {
+    min: -1,
+  }),
   val_before_train: bool(true, "Validate once before the first step."),
   val_only: bool(false, "Validate and exit without training."),
   critic_warmup: int(0, "Steps that update only the critic before the actor starts.", {
@@ -37,10 +41,18 @@ export const ppoTrainerSection = section("Run control: length, logging, checkpoi
     "auto: latest checkpoint in default_local_dir if any; disable; resume_path: resume_from_path.",
   ),
   resume_from_path: str(null, "global_step_N folder to resume from (resume_mode=resume_path)."),
+  resume_allowed_changes: strList(
+    [],
+    "Keys that change the model, shapes or data order (model path, dtype, rollout.n, batch " +
+      "sizes, data files, seeds) yet may differ from the resumed checkpoint's saved config; " +
+      "without this such a difference is an error. Other differences are printed as warnings.",
+  ),
   max_actor_ckpt_to_keep: int(null, "Keep only the newest N actor checkpoints; null keeps all.", {
     min: 1,
   }),
-  max_critic_ckpt_to_keep: int(null, "Keep only the newest N critic checkpoints.", { min: 1 }),
+  max_critic_ckpt_to_keep: int(null, "Keep only the newest N critic checkpoints; null keeps all.", {
+    min: 1,
+  }),
   seed: int(1, "Seed of model init, sampling and mini-batch shuffles."),
   device: oneOf(["webgpu", "cpu"], "webgpu", "webgpu (any adapter) or the CPU reference path."),
 });

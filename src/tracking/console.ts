@@ -26,6 +26,7 @@ export class ConsoleLogger implements Logger {
 
   log(step: number, metrics: Record<string, number>): void {
     const keys = Object.keys(metrics).filter((k) => HEADLINE.some((h) => k.startsWith(h)));
+    if (!keys.length) return; // e.g. the timing_s/save_checkpoint record of a save step
     keys.sort((a, b) =>
       HEADLINE.findIndex((h) => a.startsWith(h)) - HEADLINE.findIndex((h) => b.startsWith(h))
     );

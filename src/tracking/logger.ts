@@ -4,17 +4,25 @@
  * (console.ts, file.ts, tensorboard_logger.ts); mod.ts imports them all.
  */
 import { Registry } from "../tensor/mod.ts";
+import type { ResumeOptions } from "./resume.ts";
 
-/** A metrics sink: the trainer calls `log` once per step with verl-named scalars. */
+/**
+ * A metrics sink: the trainer calls `log` once per step with verl-named scalars (and again at a
+ * save step with `timing_s/save_checkpoint`), and `flush` before a checkpoint, so that the metrics
+ * a checkpoint covers are on the disk before it is.
+ */
 export interface Logger {
   log(step: number, metrics: Record<string, number>): void;
+  flush?(): void;
   close(): void;
 }
 
-/** Where a run's files go: `{dir}/{project_name}/{experiment_name}/`. */
-export interface LoggerOptions {
+/**
+ * Where a run's files go: `{dir}/{project_name}/{experiment_name}/`; `resumeStep` cuts files an
+ * earlier run left back to the step this run starts from (resume.ts).
+ */
+export interface LoggerOptions extends ResumeOptions {
   runDir: string;
-  print?: (line: string) => void;
 }
 
 export type LoggerFactory = (options: LoggerOptions) => Logger;
@@ -30,6 +38,10 @@ export class Tracking implements Logger {
     for (const l of this.loggers) l.log(step, metrics);
   }
 
+  flush(): void {
+    for (const l of this.loggers) l.flush?.();
+  }
+
   close(): void {
     for (const l of this.loggers) l.close();
   }
@@ -38,8 +50,9 @@ export class Tracking implements Logger {
 /** Builds verl's `trainer.logger` list; an unknown name is an error listing the valid ones. */
 export function createTracking(
   names: string[],
-  options: { dir: string; projectName: string; experimentName: string },
+  options: { dir: string; projectName: string; experimentName: string } & ResumeOptions,
 ): Tracking {
   const runDir = `${options.dir}/${options.projectName}/${options.experimentName}`;
-  return new Tracking(names.map((name) => LOGGERS.get(name)({ runDir })));
+  const o = { runDir, resumeStep: options.resumeStep, print: options.print };
+  return new Tracking(names.map((name) => LOGGERS.get(name)(o)));
 }

@@ -18,7 +18,7 @@ export {
   Tracking,
 } from "./logger.ts";
 export { Progress } from "./progress.ts";
-export { crc32c, readRecords, TensorBoardWriter } from "./tensorboard.ts";
+export { crc32c, eventStep, readRecords, TensorBoardWriter } from "./tensorboard.ts";
 export { type Chart, type Line, renderChart } from "./report/chart.ts";
 export { reportCharts } from "./report/charts.ts";
 export { decodeEvent, type EventScalar, readEventFile } from "./report/events.ts";

@@ -2,7 +2,12 @@
  * TensorBoard event files written by hand: TFRecord framing (length, masked CRC32C of the length,
  * payload, masked CRC32C of the payload) around `Event` protobufs with scalar summaries. This is all
  * TensorBoard needs to chart scalars, and keeps us free of a protobuf dependency.
+ *
+ * A resumed run keeps TensorBoard's view consistent: events after the resume step are dropped from
+ * the earlier event files (rewritten whole, torn last records included), and the run appends to a
+ * new file, so every step appears once.
  */
+import { replaceFile, type ResumeOptions, stampNow, syncDir, writeAll } from "./resume.ts";
 
 const CRC_TABLE = (() => {
   const t = new Uint32Array(256);
@@ -96,19 +101,30 @@ export function frameRecord(payload: Uint8Array): Uint8Array {
   return out;
 }
 
-/** Reads the records back (tests, and anyone inspecting a run without TensorBoard). */
-export function readRecords(bytes: Uint8Array): Uint8Array[] {
+/**
+ * Reads the records back (tests, and anyone inspecting a run without TensorBoard). A damaged or
+ * torn record throws, or with `stopAtDamage` ends the list (what a crash mid-write leaves).
+ */
+export function readRecords(bytes: Uint8Array, o: { stopAtDamage?: boolean } = {}): Uint8Array[] {
   const out: Uint8Array[] = [];
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   let off = 0;
-  while (off + 12 <= bytes.length) {
+  const bad = (what: string) => {
+    if (o.stopAtDamage) return true;
+    throw new Error(`event file: ${what} at byte ${off}`);
+  };
+  while (off < bytes.length) {
+    if (off + 12 > bytes.length) break; // a torn header: ignored, as TensorBoard does
     const len = Number(view.getBigUint64(off, true));
     if (view.getUint32(off + 8, true) !== maskedCrc(bytes.subarray(off, off + 8))) {
-      throw new Error(`event file: bad length checksum at byte ${off}`);
+      if (bad("bad length checksum")) break;
+    }
+    if (off + 16 + len > bytes.length) {
+      if (bad("truncated record")) break;
     }
     const payload = bytes.subarray(off + 12, off + 12 + len);
     if (view.getUint32(off + 12 + len, true) !== maskedCrc(payload)) {
-      throw new Error(`event file: bad payload checksum at byte ${off}`);
+      if (bad("bad payload checksum")) break;
     }
     out.push(payload);
     off += 16 + len;
@@ -116,13 +132,99 @@ export function readRecords(bytes: Uint8Array): Uint8Array[] {
   return out;
 }
 
-/** Appends scalar events to `{dir}/events.out.tfevents.{time}.{host}`. */
+/** The `step` (field 2) of an Event, 0 when absent (the file-version event). */
+export function eventStep(payload: Uint8Array): number {
+  let off = 0;
+  const varint = (): number => {
+    let x = 0, mul = 1;
+    for (;;) {
+      const b = payload[off++];
+      if (b === undefined) throw new Error("event: truncated varint");
+      x += (b & 0x7f) * mul;
+      if (!(b & 0x80)) return x;
+      mul *= 128;
+    }
+  };
+  while (off < payload.length) {
+    const key = varint(), field = key >>> 3, wire = key & 7;
+    if (field === 2 && wire === 0) return varint();
+    if (wire === 0) varint();
+    else if (wire === 1) off += 8;
+    else if (wire === 5) off += 4;
+    else if (wire === 2) {
+      const len = varint(); // read before adding: `off += varint()` would add to the old offset
+      off += len;
+    } else throw new Error(`event: unsupported wire type ${wire}`);
+  }
+  return 0;
+}
+
+const isEventFile = (name: string) => name.includes("tfevents");
+
+/**
+ * Cuts the event files in `dir` back to `resumeStep` (see resume.ts); with -1 (a fresh run) an
+ * earlier run's files move into `{dir}/replaced-{stamp}/`, which TensorBoard shows as its own run.
+ */
+export function cutEventFiles(dir: string, o: ResumeOptions): void {
+  if (o.resumeStep === undefined) return;
+  let names: string[];
+  try {
+    names = [...Deno.readDirSync(dir)].filter((e) => e.isFile && isEventFile(e.name))
+      .map((e) => e.name).sort();
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound) return;
+    throw e;
+  }
+  if (!names.length) return;
+  if (o.resumeStep < 0) {
+    const aside = `${dir}/replaced-${stampNow()}`;
+    Deno.mkdirSync(aside);
+    for (const n of names) Deno.renameSync(`${dir}/${n}`, `${aside}/${n}`);
+    syncDir(dir);
+    o.print?.(`notice: ${dir} held an earlier run's event files; moved to ${aside}`);
+    return;
+  }
+  for (const n of names) {
+    const path = `${dir}/${n}`;
+    const bytes = Deno.readFileSync(path);
+    const records = readRecords(bytes, { stopAtDamage: true });
+    const kept = records.filter((r) => eventStep(r) <= o.resumeStep!);
+    const size = records.reduce((s, r) => s + r.length + 16, 0);
+    if (kept.length === records.length && size === bytes.length) continue;
+    const framed = kept.map(frameRecord);
+    const out = new Uint8Array(framed.reduce((s, f) => s + f.length, 0));
+    let off = 0;
+    for (const f of framed) out.set(f, (off += f.length) - f.length);
+    replaceFile(path, out);
+    o.print?.(
+      `${path}: dropped ${records.length - kept.length} event(s) after step ${o.resumeStep}` +
+        (size === bytes.length ? "" : " and a torn last record"),
+    );
+  }
+}
+
+let writers = 0;
+
+function exists(path: string): boolean {
+  try {
+    Deno.lstatSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Appends scalar events to a new `{dir}/events.out.tfevents.{time}.{host}.{pid}.{n}`, after cutting
+ * the earlier files back to the resume step.
+ */
 export class TensorBoardWriter {
   #file: Deno.FsFile;
   readonly path: string;
 
-  constructor(dir: string) {
+  constructor(dir: string, options: ResumeOptions = {}) {
     Deno.mkdirSync(dir, { recursive: true });
+    cutEventFiles(dir, options);
     const host = (() => {
       try {
         return Deno.hostname();
@@ -130,16 +232,23 @@ export class TensorBoardWriter {
         return "localhost";
       }
     })();
-    this.path = `${dir}/events.out.tfevents.${Math.floor(Date.now() / 1000)}.${host}`;
-    this.#file = Deno.openSync(this.path, { create: true, append: true });
-    this.#file.writeSync(frameRecord(encodeVersionEvent(Date.now() / 1000)));
+    // As TensorFlow names them: time, host, pid and a per-process count; never an existing file.
+    const base = `${dir}/events.out.tfevents.${Math.floor(Date.now() / 1000)}.${host}.${Deno.pid}`;
+    while (exists(`${base}.${writers}`)) writers++;
+    this.path = `${base}.${writers++}`;
+    this.#file = Deno.openSync(this.path, { createNew: true, append: true });
+    writeAll(this.#file, frameRecord(encodeVersionEvent(Date.now() / 1000)));
   }
 
   log(step: number, scalars: Record<string, number>): void {
     const finite = Object.fromEntries(
       Object.entries(scalars).filter(([, v]) => typeof v === "number" && Number.isFinite(v)),
     );
-    this.#file.writeSync(frameRecord(encodeScalarEvent(Date.now() / 1000, step, finite)));
+    writeAll(this.#file, frameRecord(encodeScalarEvent(Date.now() / 1000, step, finite)));
+  }
+
+  flush(): void {
+    this.#file.syncSync();
   }
 
   close(): void {

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import {
   crc32c,
   encodeScalarEvent,
+  eventStep,
   frameRecord,
   readRecords,
   TensorBoardWriter,
@@ -28,5 +29,37 @@ Deno.test("event files frame records with valid checksums and decode back", () =
   const corrupt = frameRecord(payload);
   corrupt[14] ^= 1;
   assert.throws(() => readRecords(corrupt), /bad payload checksum/);
+  Deno.removeSync(dir, { recursive: true });
+});
+
+Deno.test("a resumed run cuts earlier event files back to its step and writes a new file", () => {
+  const dir = Deno.makeTempDirSync();
+  const w1 = new TensorBoardWriter(dir);
+  for (const step of [1, 2, 3]) w1.log(step, { "training/global_step": step });
+  w1.close();
+  // A crash mid-write leaves a torn record at the end.
+  const torn = frameRecord(encodeScalarEvent(0, 4, { x: 1 }));
+  Deno.writeFileSync(w1.path, torn.subarray(0, 20), { append: true });
+  const steps = (path: string) => readRecords(Deno.readFileSync(path)).map(eventStep);
+  assert.throws(() => readRecords(Deno.readFileSync(w1.path)), /truncated record/);
+
+  const notes: string[] = [];
+  const w2 = new TensorBoardWriter(dir, { resumeStep: 2, print: (l) => notes.push(l) });
+  w2.log(3, { "training/global_step": 3 });
+  w2.close();
+  assert.notEqual(w2.path, w1.path);
+  assert.deepEqual(steps(w1.path), [0, 1, 2]); // the version event has no step
+  assert.deepEqual(steps(w2.path), [0, 3]);
+  assert.match(notes[0], /dropped 1 event\(s\) after step 2 and a torn last record/);
+  const damaged = Deno.readFileSync(w2.path).subarray(0, 45); // the version event is 40 bytes
+  assert.equal(readRecords(damaged, { stopAtDamage: true }).length, 1);
+
+  // A fresh run moves the earlier files into a folder of their own.
+  new TensorBoardWriter(dir, { resumeStep: -1, print: (l) => notes.push(l) }).close();
+  const entries = [...Deno.readDirSync(dir)];
+  assert.equal(entries.filter((e) => e.isFile).length, 1);
+  const aside = entries.find((e) => e.isDirectory)!.name;
+  assert.match(aside, /^replaced-[\dT-]+Z$/);
+  assert.equal([...Deno.readDirSync(`${dir}/${aside}`)].length, 2);
   Deno.removeSync(dir, { recursive: true });
 });

@@ -14,7 +14,7 @@ import { dataMetrics, log, perfMetrics } from "./stages/log.ts";
 import { oldLogProb } from "./stages/old_log_prob.ts";
 import { ref } from "./stages/ref.ts";
 import { reward } from "./stages/reward.ts";
-import { save } from "./stages/save.ts";
+import { resume, save } from "./stages/save.ts";
 import { updateActorStage } from "./stages/update_actor.ts";
 import { updateCriticStage } from "./stages/update_critic.ts";
 import { generationRows, validate } from "./stages/validate.ts";
@@ -111,14 +111,7 @@ export async function trainStep(
 export async function fit(parts: TrainerParts): Promise<FitResult> {
   const t = parts.config.trainer;
   const total = totalSteps(parts);
-  let step = 0;
-  const extra = await parts.checkpoints?.resume() ?? null;
-  if (extra) {
-    step = extra.global_step as number;
-    parts.trainLoader.restore(extra.data_loader);
-    if (extra.kl_ctrl && parts.klCtrl) parts.klCtrl.restore(extra.kl_ctrl as never);
-    (parts.print ?? console.log)(`resumed from global_step_${step}`);
-  }
+  let step = await resume(parts);
   let lastValidation: Record<string, number> = {};
   if ((t.val_before_train && step === 0) || t.val_only) {
     lastValidation = await validate(parts, step);
@@ -139,10 +132,8 @@ export async function fit(parts: TrainerParts): Promise<FitResult> {
       lastValidation = await validate(parts, step);
       Object.assign(metrics, lastValidation);
     }
-    if (t.save_freq > 0 && (step % t.save_freq === 0 || last)) {
-      Object.assign(metrics, await save(parts, step));
-    }
-    log(parts, step, metrics);
+    log(parts, step, metrics); // on disk before the checkpoint that covers the step
+    if (t.save_freq > 0 && (step % t.save_freq === 0 || last)) await save(parts, step);
     lastMetrics = metrics;
   }
   return { globalStep: step, lastMetrics, lastValidation };

@@ -8,25 +8,39 @@ import { createRewardManager } from "../reward/mod.ts";
 import { configToYaml, criticEnabled, type PpoConfig, ppoTrainerSchema } from "../config/mod.ts";
 import { RLDataset } from "../data/mod.ts";
 import { buildTrainerParts, type ModelWeights } from "./build.ts";
-import { resolveResume } from "./checkpoint/manager.ts";
+import { checkFiniteWeights } from "./checkpoint/finite.ts";
+import { openCheckpoints } from "./checkpoint/open.ts";
+import { checkWritableDirs } from "./checkpoint/preflight.ts";
 import { FolderCheckpointStore } from "./checkpoint/store.ts";
 import type { GenerationRow, TrainerParts } from "./parts.ts";
 import { createTracking } from "../tracking/mod.ts";
 
-/** Reads a Hugging Face folder's weights as f32 arrays. */
+/** Reads a Hugging Face folder's weights as f32 arrays; NaN or ±Infinity is an error. */
 export async function readWeights(
   path: string,
 ): Promise<ModelWeights & { tokenizerFiles: Record<string, string> }> {
   const folder = await readModelFolder(path);
   const tensors = new Map<string, Float32Array>();
   for (const [name, t] of folder.tensors) tensors.set(name, tensorToFloat32(t));
+  checkFiniteWeights(path, tensors);
   return { config: folder.config, tensors, tokenizerFiles: folder.tokenizerFiles };
 }
 
 export function tokenizerFromFiles(files: Record<string, string>, where: string): HfTokenizer {
   const json = files["tokenizer.json"], cfg = files["tokenizer_config.json"];
   if (!json) throw new Error(`${where}: tokenizer.json is missing`);
-  return new HfTokenizer(JSON.parse(json), cfg ? JSON.parse(cfg) : {}, { source: where });
+  const parse = (text: string, name: string): object => {
+    try {
+      return JSON.parse(text);
+    } catch (e) {
+      throw new Error(`${where}/${name}: not valid JSON (${(e as Error).message})`);
+    }
+  };
+  return new HfTokenizer(
+    parse(json, "tokenizer.json"),
+    cfg ? parse(cfg, "tokenizer_config.json") : {},
+    { source: where },
+  );
 }
 
 function jsonlDumper(dir: string | null): ((step: number, rows: GenerationRow[]) => void) | null {
@@ -52,10 +66,28 @@ export async function setupTrainer(
   options: SetupOptions = {},
 ): Promise<TrainerParts> {
   const t = cfg.trainer;
-  const resumePath = resolveResume(t.resume_mode, {
+  const print = options.print ?? console.log;
+  const runDir = `outputs/${t.project_name}/${t.experiment_name}`;
+  checkWritableDirs([
+    [
+      "trainer.project_name/experiment_name (the metrics folder of trainer.logger)",
+      t.logger.some((l) => l !== "console") ? runDir : null,
+    ],
+    ["trainer.rollout_data_dir", t.rollout_data_dir],
+    ["trainer.validation_data_dir", t.validation_data_dir],
+  ]);
+  const configYaml = configToYaml(cfg, ppoTrainerSchema);
+  // Lock, clean, pick and check the resume checkpoint before reading anything else.
+  const resume = await openCheckpoints({
     root: t.default_local_dir,
+    mode: t.resume_mode,
     resumeFromPath: t.resume_from_path,
+    saving: t.save_freq > 0,
+    configYaml,
+    allowedChanges: t.resume_allowed_changes,
+    print,
   });
+  const resumePath = resume?.path ?? null;
   // No model path means the tiny checkpoint the embedded default starts from.
   const modelPath = cfg.actor_rollout_ref.model.path ?? TINY_CHECKPOINT;
   const base = await readWeights(modelPath);
@@ -73,12 +105,14 @@ export async function setupTrainer(
   };
   const train = await RLDataset.load(cfg.data.train_files, tokenizer, dataOpts);
   const val = await RLDataset.load(cfg.data.val_files, tokenizer, dataOpts);
-  const print = options.print ?? console.log;
   const reward = await createRewardManager(cfg, { tokenizer, log: print });
+  // Metric files are cut back to the resumed step (a fresh run moves an earlier run's aside).
   const tracking = createTracking(t.logger, {
     dir: "outputs",
     projectName: t.project_name,
     experimentName: t.experiment_name,
+    resumeStep: resume?.step ?? -1,
+    print,
   });
   const trainDump = jsonlDumper(t.rollout_data_dir);
   const valDump = jsonlDumper(t.validation_data_dir);
@@ -112,9 +146,10 @@ export async function setupTrainer(
         optimizer: parts.critic.optimizer,
       }
       : null,
-    configYaml: configToYaml(cfg, ppoTrainerSchema),
-    maxToKeep: t.max_actor_ckpt_to_keep,
-    resumePath,
+    configYaml,
+    maxActorToKeep: t.max_actor_ckpt_to_keep,
+    maxCriticToKeep: t.max_critic_ckpt_to_keep,
+    resume,
   });
   return parts;
 }

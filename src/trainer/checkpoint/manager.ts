@@ -1,9 +1,16 @@
 /**
  * Checkpoint folders in verl's layout: `{root}/global_step_N/{actor,critic}/...` and
- * `{root}/latest_checkpointed_iteration.txt`. A checkpoint is written into a hidden temporary
- * folder and renamed into place only when complete, and the tracker file is replaced atomically
- * afterwards, so a crash at any moment leaves either the previous checkpoint or the new one.
+ * `{root}/latest_checkpointed_iteration.txt`. A checkpoint is written into `global_step_N.tmp-{pid}`,
+ * every file hashed into `checksums.sha256` (written last) and synced, and the folder renamed into
+ * place only when complete; the tracker file is then replaced atomically. Pruning renames a
+ * checkpoint to `.deleting-*` before deleting it. So a crash at any moment leaves the previous
+ * checkpoint or the new one, plus leftovers that `cleanStray` removes at the next start.
  */
+import { exists, fsync, removeAside, writeFileAtomic } from "./durable.ts";
+import { hostName, ownerAlive } from "./lock.ts";
+import { writeManifest } from "./manifest.ts";
+
+export { writeFileAtomic };
 
 export const TRACKER_FILE = "latest_checkpointed_iteration.txt";
 const STEP_RE = /^global_step_(\d+)$/;
@@ -12,24 +19,7 @@ export class CheckpointError extends Error {
   override name = "CheckpointError";
 }
 
-function exists(path: string): boolean {
-  try {
-    Deno.statSync(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** Writes `text` to `path` through a temporary file and a rename. */
-export function writeFileAtomic(path: string, data: string | Uint8Array): void {
-  const tmp = `${path}.tmp-${Deno.pid}`;
-  if (typeof data === "string") Deno.writeTextFileSync(tmp, data);
-  else Deno.writeFileSync(tmp, data);
-  Deno.renameSync(tmp, path);
-}
-
-/** Steps of the complete checkpoints under root, ascending. */
+/** Steps of the checkpoint folders under root, ascending. */
 export function listCheckpoints(root: string): number[] {
   if (!exists(root)) return [];
   const steps: number[] = [];
@@ -40,63 +30,163 @@ export function listCheckpoints(root: string): number[] {
   return steps.sort((a, b) => a - b);
 }
 
+/** The step in the tracker file, null when there is none. */
+export function readTracker(root: string): number | null {
+  const tracker = `${root}/${TRACKER_FILE}`;
+  if (!exists(tracker)) return null;
+  const text = Deno.readTextFileSync(tracker).trim();
+  if (!/^\d+$/.test(text)) {
+    throw new CheckpointError(`${tracker}: expected a step number, found "${text}"`);
+  }
+  return Number(text);
+}
+
+export function writeTracker(root: string, step: number): void {
+  writeFileAtomic(`${root}/${TRACKER_FILE}`, String(step));
+}
+
+/** Crash tests set `WEBRL_KILL_{point}` to a step to SIGKILL the process at that point. */
+function killPoint(point: "DURING_SAVE" | "DURING_PRUNE", step: number): void {
+  if (Deno.env.get(`WEBRL_KILL_${point}`) === String(step)) Deno.kill(Deno.pid, "SIGKILL");
+}
+
+export interface SaveOptions {
+  /** Keep only the newest N checkpoint folders (SFT's max_ckpt_to_keep). */
+  maxToKeep?: number | null;
+  /**
+   * Keep each part (sub-folder) only in the newest N checkpoints, as verl's
+   * max_actor_ckpt_to_keep / max_critic_ckpt_to_keep; a folder left without parts is removed.
+   */
+  partsToKeep?: Record<string, number | null>;
+}
+
 /**
- * Saves a checkpoint: `write(tmpDir)` fills a temporary folder, which then becomes
- * `global_step_{step}`; the tracker is updated and old checkpoints beyond `maxToKeep` removed.
+ * Saves a checkpoint: `write(tmpDir)` fills a temporary folder, which is checksummed, synced and
+ * renamed to `global_step_{step}`; the tracker is updated and old checkpoints pruned. A failure
+ * before the rename (including the writer refusing non-finite weights) leaves the checkpoints and
+ * the tracker as they were.
  */
 export async function saveCheckpoint(
   root: string,
   step: number,
   write: (dir: string) => Promise<void>,
-  options: { maxToKeep?: number | null } = {},
+  options: SaveOptions = {},
 ): Promise<string> {
   Deno.mkdirSync(root, { recursive: true });
   const final = `${root}/global_step_${step}`;
-  const tmp = `${root}/.tmp_global_step_${step}_${Deno.pid}`;
+  const tmp = `${final}.tmp-${Deno.pid}`;
   if (exists(tmp)) Deno.removeSync(tmp, { recursive: true });
   Deno.mkdirSync(tmp);
   try {
     await write(tmp);
+    await writeManifest(tmp);
   } catch (e) {
     Deno.removeSync(tmp, { recursive: true });
-    throw e;
+    let latest: number | null = null;
+    try {
+      latest = readTracker(root);
+    } catch { /* named by the resume that reads it */ }
+    throw new CheckpointError(
+      `not saving global_step_${step}: ${(e as Error).message}. ` +
+        (latest === null
+          ? "No checkpoint was written."
+          : `The checkpoints are unchanged; latest is still global_step_${latest}.`),
+      { cause: e },
+    );
   }
-  // Crash-safety tests kill the process here, with the new checkpoint written but not in place.
-  if (Deno.env.get("WEBRL_KILL_DURING_SAVE") === String(step)) Deno.kill(Deno.pid, "SIGKILL");
+  killPoint("DURING_SAVE", step);
   if (exists(final)) {
-    // Re-saving a step (a resumed run that reached it again): move the old one aside first.
-    const old = `${root}/.old_global_step_${step}_${Deno.pid}`;
+    // Re-saving a step (a run resumed from an earlier one reached it again): swap, then delete.
+    const old = `${root}/.deleting-global_step_${step}-${Deno.pid}`;
     Deno.renameSync(final, old);
     Deno.renameSync(tmp, final);
+    fsync(root);
     Deno.removeSync(old, { recursive: true });
-  } else Deno.renameSync(tmp, final);
-  writeFileAtomic(`${root}/${TRACKER_FILE}`, String(step));
-  const keep = options.maxToKeep;
-  if (keep && keep > 0) {
-    const steps = listCheckpoints(root);
-    for (const s of steps.slice(0, Math.max(0, steps.length - keep))) {
-      Deno.removeSync(`${root}/global_step_${s}`, { recursive: true });
-    }
+  } else {
+    Deno.renameSync(tmp, final);
+    fsync(root);
   }
-  // Leftovers of runs killed mid-save are never picked up; clean them now.
-  for (const e of Deno.readDirSync(root)) {
-    if (e.name.startsWith(".tmp_global_step_") && !e.name.endsWith(`_${Deno.pid}`)) {
-      Deno.removeSync(`${root}/${e.name}`, { recursive: true });
-    }
-  }
+  writeTracker(root, step);
+  prune(root, step, options);
+  cleanStray(root, { onlyDead: true });
   return final;
 }
 
-/** The newest complete checkpoint under root (the tracker file, else the highest folder). */
-export function findLatestCheckpoint(root: string): string | null {
-  const tracker = `${root}/${TRACKER_FILE}`;
-  if (exists(tracker)) {
-    const step = Deno.readTextFileSync(tracker).trim();
-    if (!/^\d+$/.test(step)) {
-      throw new CheckpointError(`${tracker}: expected a step number, found "${step}"`);
+/**
+ * Removes checkpoints beyond the limits, oldest first, among those up to `current` (newer ones
+ * belong to a run this one resumed before, and are replaced as it reaches them).
+ */
+export function prune(root: string, current: number, o: SaveOptions): void {
+  const steps = listCheckpoints(root).filter((s) => s <= current);
+  const dir = (s: number) => `${root}/global_step_${s}`;
+  const keep = o.maxToKeep;
+  if (keep && keep > 0) {
+    for (const s of steps.slice(0, Math.max(0, steps.length - keep))) {
+      removeAside(dir(s), () => killPoint("DURING_PRUNE", current));
     }
+  }
+  for (const [part, n] of Object.entries(o.partsToKeep ?? {})) {
+    if (!n || n <= 0) continue;
+    const holding = listCheckpoints(root).filter((s) =>
+      s <= current && exists(`${dir(s)}/${part}`)
+    );
+    for (const s of holding.slice(0, Math.max(0, holding.length - n))) {
+      removeAside(`${dir(s)}/${part}`, () => killPoint("DURING_PRUNE", current));
+    }
+  }
+  // A folder left without any part (pruned, or emptied by a crash mid-prune) goes too.
+  const parts = Object.keys(o.partsToKeep ?? {});
+  if (!parts.length || !Object.values(o.partsToKeep ?? {}).some((n) => n && n > 0)) return;
+  for (const s of listCheckpoints(root).filter((s) => s < current)) {
+    if (!parts.some((part) => exists(`${dir(s)}/${part}`))) removeAside(dir(s));
+  }
+}
+
+/** Names of leftovers of interrupted saves, prunes and lock takeovers, with the owner's pid. */
+const STRAY = [
+  /^global_step_\d+\.tmp-(\d+)$/,
+  /^\.deleting-.+-(\d+)$/,
+  /^latest_checkpointed_iteration\.txt\.tmp-(\d+)$/,
+  /^webrl\.lock\.(?:tmp|stale)-(\d+)$/,
+  /^\.tmp_global_step_\d+_(\d+)$/, // older names
+  /^\.old_global_step_\d+_(\d+)$/,
+];
+
+/**
+ * Removes leftovers (`*.tmp-*`, `.deleting-*`, the tracker's temp file) in root and in each
+ * checkpoint folder. `onlyDead` spares those of processes still running on this host (used
+ * without the folder's lock); returns what was removed.
+ */
+export function cleanStray(root: string, o: { onlyDead?: boolean } = {}): string[] {
+  if (!exists(root)) return [];
+  const removed: string[] = [];
+  const host = hostName();
+  const sweep = (dir: string) => {
+    for (const e of Deno.readDirSync(dir)) {
+      const pid = STRAY.map((re) => re.exec(e.name)).find((m) => m)?.[1];
+      if (pid === undefined) continue;
+      if (o.onlyDead && ownerAlive({ pid: Number(pid), host, started: "" })) continue;
+      Deno.removeSync(`${dir}/${e.name}`, { recursive: true });
+      removed.push(`${dir}/${e.name}`);
+    }
+  };
+  sweep(root);
+  for (const s of listCheckpoints(root)) sweep(`${root}/global_step_${s}`);
+  if (removed.length) fsync(root);
+  return removed;
+}
+
+/** The newest checkpoint under root: the tracker's, else (no tracker) the highest folder. */
+export function findLatestCheckpoint(root: string): string | null {
+  const step = readTracker(root);
+  if (step !== null) {
     const dir = `${root}/global_step_${step}`;
-    if (exists(dir)) return dir;
+    if (!exists(dir)) {
+      throw new CheckpointError(
+        `${root}/${TRACKER_FILE} names global_step_${step}, which does not exist in ${root}`,
+      );
+    }
+    return dir;
   }
   const steps = listCheckpoints(root);
   return steps.length ? `${root}/global_step_${steps.at(-1)}` : null;
@@ -136,7 +226,7 @@ export function resolveResume(
       }
       stepOfCheckpoint(p);
       if (!exists(p)) throw new CheckpointError(`trainer.resume_from_path: ${p} does not exist`);
-      return p;
+      return p.replace(/\/+$/, "");
     }
     default:
       throw new CheckpointError(

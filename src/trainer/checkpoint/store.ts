@@ -15,7 +15,9 @@ import {
 import type { TrainableModel } from "../actor.ts";
 import type { CheckpointStore } from "../parts.ts";
 import type { Optimizer } from "../optimizer_step.ts";
+import { describe, firstNonFinite, NonFiniteError } from "./finite.ts";
 import { saveCheckpoint } from "./manager.ts";
+import type { ResumePoint } from "./open.ts";
 
 export interface SavedModel {
   config: ModelConfig;
@@ -25,10 +27,24 @@ export interface SavedModel {
   tokenizerFiles?: Record<string, string>;
 }
 
-/** Writes a model's parameters as a Hugging Face folder (temp name, then rename). */
+/** Throws naming `what` and the first non-finite tensor, if any. */
+function assertFinite(what: string, arrays: Iterable<[string, Float32Array]>): void {
+  const bad = firstNonFinite(arrays);
+  if (bad) {
+    throw new NonFiniteError(`${what}: ${describe(bad)}; refusing to save non-finite state`);
+  }
+}
+
+const partName = (dir: string) => dir.replace(/\/+$/, "").split("/").at(-1);
+
+/**
+ * Writes a model's parameters as a Hugging Face folder (temp name, then rename); refuses
+ * parameters holding NaN or ±Infinity, naming the folder's part (`actor`) and the tensor.
+ */
 export async function writeModel(dir: string, m: SavedModel): Promise<void> {
   const params = m.model.params();
   const arrays = await m.model.toArrays();
+  assertFinite(`${partName(dir)} weights`, arrays);
   const tensors = new Map(
     [...arrays].map(([name, data]) => [name, floatTensor([...params.get(name)!.shape], data)]),
   );
@@ -41,8 +57,12 @@ export async function writeModel(dir: string, m: SavedModel): Promise<void> {
   });
 }
 
-async function writeOptimizer(path: string, opt: Optimizer): Promise<void> {
+async function writeOptimizer(path: string, opt: Optimizer, part: string): Promise<void> {
   const state = await opt.adamw.state();
+  assertFinite(`${part} optimizer state`, [
+    ...state.m.map((m, i): [string, Float32Array] => [`m.${i}`, m]),
+    ...state.v.map((v, i): [string, Float32Array] => [`v.${i}`, v]),
+  ]);
   const raw = (name: string, x: Float32Array) => {
     const t = floatTensor([x.length], x);
     return { name, dtype: t.dtype, shape: t.shape, bytes: t.data };
@@ -61,7 +81,10 @@ async function readOptimizer(path: string, opt: Optimizer): Promise<void> {
   const get = (name: string) => {
     const t = byName.get(name);
     if (!t) throw new Error(`${path}: optimizer state lacks tensor ${name}`);
-    return tensorToFloat32({ dtype: t.dtype, shape: t.shape, data: t.bytes });
+    const x = tensorToFloat32({ dtype: t.dtype, shape: t.shape, data: t.bytes });
+    const bad = firstNonFinite([[name, x]]);
+    if (bad) throw new NonFiniteError(`${path}: ${describe(bad)}; refusing to load it`);
+    return x;
   };
   const step = Number(file.metadata?.step ?? NaN);
   if (!Number.isInteger(step)) throw new Error(`${path}: metadata "step" is missing`);
@@ -79,9 +102,11 @@ export class FolderCheckpointStore implements CheckpointStore {
       actor: SavedModel;
       critic: SavedModel | null;
       configYaml: string;
-      maxToKeep: number | null;
-      /** The checkpoint chosen by resume_mode (null: start fresh). */
-      resumePath: string | null;
+      /** max_actor_ckpt_to_keep / max_critic_ckpt_to_keep */
+      maxActorToKeep: number | null;
+      maxCriticToKeep: number | null;
+      /** The checkpoint chosen by resume_mode, already checked (null: start fresh). */
+      resume: ResumePoint | null;
     },
   ) {}
 
@@ -90,31 +115,25 @@ export class FolderCheckpointStore implements CheckpointStore {
       for (const [name, part] of [["actor", this.o.actor], ["critic", this.o.critic]] as const) {
         if (!part) continue;
         await writeModel(`${dir}/${name}`, part);
-        await writeOptimizer(`${dir}/${name}/optimizer.safetensors`, part.optimizer);
+        await writeOptimizer(`${dir}/${name}/optimizer.safetensors`, part.optimizer, name);
       }
       await Deno.writeTextFile(
         `${dir}/extra_state.json`,
         JSON.stringify({ ...extra, config: this.o.configYaml }, null, 1),
       );
-    }, { maxToKeep: this.o.maxToKeep });
+    }, {
+      partsToKeep: { actor: this.o.maxActorToKeep, critic: this.o.maxCriticToKeep },
+    });
   }
 
   /** Optimizer states and extra of the resume checkpoint (the weights were loaded at setup). */
   async resume(): Promise<Record<string, unknown> | null> {
-    const p = this.o.resumePath;
-    if (!p) return null;
-    await readOptimizer(`${p}/actor/optimizer.safetensors`, this.o.actor.optimizer);
+    const r = this.o.resume;
+    if (!r) return null;
+    await readOptimizer(`${r.path}/actor/optimizer.safetensors`, this.o.actor.optimizer);
     if (this.o.critic) {
-      await readOptimizer(`${p}/critic/optimizer.safetensors`, this.o.critic.optimizer);
+      await readOptimizer(`${r.path}/critic/optimizer.safetensors`, this.o.critic.optimizer);
     }
-    let text: string;
-    try {
-      text = await Deno.readTextFile(`${p}/extra_state.json`);
-    } catch {
-      throw new Error(
-        `checkpoint ${p} has no extra_state.json (incomplete or not a PPO checkpoint)`,
-      );
-    }
-    return JSON.parse(text);
+    return { ...r.extra };
   }
 }

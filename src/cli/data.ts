@@ -47,6 +47,14 @@ function int(flags: Record<Flag, string>, key: Flag, min: number): number {
   return v;
 }
 
+function ratio(flags: Record<Flag, string>, key: Flag): number {
+  const v = Number(flags[key]);
+  if (flags[key].trim() === "" || !(v >= 0 && v <= 1)) {
+    throw new Error(`--${key} must be a number in [0, 1], got "${flags[key]}"`);
+  }
+  return v;
+}
+
 /** Generates and writes both splits; returns the paths written. */
 export async function main(args: string[]): Promise<string[]> {
   const f = parseFlags(args);
@@ -55,7 +63,7 @@ export async function main(args: string[]): Promise<string[]> {
     digits: int(f, "digits", 1),
     otherDigits: int(f, "other_digits", 0) || undefined,
     operands: int(f, "operands", 2),
-    plainRatio: Number(f.plain_ratio),
+    plainRatio: ratio(f, "plain_ratio"),
     operators: ops,
   };
   const seed = int(f, "seed", 0);

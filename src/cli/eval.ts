@@ -11,7 +11,9 @@ import { runCli, splitArgs } from "./run.ts";
 
 const USAGE = `usage: deno task eval [config.yaml ...] [key=value ...]
 keys: data.path, data.response_key, data.data_source_key, data.reward_model_key,
-      custom_reward_function.{path,name,reward_kwargs,timeout_s}`;
+      data.max_failed_ratio, custom_reward_function.{path,name,reward_kwargs,timeout_s,
+      batch_timeout_s}
+exits 1 when every response, or more than data.max_failed_ratio of them, got no score`;
 
 /** Runs the evaluator; returns the metrics, or throws with a message for the user. */
 export async function main(args: string[]): Promise<Record<string, number>> {

@@ -6,6 +6,8 @@ import { tinyModelConfig, tinyWeights, weightShapes } from "../nn/mod.ts";
 import { gpuTest } from "../testing/mod.ts";
 import { readParquet, writeParquet } from "../data/mod.ts";
 import { charTokenizer } from "../io/mod.ts";
+import { ConfigError } from "../config/mod.ts";
+import { existsSync } from "node:fs";
 import { main } from "./generate.ts";
 
 async function fixture() {
@@ -83,5 +85,83 @@ gpuTest("generate fails clearly on a missing model folder or prompt column", asy
       ], quiet),
     /missing column.*question|question.*missing column/,
   );
+  await Deno.remove(dir, { recursive: true });
+});
+
+gpuTest(
+  "generate: an output path that is a folder or cannot be made fails before generating",
+  async () => {
+    const dir = await fixture();
+    await Deno.mkdir(`${dir}/outdir`);
+    const lines: string[] = [];
+    const args = [`model.path=${dir}/model`, `data.path=${dir}/prompts.parquet`];
+    await assert.rejects(
+      () => main([...args, `data.output_path=${dir}/outdir`], { print: (l) => lines.push(l) }),
+      (e: Error) => {
+        assert.ok(e instanceof ConfigError);
+        assert.equal(e.key, "data.output_path");
+        assert.match(e.message, new RegExp(`^data\\.output_path=${dir}/outdir: is a folder`));
+        return true;
+      },
+    );
+    await assert.rejects(
+      () => main([...args, `data.output_path=${dir}/prompts.parquet/gen.parquet`], quiet),
+      /data\.output_path=.*prompts\.parquet\/gen\.parquet: cannot create its folder/,
+    );
+    assert.ok(!lines.some((l) => l.startsWith("generated")), "nothing may be generated");
+    // No temp or probe file is left anywhere.
+    const names = [...Deno.readDirSync(dir)].map((e) => e.name).sort();
+    assert.deepEqual(names, ["model", "outdir", "prompts.parquet"]);
+    assert.deepEqual([...Deno.readDirSync(`${dir}/outdir`)], []);
+    await Deno.remove(dir, { recursive: true });
+  },
+);
+
+gpuTest(
+  "generate: a prompt plus response past max_position_embeddings names the numbers",
+  async () => {
+    const dir = await fixture();
+    await assert.rejects(
+      () =>
+        main([
+          `model.path=${dir}/model`,
+          `data.path=${dir}/prompts.parquet`,
+          `data.output_path=${dir}/gen.parquet`,
+          "rollout.response_length=60",
+        ], quiet),
+      new RegExp(
+        "the longest prompt \\(8 tokens, row 2 of .*prompts\\.parquet\\) \\+ " +
+          "rollout\\.response_length=60 = 68 tokens is more than the model's " +
+          `max_position_embeddings=64 \\(${dir}/model/config\\.json\\)`,
+      ),
+    );
+    assert.ok(!existsSync(`${dir}/gen.parquet`));
+    await Deno.remove(dir, { recursive: true });
+  },
+);
+
+gpuTest("generate: truncation says what it cut; temperature=0 decodes greedily", async () => {
+  const dir = await fixture();
+  const args = [
+    `model.path=${dir}/model`,
+    `data.path=${dir}/prompts.parquet`,
+    "rollout.response_length=4",
+    "data.max_prompt_length=7",
+    "data.truncation=left",
+  ];
+  const lines: string[] = [];
+  await main([...args, `data.output_path=${dir}/t0.parquet`, "rollout.temperature=0"], {
+    print: (l) => lines.push(l),
+  });
+  assert.ok(
+    lines.includes(
+      `data.truncation=left: cut 1 of 3 prompts of ${dir}/prompts.parquet to ` +
+        "data.max_prompt_length=7 tokens (the longest was 8)",
+    ),
+    lines.join("\n"),
+  );
+  await main([...args, `data.output_path=${dir}/g.parquet`, "rollout.do_sample=false"], quiet);
+  const [t0, g] = [await readParquet(`${dir}/t0.parquet`), await readParquet(`${dir}/g.parquet`)];
+  assert.deepEqual(t0.map((r) => r.responses), g.map((r) => r.responses));
   await Deno.remove(dir, { recursive: true });
 });

@@ -4,8 +4,8 @@
  * tiny checkpoint shipped in assets/, printing validation accuracy as it climbs.
  */
 import { initGpu } from "../gpu/mod.ts";
-import { formatConfig, loadConfig } from "../config/mod.ts";
-import { fit, setupTrainer } from "../trainer/mod.ts";
+import { ConfigError, formatConfig, loadConfig, type PpoConfig } from "../config/mod.ts";
+import { fit, type FitResult, setupTrainer, totalSteps } from "../trainer/mod.ts";
 import { runCli, splitArgs } from "./run.ts";
 
 export const DEFAULT_CONFIG =
@@ -24,12 +24,41 @@ export async function main(args: string[]): Promise<void> {
   const g = await initGpu();
   console.log(`adapter: ${g.adapterName}${g.hasF16 ? " (shader-f16)" : ""}`);
   const parts = await setupTrainer(cfg);
+  const total = totalSteps(parts);
   const t0 = performance.now();
   const res = await fit(parts);
   parts.tracking.close();
+  checkTrained(cfg, res, total);
   const secs = ((performance.now() - t0) / 1000).toFixed(1);
   const val = Object.entries(res.lastValidation).map(([k, v]) => `${k}=${v.toFixed(3)}`);
   console.log(`done: ${res.globalStep} steps in ${secs}s${val.length ? `; ${val.join(" ")}` : ""}`);
+}
+
+/**
+ * A run asked to train (not trainer.val_only) that trained no step, or stopped short of its
+ * last step, did not do its job: an error naming the keys that decide the step count.
+ */
+export function checkTrained(cfg: PpoConfig, res: FitResult, total: number): void {
+  const t = cfg.trainer;
+  if (t.val_only) return;
+  const steps = t.total_training_steps === null
+    ? `trainer.total_epochs=${t.total_epochs} of the training set = ${total} steps`
+    : `trainer.total_training_steps=${t.total_training_steps}`;
+  if (Object.keys(res.lastMetrics).length === 0) {
+    const resumed = res.globalStep > 0
+      ? `the run resumed from a checkpoint at global step ${res.globalStep} in ` +
+        `trainer.default_local_dir=${t.default_local_dir}, and ${steps} are already done. ` +
+        "Raise the step count to train on, or start a fresh run with trainer.resume_mode=disable " +
+        "or another trainer.default_local_dir"
+      : `${steps}`;
+    throw new ConfigError(
+      t.total_training_steps === null ? "trainer.total_epochs" : "trainer.total_training_steps",
+      `no training step ran: ${resumed} (trainer.val_only=true is the way to only validate)`,
+    );
+  }
+  if (res.globalStep < total) {
+    throw new Error(`training stopped at step ${res.globalStep} of ${total} (${steps})`);
+  }
 }
 
 if (import.meta.main) await runCli("train", () => main(Deno.args), { usage: USAGE });

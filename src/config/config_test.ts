@@ -180,10 +180,6 @@ Deno.test("other cross-key rules", () => {
   );
   rejects(() => load(["reward_model.enable=true"]), "reward_model.enable");
   rejects(() => load(["trainer.resume_mode=resume_path"]), "trainer.resume_from_path");
-  rejects(
-    () => load(["actor_rollout_ref.rollout.val_kwargs.do_sample=true"]),
-    "actor_rollout_ref.rollout.val_kwargs.temperature",
-  );
 });
 
 Deno.test("deprecated warmup_style is copied onto lr_scheduler_type", () => {

@@ -35,7 +35,9 @@ export const generationRoot = section("Batch generation.", {
   }),
   rollout: section("Sampling.", {
     name: oneOf(["webgpu"], "webgpu", "Generation engine."),
-    temperature: float(1.0, "Sampling temperature.", { min: 0 }),
+    temperature: float(1.0, "Sampling temperature; 0 decodes greedily (argmax), as in vLLM.", {
+      min: 0,
+    }),
     top_k: int(50, "Keep the k likeliest tokens (-1 or 0 = off)."),
     top_p: float(0.7, "Nucleus sampling threshold.", { min: 0, max: 1 }),
     do_sample: bool(true, "Sample; false decodes greedily."),

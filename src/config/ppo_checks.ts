@@ -1,5 +1,6 @@
 /** Cross-key rules of the PPO/GRPO config, each naming the keys at fault. */
 import { ConfigError } from "./errors.ts";
+import { checkCustomReward } from "./custom_reward.ts";
 import { ADV_ESTIMATORS } from "../algos/mod.ts";
 import type { PpoConfig } from "./ppo_root.ts";
 
@@ -58,13 +59,8 @@ export function checkPpo(cfg: PpoConfig): void {
         "remove critic.enable=false or choose a critic-free estimator such as grpo",
     );
   }
-  const val = rollout.val_kwargs;
-  if (val.do_sample && val.temperature <= 0) {
-    throw new ConfigError(
-      "actor_rollout_ref.rollout.val_kwargs.temperature",
-      "actor_rollout_ref.rollout.val_kwargs.temperature must be > 0 when val_kwargs.do_sample=true",
-    );
-  }
+  // rollout.temperature=0 and val_kwargs.temperature=0 decode greedily (as vLLM does).
+  checkCustomReward(cfg.custom_reward_function);
   if (cfg.reward_model.enable) {
     throw new ConfigError(
       "reward_model.enable",

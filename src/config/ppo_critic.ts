@@ -62,6 +62,14 @@ export const ppoCustomReward = section("A user reward function run in a sandboxe
   timeout_s: float(10, "Per-sample time limit; a call over it is counted in reward/timeouts.", {
     min: 0,
   }),
+  batch_timeout_s: float(
+    null,
+    "Time budget of one scoring call (a training step's batch, a validation batch, all of " +
+      "deno task eval); when it runs out the running sample counts in reward/timeouts and the " +
+      "unscored rest in reward/skipped. null = no budget (a function that hangs on every sample " +
+      "then costs samples x timeout_s).",
+    { min: 0 },
+  ),
 });
 
 export const ppoAlgorithm = section("Advantage estimation and KL control.", {

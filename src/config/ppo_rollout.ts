@@ -2,7 +2,9 @@
 import { bool, float, int, oneOf, ref, section, str } from "./schema.ts";
 
 const valKwargs = section("Sampling settings used during validation.", {
-  temperature: float(0, "Validation temperature (0 = greedy).", { min: 0 }),
+  temperature: float(0, "Validation temperature (0 = greedy, whatever do_sample says).", {
+    min: 0,
+  }),
   top_k: int(-1, "Validation top-k (-1 or 0 = off)."),
   top_p: float(1.0, "Validation nucleus threshold.", { min: 0, max: 1 }),
   do_sample: bool(false, "Sample during validation; false decodes greedily."),
@@ -11,7 +13,11 @@ const valKwargs = section("Sampling settings used during validation.", {
 
 export const ppoRollout = section("Generation engine and sampling.", {
   name: oneOf(["webgpu"], "webgpu", "Rollout engine (KV-cache decoding in WGSL)."),
-  temperature: float(1.0, "Sampling temperature.", { min: 0 }),
+  temperature: float(
+    1.0,
+    "Sampling temperature; 0 decodes greedily (argmax), as in vLLM. Log-probs use 1 then.",
+    { min: 0 },
+  ),
   top_k: int(-1, "Keep the k likeliest tokens (-1 or 0 = off)."),
   top_p: float(1.0, "Nucleus sampling threshold.", { min: 0, max: 1 }),
   do_sample: bool(true, "Sample; false decodes greedily."),

@@ -3,7 +3,9 @@
  * prompts longer than max_prompt_length (error, left/right/middle truncation, or filtering).
  */
 import type { ChatMessage, Tokenizer } from "../io/mod.ts";
+import { DataError } from "./errors.ts";
 import { readParquet } from "./parquet.ts";
+import { PromptLengths, reportOverlong } from "./prompt_stats.ts";
 import { type PromptItem, renderPrompt, truncate, type Truncation } from "./prompt.ts";
 import { parseRLRow } from "./rows.ts";
 
@@ -29,6 +31,8 @@ export interface RLDatasetOptions {
   truncation?: Truncation;
   /** Drop overlong prompts instead (data.filter_overlong_prompts). */
   filterOverlongPrompts?: boolean;
+  /** Where the per-file counts of dropped or cut prompts go; default console.log. */
+  log?: (line: string) => void;
 }
 
 export class RLDataset {
@@ -53,16 +57,25 @@ export class RLDataset {
     const max = opts.maxPromptLength;
     const items: DataItem[] = [];
     let filtered = 0;
+    const truncation = opts.truncation ?? "error";
     for (const file of typeof files === "string" ? [files] : files) {
       const rows = await readParquet(file, {
         required: [promptKey, dataSourceKey, "reward_model"],
       });
+      if (rows.length === 0) {
+        throw new DataError(
+          file,
+          "the file has no rows: data.train_files and data.val_files need at least one prompt",
+        );
+      }
+      const lengths = new PromptLengths(file, max);
+      const first = items.length;
       rows.forEach((raw, row) => {
         const r = parseRLRow(raw, { file, row }, { promptKey, dataSourceKey });
         let ids = renderPrompt(r.prompt, tokenizer);
-        if (ids.length > max) {
+        if (lengths.add(ids.length)) {
           if (opts.filterOverlongPrompts) return void filtered++;
-          ids = truncate(ids, max, opts.truncation ?? "error", { file, row, column: promptKey });
+          ids = truncate(ids, max, truncation, { file, row, column: promptKey });
         }
         const index = items.length;
         items.push({
@@ -79,6 +92,11 @@ export class RLDataset {
           file,
           row,
         });
+      });
+      reportOverlong(lengths, {
+        mode: opts.filterOverlongPrompts ? "filter" : truncation,
+        log: opts.log ?? console.log,
+        firstKept: () => tokenizer.decode(items[first].inputIds, { skipSpecialTokens: false }),
       });
     }
     return new RLDataset(items, filtered);

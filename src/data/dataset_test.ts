@@ -39,7 +39,7 @@ Deno.test("overlong prompts: error names file, row and lengths", async () => {
 Deno.test("overlong prompts: left, right, middle truncation and filtering", async () => {
   const path = await fixture();
   const text = (truncation: "left" | "right" | "middle") =>
-    RLDataset.load(path, tok, { maxPromptLength: 8, truncation })
+    RLDataset.load(path, tok, { maxPromptLength: 8, truncation, log: () => {} })
       .then((ds) => tok.decode(ds.items[1].inputIds));
   assert.equal(await text("left"), "456789<eos><|assistant|>");
   assert.equal(await text("right"), "<|user|>0123456");
@@ -47,6 +47,7 @@ Deno.test("overlong prompts: left, right, middle truncation and filtering", asyn
   const filtered = await RLDataset.load(path, tok, {
     maxPromptLength: 8,
     filterOverlongPrompts: true,
+    log: () => {},
   });
   assert.equal(filtered.length, 2);
   assert.equal(filtered.filtered, 1);

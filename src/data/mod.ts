@@ -15,6 +15,7 @@ export {
   TRUNCATIONS,
 } from "./prompt.ts";
 export { DataError } from "./errors.ts";
+export { type OverlongReport, PromptLengths, reportOverlong } from "./prompt_stats.ts";
 export { DataLoader, type DataLoaderOptions, type LoaderState } from "./loader.ts";
 export { readParquet, type Row, type WriteData, writeParquet } from "./parquet.ts";
 export { parseChatMessages, parseRLRow, type RLRow, type RowPlace } from "./rows.ts";

@@ -152,7 +152,10 @@ function encode(v: unknown, shape: Shape): unknown {
 /** Columns by name, or rows (all rows share the first row's keys). */
 export type WriteData = { columns: Record<string, unknown[]> } | { rows: Row[] };
 
-/** Writes a snappy-compressed parquet file, to a temp name first, then renamed into place. */
+/**
+ * Writes a snappy-compressed parquet file, to a temp name first, then renamed into place; on a
+ * failure the temp file is removed and the error names the path.
+ */
 export async function writeParquet(path: string, data: WriteData): Promise<void> {
   const columns = "columns" in data ? data.columns : rowsToColumns(data.rows);
   const names = Object.keys(columns);
@@ -165,8 +168,17 @@ export async function writeParquet(path: string, data: WriteData): Promise<void>
   });
   const buf = parquetWriteBuffer({ columnData, schema, codec: "SNAPPY" });
   const tmp = `${path}.tmp-${Deno.pid}-${Date.now()}`;
-  await Deno.writeFile(tmp, new Uint8Array(buf));
-  await Deno.rename(tmp, path);
+  try {
+    await Deno.writeFile(tmp, new Uint8Array(buf));
+    await Deno.rename(tmp, path);
+  } catch (e) {
+    await Deno.remove(tmp).catch(() => {});
+    const isDir = (await Deno.stat(path).catch(() => null))?.isDirectory;
+    throw new Error(
+      `cannot write ${path}: ${isDir ? "it is a folder" : (e as Error).message}`,
+      { cause: e },
+    );
+  }
 }
 
 function rowsToColumns(rows: Row[]): Record<string, unknown[]> {

@@ -4,6 +4,7 @@
  * struct, via response_dict_keys) followed by EOS.
  */
 import type { ChatMessage, Tokenizer } from "../io/mod.ts";
+import { DataError } from "./errors.ts";
 import { readParquet } from "./parquet.ts";
 import { renderPrompt, truncate, type Truncation } from "./prompt.ts";
 
@@ -78,6 +79,12 @@ export async function loadSftExamples(
   const out: SftExample[] = [];
   for (const file of typeof files === "string" ? [files] : files) {
     const rows = await readParquet(file, { required: [o.promptKey, o.responseKey] });
+    if (rows.length === 0) {
+      throw new DataError(
+        file,
+        "the file has no rows: data.train_files and data.val_files need at least one example",
+      );
+    }
     rows.forEach((r, row) => out.push(sftExampleFromRow(r, tokenizer, o, { file, row })));
   }
   return out;

@@ -43,7 +43,10 @@ export interface RewardResult {
   rewardExtraInfo: Record<string, unknown[]>;
   responses: string[];
   failures: RewardFailure[];
-  /** reward/errors, reward/timeouts, reward/permission_denied, reward/non_finite, ... */
+  /**
+   * reward/errors, reward/timeouts, reward/permission_denied, reward/non_finite, reward/crashes,
+   * reward/skipped, their sum reward/failed, and reward/empty_response.
+   */
   metrics: Record<string, number>;
 }
 
@@ -63,6 +66,8 @@ const METRIC: Record<FailureKind, string> = {
   timeout: "reward/timeouts",
   permission_denied: "reward/permission_denied",
   non_finite: "reward/non_finite",
+  crash: "reward/crashes",
+  skipped: "reward/skipped",
 };
 
 export class RewardManager {
@@ -101,10 +106,7 @@ export class RewardManager {
     const extra: Record<string, unknown[]> = {};
     const failures: RewardFailure[] = [];
     const metrics: Record<string, number> = {
-      "reward/errors": 0,
-      "reward/timeouts": 0,
-      "reward/permission_denied": 0,
-      "reward/non_finite": 0,
+      ...Object.fromEntries(Object.values(METRIC).map((k) => [k, 0])),
       "reward/failed": 0,
       "reward/empty_response": 0,
     };
@@ -193,6 +195,8 @@ export interface CustomRewardConfig {
   name: string;
   reward_kwargs: Record<string, unknown>;
   timeout_s: number;
+  /** Time budget of one scoring call (a step's batch); null or absent = none. */
+  batch_timeout_s?: number | null;
 }
 
 /** The manager a config asks for: a sandboxed user function, or the built-in scorers. */
@@ -205,6 +209,7 @@ export async function createRewardManager(
   const scorer = await SandboxedRewardFunction.load(c.path, {
     name: c.name,
     timeoutS: c.timeout_s,
+    batchTimeoutS: c.batch_timeout_s ?? null,
     rewardKwargs: c.reward_kwargs,
   });
   return new RewardManager({ ...opts, scorer });

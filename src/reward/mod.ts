@@ -32,7 +32,7 @@ export {
   mathScore,
   normalizeMathAnswer,
 } from "./math.ts";
-export { SandboxedRewardFunction, type SandboxOptions } from "./sandbox.ts";
+export { rewardModuleProblem, SandboxedRewardFunction, type SandboxOptions } from "./sandbox.ts";
 export type {
   BatchScorer,
   ComputeScore,

@@ -20,8 +20,19 @@ export interface ScoreRequest {
   extraInfo?: unknown;
 }
 
-/** Why a sample got no usable score. */
-export type FailureKind = "error" | "timeout" | "permission_denied" | "non_finite";
+/**
+ * Why a sample got no usable score: the function threw or returned no number (`error`), ran over
+ * its time (`timeout`), touched the network or disk (`permission_denied`), returned NaN/Inf
+ * (`non_finite`), killed its worker (`crash`: Deno.exit, close(), an uncaught error), or was
+ * never run because the batch's time budget was spent (`skipped`).
+ */
+export type FailureKind =
+  | "error"
+  | "timeout"
+  | "permission_denied"
+  | "non_finite"
+  | "crash"
+  | "skipped";
 
 /** The result of scoring one sample: a value, or a failure with its reason. */
 export type ScoreOutcome =

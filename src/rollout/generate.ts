@@ -21,6 +21,7 @@ export interface GenerateOptions {
   /** Samples per prompt (rows b * n .. b * n + n - 1 share prompt b). Default 1. */
   n?: number;
   responseLength: number;
+  /** Default 1; 0 decodes greedily (argmax) as vLLM does, with untempered log-probs. */
   temperature?: number;
   /** 0 or less = off. */
   topK?: number;
@@ -43,7 +44,10 @@ export interface GenerateResult {
   responses: Int32Array;
   /** [B * n, R] 1 up to and including EOS, 0 after. */
   responseMask: Int32Array;
-  /** [B * n, R] log_softmax(logits / temperature) of each sampled token (0 where masked). */
+  /**
+   * [B * n, R] log_softmax(logits / temperature) of each sampled token (0 where masked); at
+   * temperature 0 (greedy) log_softmax(logits), the untempered distribution.
+   */
   logProbs?: Float32Array;
   /** [B * n, P] the prompts repeated n times. */
   promptIds: Int32Array;

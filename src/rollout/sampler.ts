@@ -33,7 +33,10 @@ export class SampleBuffers {
     readonly responses: Tensor,
     /** i32 [N, R] 1 up to and including EOS. */
     readonly responseMask: Tensor,
-    /** f32 [N, R] log-prob of each sampled token at the sampling temperature. */
+    /**
+     * f32 [N, R] log-prob of each sampled token at the sampling temperature (at temperature 0,
+     * greedy, the log-prob under the untempered distribution, temperature 1).
+     */
     readonly logProbs: Tensor,
     /** u32 [N] 1 once a row has emitted EOS. */
     readonly finished: Tensor,
@@ -88,8 +91,8 @@ function checkConfig(cfg: SamplerConfig): void {
   if (cfg.eosTokenIds.length > MAX_EOS_IDS) {
     throw new Error(`sampleStep: at most ${MAX_EOS_IDS} EOS ids, got ${cfg.eosTokenIds.length}`);
   }
-  if (cfg.doSample && !(cfg.temperature > 0)) {
-    throw new Error(`sampleStep: temperature must be > 0 when sampling, got ${cfg.temperature}`);
+  if (!(cfg.temperature >= 0) || !Number.isFinite(cfg.temperature)) {
+    throw new Error(`sampleStep: temperature must be finite and >= 0, got ${cfg.temperature}`);
   }
   if (!(cfg.topP > 0 && cfg.topP <= 1)) {
     throw new Error(`sampleStep: top_p must be in (0, 1], got ${cfg.topP}`);
@@ -152,7 +155,8 @@ export function sampleStep(
     { f32: inverseTemperature(cfg.temperature) },
     topK,
     { f32: cfg.topP },
-    cfg.doSample ? 1 : 0,
+    // temperature 0 is greedy, as in vLLM: the argmax, whatever doSample says.
+    cfg.doSample && cfg.temperature > 0 ? 1 : 0,
     cfg.seed >>> 0,
     { i32: cfg.padTokenId },
     cfg.eosTokenIds.length,

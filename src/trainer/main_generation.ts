@@ -9,14 +9,17 @@ import { tensorToFloat32 } from "../io/mod.ts";
 import { charTokenizer } from "../io/mod.ts";
 import type { Tokenizer } from "../io/mod.ts";
 import { CausalLM } from "../nn/mod.ts";
-import { ConfigError, type GenerationConfig } from "../config/mod.ts";
+import { checkContextLength, ConfigError, type GenerationConfig } from "../config/mod.ts";
 import {
-  buildPrompt,
   collatePrompts,
   DataError,
   parseChatMessages,
+  PromptLengths,
   readParquet,
+  renderPrompt,
+  reportOverlong,
   type Row,
+  truncate,
   writeParquet,
 } from "../data/mod.ts";
 import { tinyModelConfig } from "../nn/mod.ts";
@@ -35,6 +38,8 @@ interface Loaded {
   model: CausalLM;
   tokenizer: Tokenizer;
   eosTokenIds: number[];
+  /** Where the model's max_position_embeddings came from, for messages. */
+  source: string;
 }
 
 async function loadModel(cfg: GenerationConfig): Promise<Loaded> {
@@ -48,7 +53,12 @@ async function loadModel(cfg: GenerationConfig): Promise<Loaded> {
       eosTokenId: tokenizer.eosTokenId,
     });
     const model = CausalLM.random(config, { seed: cfg.trainer.seed, dtype });
-    return { model, tokenizer, eosTokenIds: [tokenizer.eosTokenId] };
+    return {
+      model,
+      tokenizer,
+      eosTokenIds: [tokenizer.eosTokenId],
+      source: "the built-in tiny model, model.path=null",
+    };
   }
   let folder, tokenizer;
   try {
@@ -65,21 +75,62 @@ async function loadModel(cfg: GenerationConfig): Promise<Loaded> {
   for (const src of [folder.generationConfig?.eosTokenId, folder.config.eosTokenId]) {
     for (const id of src === undefined ? [] : [src].flat()) eos.add(id);
   }
-  return { model, tokenizer, eosTokenIds: [...eos] };
+  return { model, tokenizer, eosTokenIds: [...eos], source: `${path}/config.json` };
 }
 
+/** The prompts' token ids, cut as data.truncation says, with a line on what was cut. */
 function promptIds(
   rows: Row[],
   tokenizer: Tokenizer,
   cfg: GenerationConfig,
-  maxLength: number,
+  print: (line: string) => void,
 ): number[][] {
   const file = cfg.data.path, column = cfg.data.prompt_key;
-  return rows.map((row, i) => {
+  const byPrompt = cfg.data.max_prompt_length <= cfg.rollout.prompt_length;
+  const lengths = new PromptLengths(
+    file,
+    Math.min(cfg.data.max_prompt_length, cfg.rollout.prompt_length),
+  );
+  const ids = rows.map((row, i) => {
     const messages = parseChatMessages(row[column], { file, row: i }, column);
-    const at = { file, row: i, column };
-    return buildPrompt(messages, tokenizer, { maxLength, truncation: cfg.data.truncation, at });
+    const full = renderPrompt(messages, tokenizer);
+    if (!lengths.add(full.length)) return full;
+    return truncate(full, lengths.max, cfg.data.truncation, { file, row: i, column });
   });
+  reportOverlong(lengths, {
+    mode: cfg.data.truncation,
+    maxKey: byPrompt ? "data.max_prompt_length" : "rollout.prompt_length",
+    log: print,
+    firstKept: () => tokenizer.decode(ids[0], { skipSpecialTokens: false }),
+  });
+  return ids;
+}
+
+/**
+ * `data.output_path` must be a file we can write: not a folder, in a folder that exists (made
+ * here) and takes new files. Checked before any generation; leaves nothing behind.
+ */
+async function checkOutputPath(path: string): Promise<void> {
+  const key = "data.output_path";
+  const fail = (why: string): never => {
+    throw new ConfigError(key, `${key}=${path}: ${why}`);
+  };
+  if (path === "" || path.endsWith("/")) fail("expected a file name, e.g. outputs/gen.parquet");
+  const info = await Deno.stat(path).catch(() => null);
+  if (info?.isDirectory) fail("is a folder; give a file path such as " + `${path}/gen.parquet`);
+  const dir = path.includes("/") ? path.slice(0, path.lastIndexOf("/")) || "/" : ".";
+  try {
+    await Deno.mkdir(dir, { recursive: true });
+  } catch (e) {
+    fail(`cannot create its folder ${dir} (${(e as Error).message})`);
+  }
+  const probe = `${path}.probe-${Deno.pid}-${Date.now()}`;
+  try {
+    await Deno.writeFile(probe, new Uint8Array(0), { createNew: true });
+  } catch (e) {
+    fail(`cannot write in ${dir} (${(e as Error).message})`);
+  }
+  await Deno.remove(probe);
 }
 
 /** Runs the whole job; `print` receives progress lines. */
@@ -88,17 +139,31 @@ export async function runGeneration(
   options: { print?: (line: string) => void } = {},
 ): Promise<GenerationSummary> {
   const print = options.print ?? console.log;
+  await checkOutputPath(cfg.data.output_path);
   const rows = await readParquet(cfg.data.path, { required: [cfg.data.prompt_key] });
-  if (rows.length === 0) throw new DataError(cfg.data.path, "no rows to generate for");
+  if (rows.length === 0) {
+    throw new DataError(cfg.data.path, "the file has no rows, so there is nothing to generate");
+  }
   await initGpu();
-  const { model, tokenizer, eosTokenIds } = await loadModel(cfg);
+  const { model, tokenizer, eosTokenIds, source } = await loadModel(cfg);
   const r = cfg.rollout, n = cfg.data.n_samples;
-  const maxPrompt = Math.min(cfg.data.max_prompt_length, r.prompt_length);
-  const ids = promptIds(rows, tokenizer, cfg, maxPrompt);
   const responses: string[][] = [];
-  const start = performance.now();
+  let start = performance.now();
   let tokens = 0;
   try {
+    const ids = promptIds(rows, tokenizer, cfg, print);
+    const longest = ids.reduce((a, p, i) => (p.length > ids[a].length ? i : a), 0);
+    checkContextLength({
+      maxPromptLength: ids[longest].length,
+      maxResponseLength: r.response_length,
+      maxPositionEmbeddings: model.config.maxPositionEmbeddings,
+      model: source,
+      promptKey: "data.max_prompt_length",
+      responseKey: "rollout.response_length",
+      promptLabel: `the longest prompt (${ids[longest].length} tokens, row ${longest} of ` +
+        `${cfg.data.path})`,
+    });
+    start = performance.now();
     for (let at = 0, batch = 0; at < rows.length; at += cfg.data.batch_size, batch++) {
       const items = ids.slice(at, at + cfg.data.batch_size).map((inputIds) => ({ inputIds }));
       const prompts = collatePrompts(items, { padTokenId: tokenizer.padTokenId });
@@ -136,8 +201,6 @@ export async function runGeneration(
   }
   const seconds = (performance.now() - start) / 1000;
   const outputPath = cfg.data.output_path;
-  const dir = outputPath.includes("/") ? outputPath.slice(0, outputPath.lastIndexOf("/")) : "";
-  if (dir) await Deno.mkdir(dir, { recursive: true });
   await writeParquet(outputPath, {
     rows: rows.map((row, i) => ({ ...row, responses: responses[i] })),
   });

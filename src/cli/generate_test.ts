@@ -132,7 +132,8 @@ gpuTest(
       new RegExp(
         "the longest prompt \\(8 tokens, row 2 of .*prompts\\.parquet\\) \\+ " +
           "rollout\\.response_length=60 = 68 tokens is more than the model's " +
-          `max_position_embeddings=64 \\(${dir}/model/config\\.json\\)`,
+          `max_position_embeddings=64 \\(${dir}/model/config\\.json\\): set ` +
+          "rollout\\.response_length=56 or less",
       ),
     );
     assert.ok(!existsSync(`${dir}/gen.parquet`));

@@ -20,19 +20,24 @@ export interface ContextLengths {
 /**
  * Throws when a prompt plus its response can run past the positions the model was trained on
  * (verl's rollout asserts `prompt_length + response_length <= max_position_embeddings` too).
- * The error is reported under the prompt key and names the three numbers.
+ * The error names the three numbers and is reported under the response key when the prompt
+ * budget alone fits (saying how far to lower it), else under the prompt key.
  */
 export function checkContextLength(c: ContextLengths): void {
   const promptKey = c.promptKey ?? "data.max_prompt_length";
   const responseKey = c.responseKey ?? "data.max_response_length";
   const total = c.maxPromptLength + c.maxResponseLength;
   if (total <= c.maxPositionEmbeddings) return;
+  // When the prompt side fits, the response budget is what to lower, and by how much.
+  const room = c.maxPositionEmbeddings - c.maxPromptLength;
+  const fix = room >= 1
+    ? `set ${responseKey}=${room} or less (or lower ${promptKey})`
+    : `lower ${promptKey} and ${responseKey}`;
   throw new ConfigError(
-    promptKey,
+    room >= 1 ? responseKey : promptKey,
     `${c.promptLabel ?? `${promptKey}=${c.maxPromptLength}`} + ` +
       `${responseKey}=${c.maxResponseLength} = ${total} ` +
       `tokens is more than the model's max_position_embeddings=${c.maxPositionEmbeddings} ` +
-      `(${c.model}): lower ${promptKey} or ${responseKey}, or use a model with a ` +
-      "longer context",
+      `(${c.model}): ${fix}, or use a model with a longer context`,
   );
 }

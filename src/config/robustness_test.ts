@@ -92,7 +92,7 @@ Deno.test("checkContextLength names the prompt and response budgets and the mode
       }),
     "data.max_prompt_length",
     /data\.max_prompt_length=512 \+ data\.max_response_length=512 = 1024 tokens/,
-    /max_position_embeddings=64 \(\/models\/tiny\/config\.json\)/,
+    /max_position_embeddings=64 \(\/models\/tiny\/config\.json\): lower data\.max_prompt_length and data\.max_response_length/,
   );
   rejects(
     () =>
@@ -104,7 +104,8 @@ Deno.test("checkContextLength names the prompt and response budgets and the mode
         responseKey: "rollout.response_length",
         promptLabel: "the longest prompt (40 tokens)",
       }),
-    "data.max_prompt_length",
+    "rollout.response_length",
     /^the longest prompt \(40 tokens\) \+ rollout\.response_length=30 = 70 tokens/,
+    /: set rollout\.response_length=24 or less \(or lower data\.max_prompt_length\), or use/,
   );
 });

@@ -1,6 +1,10 @@
 /**
- * PPO with a critic (GAE) improves held-out greedy accuracy on the embedded task, starting from
- * the shipped tiny checkpoint (the GRPO default run is longer; its figures are in the README).
+ * Training improves held-out greedy accuracy on the embedded task, starting from the shipped tiny
+ * checkpoint (assets/tiny_arith) with a fixed seed: short versions of the default run
+ * (configs/arithmetic_grpo.yaml, whose full figures are in the README), one with GRPO and one with
+ * PPO's critic (GAE). The checkpoint writes most answers as a bare number, which the scorer
+ * refuses, so it starts near 0 and the first steps mostly teach the `#### n` format. The margins
+ * are about half the gains measured with seeds 1, 2 and 3 on two adapters.
  */
 import assert from "node:assert/strict";
 import { initGpu } from "../src/gpu/mod.ts";
@@ -11,31 +15,22 @@ import type { Logger } from "../src/tracking/mod.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 
-Deno.test({
-  name: "PPO with a critic (gae) raises validation accuracy within 20 steps",
-  sanitizeResources: false,
-  sanitizeOps: false,
-  fn: async () => {
-    await initGpu();
-    const dir = Deno.makeTempDirSync({ prefix: "webrl_gae_" });
+/** Runs the default config with `overrides`; returns the held-out accuracy at each validation. */
+async function validationCurve(overrides: string[]): Promise<number[]> {
+  await initGpu();
+  const dir = Deno.makeTempDirSync({ prefix: "webrl_learns_" });
+  try {
     const cfg = loadConfig("ppo_trainer", {
       files: [`${ROOT}configs/arithmetic_grpo.yaml`],
       overrides: [
         `data.train_files=${ROOT}data/arithmetic/train.parquet`,
         `data.val_files=${ROOT}data/arithmetic/val.parquet`,
         `actor_rollout_ref.model.path=${ROOT}assets/tiny_arith`,
-        "algorithm.adv_estimator=gae",
-        "actor_rollout_ref.rollout.n=1",
-        "data.train_batch_size=64",
-        "actor_rollout_ref.actor.ppo_mini_batch_size=64",
-        "critic.ppo_mini_batch_size=64",
-        "critic.ppo_micro_batch_size_per_gpu=64",
-        "critic.optim.lr=1e-3",
-        "trainer.total_training_steps=20",
-        "trainer.test_freq=20",
+        "trainer.seed=1",
         "trainer.logger=[]",
         "trainer.log_val_generations=0",
         `trainer.default_local_dir=${dir}`,
+        ...overrides,
       ],
     });
     const parts = await setupTrainer(cfg, { print: () => {} });
@@ -49,9 +44,49 @@ Deno.test({
     };
     parts.tracking = sink;
     await fit(parts);
+    return val;
+  } finally {
+    Deno.removeSync(dir, { recursive: true });
+  }
+}
+
+Deno.test({
+  name: "GRPO (the default run, shortened) raises validation accuracy within 10 steps",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  fn: async () => {
+    // Measured: 0.01 -> 0.40 to 0.45 (seeds 1-3, H100); see the README for this machine's.
+    const val = await validationCurve([
+      "actor_rollout_ref.actor.optim.lr=1e-4",
+      "trainer.total_training_steps=10",
+      "trainer.test_freq=10",
+    ]);
     assert.equal(val.length, 2, `validation ran ${val.length} times`);
     const [before, after] = val;
-    assert.ok(after >= before + 0.1, `accuracy ${before} -> ${after}: less than +10 points`);
-    Deno.removeSync(dir, { recursive: true });
+    assert.ok(after >= before + 0.2, `accuracy ${before} -> ${after}: less than +20 points`);
+  },
+});
+
+Deno.test({
+  name: "PPO with a critic (gae) raises validation accuracy within 20 steps",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  fn: async () => {
+    // Measured: 0.01 -> 0.67 to 0.84 (seeds 1-3, H100); see the README for this machine's.
+    const val = await validationCurve([
+      "algorithm.adv_estimator=gae",
+      "actor_rollout_ref.rollout.n=1",
+      "actor_rollout_ref.actor.optim.lr=1e-4",
+      "data.train_batch_size=64",
+      "actor_rollout_ref.actor.ppo_mini_batch_size=64",
+      "critic.ppo_mini_batch_size=64",
+      "critic.ppo_micro_batch_size_per_gpu=64",
+      "critic.optim.lr=1e-3",
+      "trainer.total_training_steps=20",
+      "trainer.test_freq=20",
+    ]);
+    assert.equal(val.length, 2, `validation ran ${val.length} times`);
+    const [before, after] = val;
+    assert.ok(after >= before + 0.3, `accuracy ${before} -> ${after}: less than +30 points`);
   },
 });

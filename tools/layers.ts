@@ -58,7 +58,7 @@ const ANY_RE = /[:=]\s*any\b|\bas\s+any\b|<\s*any\s*[,>]|\bany\s*\[\]|[|&]\s*any
 export function stripComments(text: string): string {
   return text.replace(
     /("(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*'|`(?:\\.|[^`\\])*`)|\/\*[\s\S]*?\*\/|\/\/[^\n]*/g,
-    (m, str) => str ?? "",
+    (_m, str) => str ?? "",
   );
 }
 

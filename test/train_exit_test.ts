@@ -48,3 +48,32 @@ Deno.test({
     await Deno.remove(dir, { recursive: true });
   },
 });
+
+Deno.test({
+  name: "train: K consecutive steps with a non-finite gradient norm stop the run, naming the key",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  fn: async () => {
+    const dir = await Deno.makeTempDir({ prefix: "train_nonfinite_" });
+    const tiny = await makeTinyRun(dir);
+    // A learning rate this large sends the weights to ±Inf at the first update, so every later
+    // gradient norm is NaN and its update is skipped.
+    const run = await train(dir, [
+      ...tiny.overrides,
+      "algorithm.adv_estimator=grpo",
+      "actor_rollout_ref.actor.optim.lr=1e30",
+      "actor_rollout_ref.actor.grad_clip=1e30",
+      "trainer.total_training_steps=8",
+      "trainer.max_nonfinite_steps=2",
+      "trainer.save_freq=-1",
+      "trainer.test_freq=-1",
+    ]);
+    assert.notEqual(run.code, 0, run.out + run.err);
+    assert.match(
+      run.err,
+      /training stopped at step \d: 2 consecutive steps had a NaN\/Inf gradient norm \(trainer\.max_nonfinite_steps=2; at step \d: actor\/skipped_steps=\d/,
+    );
+    assert.doesNotMatch(run.out, /done: /);
+    await Deno.remove(dir, { recursive: true });
+  },
+});

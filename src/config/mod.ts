@@ -12,7 +12,6 @@ export { configFromYaml, configToYaml, formatConfig, schemaToYaml } from "./yaml
 export { type PpoConfig, ppoTrainerSchema } from "./ppo_trainer.ts";
 export { criticEnabled } from "./ppo_checks.ts";
 export { checkContextLength, type ContextLengths } from "./context_length.ts";
-export { logProbTemperature } from "./sampling.ts";
 export { type GenerationConfig, generationSchema } from "./generation.ts";
 export { type SftConfig, sftTrainerSchema } from "./sft_trainer.ts";
 export { type EvaluationConfig, evaluationSchema } from "./evaluation.ts";

@@ -53,6 +53,12 @@ export const ppoTrainerSection = section("Run control: length, logging, checkpoi
   max_critic_ckpt_to_keep: int(null, "Keep only the newest N critic checkpoints; null keeps all.", {
     min: 1,
   }),
+  max_nonfinite_steps: int(
+    3,
+    "Stop with an error after this many consecutive steps in which an optimizer update was " +
+      "skipped for a NaN/Inf gradient norm (a run whose weights or data went bad).",
+    { min: 1 },
+  ),
   seed: int(1, "Seed of model init, sampling and mini-batch shuffles."),
   device: oneOf(["webgpu", "cpu"], "webgpu", "webgpu (any adapter) or the CPU reference path."),
 });

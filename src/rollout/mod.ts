@@ -1,3 +1,4 @@
 /** Public face of src/rollout. */
 export { generate } from "./generate.ts";
 export { SampleBuffers, sampleStep } from "./sampler.ts";
+export { logProbTemperature } from "./ref_sampler.ts";

@@ -10,7 +10,7 @@ export interface SamplingOptions {
   topK: number;
   /** Nucleus threshold; 1 = off. */
   topP: number;
-  /** false = greedy (first argmax). */
+  /** false = greedy (first argmax); so is temperature 0. */
   doSample: boolean;
 }
 
@@ -26,9 +26,18 @@ export function counterUniform(seed: number, step: number, row: number): number 
   return (h >>> 8) / 16777216;
 }
 
-/** 1 / temperature, with temperature 0 (greedy in vLLM terms) treated as 1. */
+/**
+ * The temperature log-probs are taken at (rollout, old_log_prob, ref, update_actor): the sampling
+ * temperature, except that 0 (greedy, as in vLLM and verl's val_kwargs) uses the untempered
+ * distribution, 1, since softmax(logits / 0) is undefined.
+ */
+export function logProbTemperature(temperature: number): number {
+  return temperature > 0 ? temperature : 1;
+}
+
+/** 1 / logProbTemperature(temperature). */
 export function inverseTemperature(temperature: number): number {
-  return temperature > 0 ? 1 / temperature : 1;
+  return 1 / logProbTemperature(temperature);
 }
 
 /**
@@ -47,7 +56,8 @@ export function samplingDistribution(
   const probs = new Float64Array(V);
   let arg = 0;
   for (let i = 1; i < V; i++) if (z[i] > z[arg]) arg = i;
-  if (!options.doSample) {
+  // temperature 0 is greedy whatever doSample says, as in the kernel.
+  if (!options.doSample || !(options.temperature > 0)) {
     probs[arg] = 1;
     return probs;
   }

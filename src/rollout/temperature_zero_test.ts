@@ -6,7 +6,7 @@ import { assertClose, gpuTest, leftPadded, randomArray } from "../testing/mod.ts
 import { Tensor } from "../tensor/mod.ts";
 import { generate } from "./generate.ts";
 import { SampleBuffers, type SamplerConfig, sampleStep } from "./sampler.ts";
-import { tokenLogProb } from "./ref_sampler.ts";
+import { logProbTemperature, samplingDistribution, tokenLogProb } from "./ref_sampler.ts";
 
 const base: SamplerConfig = {
   temperature: 0,
@@ -63,4 +63,13 @@ gpuTest("generate: temperature 0 equals do_sample=false, whatever the seed", asy
   assert.deepEqual(t0b.responses, greedy.responses);
   assertClose(t0a.logProbs!, greedy.logProbs!, { atol: 1e-6 });
   model.dispose();
+});
+
+Deno.test("reference sampler: temperature 0 is one-hot at the argmax; log-probs use 1", () => {
+  const logits = [0.5, 2, -1, 2, 1];
+  const d = samplingDistribution(logits, { temperature: 0, topK: 0, topP: 1, doSample: true });
+  assert.deepEqual([...d], [0, 1, 0, 0, 0]);
+  assert.equal(logProbTemperature(0), 1);
+  assert.equal(logProbTemperature(0.7), 0.7);
+  assert.equal(tokenLogProb(logits, 1, 0), tokenLogProb(logits, 1, 1));
 });

@@ -71,7 +71,7 @@ export async function updateCritic(
   batch: Batch,
   o: CriticUpdateOptions,
 ): Promise<Record<string, number>> {
-  const { metrics } = await updateLoop(
+  const { metrics, skipped } = await updateLoop(
     batch,
     optimizer,
     { ...o, stream: 29 },
@@ -84,5 +84,5 @@ export async function updateCritic(
       return res.stats;
     },
   );
-  return { ...metrics, "critic/lr": o.lr };
+  return { ...metrics, "critic/lr": o.lr, "critic/skipped_steps": skipped };
 }

@@ -107,6 +107,23 @@ export async function trainStep(
   };
 }
 
+function skippedUpdates(m: Record<string, number>): number {
+  return (m["actor/skipped_steps"] ?? 0) + (m["critic/skipped_steps"] ?? 0);
+}
+
+/** Nothing is saved for the failing steps: the latest checkpoint is the last good state. */
+function nonFiniteError(step: number, k: number, m: Record<string, number>): Error {
+  const counts = ["actor", "critic"]
+    .filter((w) => m[`${w}/skipped_steps`] !== undefined)
+    .map((w) => `${w}/skipped_steps=${m[`${w}/skipped_steps`]}`).join(", ");
+  return new Error(
+    `training stopped at step ${step}: ${k} consecutive steps had a NaN/Inf gradient norm ` +
+      `(trainer.max_nonfinite_steps=${k}; at step ${step}: ${counts}); skipped updates leave ` +
+      `the weights as they were. Resume from the latest checkpoint with a lower optim.lr or ` +
+      `grad_clip, or check the data and the rewards`,
+  );
+}
+
 /** The whole run: resume, validate, train for the configured steps, validate and save. */
 export async function fit(parts: TrainerParts): Promise<FitResult> {
   const t = parts.config.trainer;
@@ -119,6 +136,7 @@ export async function fit(parts: TrainerParts): Promise<FitResult> {
     if (t.val_only) return { globalStep: step, lastMetrics: {}, lastValidation };
   }
   let lastMetrics: Record<string, number> = {};
+  let nonFinite = 0; // consecutive steps with a skipped (non-finite) update
   while (step < total) {
     if (parts.shouldContinue && !(await parts.shouldContinue())) break;
     const items = parts.trainLoader.next() ?? parts.trainLoader.next();
@@ -133,6 +151,8 @@ export async function fit(parts: TrainerParts): Promise<FitResult> {
       Object.assign(metrics, lastValidation);
     }
     log(parts, step, metrics); // on disk before the checkpoint that covers the step
+    nonFinite = skippedUpdates(metrics) > 0 ? nonFinite + 1 : 0;
+    if (nonFinite >= t.max_nonfinite_steps) throw nonFiniteError(step, nonFinite, metrics);
     if (t.save_freq > 0 && (step % t.save_freq === 0 || last)) await save(parts, step);
     lastMetrics = metrics;
   }

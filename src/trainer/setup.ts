@@ -5,7 +5,13 @@
 import { HfTokenizer, readModelFolder, tensorToFloat32 } from "../io/mod.ts";
 import { gpu } from "../gpu/mod.ts";
 import { createRewardManager } from "../reward/mod.ts";
-import { configToYaml, criticEnabled, type PpoConfig, ppoTrainerSchema } from "../config/mod.ts";
+import {
+  checkContextLength,
+  configToYaml,
+  criticEnabled,
+  type PpoConfig,
+  ppoTrainerSchema,
+} from "../config/mod.ts";
 import { RLDataset } from "../data/mod.ts";
 import { buildTrainerParts, type ModelWeights } from "./build.ts";
 import { checkFiniteWeights } from "./checkpoint/finite.ts";
@@ -95,6 +101,13 @@ export async function setupTrainer(
   const critic = resumePath && criticEnabled(cfg)
     ? await readWeights(`${resumePath}/critic`)
     : null;
+  // verl's rollout refuses the same: positions past the model's window were never trained.
+  checkContextLength({
+    maxPromptLength: cfg.data.max_prompt_length,
+    maxResponseLength: cfg.data.max_response_length,
+    maxPositionEmbeddings: base.config.maxPositionEmbeddings,
+    model: `${modelPath}/config.json`,
+  });
   const tokenizer = tokenizerFromFiles(base.tokenizerFiles, modelPath);
   const dataOpts = {
     maxPromptLength: cfg.data.max_prompt_length,

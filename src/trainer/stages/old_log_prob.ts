@@ -1,4 +1,5 @@
 /** old_log_prob: the actor's log-probs and entropies of the sampled responses. */
+import { logProbTemperature } from "../../rollout/mod.ts";
 import { computeLogProbs } from "../actor.ts";
 import type { LogProbBatch, ScoredBatch } from "../batch.ts";
 import type { TrainerParts } from "../parts.ts";
@@ -8,7 +9,7 @@ export async function oldLogProb(parts: TrainerParts, batch: ScoredBatch): Promi
   const r = await computeLogProbs(parts.actor.model, batch, {
     microBatchSize: microBatchSize(parts.config, "rollout"),
     withEntropy: true,
-    temperature: parts.config.actor_rollout_ref.rollout.temperature,
+    temperature: logProbTemperature(parts.config.actor_rollout_ref.rollout.temperature),
   });
   return { ...batch, oldLogProbs: r.logProbs, entropys: r.entropys ?? undefined };
 }

@@ -1,4 +1,5 @@
 /** ref: the frozen reference's log-probs, when a KL term (loss or in-reward) uses them. */
+import { logProbTemperature } from "../../rollout/mod.ts";
 import { computeLogProbs } from "../actor.ts";
 import type { LogProbBatch, RefBatch } from "../batch.ts";
 import type { TrainerParts } from "../parts.ts";
@@ -9,7 +10,7 @@ export async function ref(parts: TrainerParts, batch: LogProbBatch): Promise<Ref
   const r = await computeLogProbs(parts.ref, batch, {
     microBatchSize: microBatchSize(parts.config, "ref"),
     withEntropy: false,
-    temperature: parts.config.actor_rollout_ref.rollout.temperature,
+    temperature: logProbTemperature(parts.config.actor_rollout_ref.rollout.temperature),
   });
   return { ...batch, refLogProbs: r.logProbs };
 }

@@ -1,4 +1,5 @@
 /** update_actor: PPO epochs over shuffled mini-batches with the configured policy loss. */
+import { logProbTemperature } from "../../rollout/mod.ts";
 import { updateActor } from "../actor.ts";
 import type { AdvBatch } from "../batch.ts";
 import type { TrainerParts } from "../parts.ts";
@@ -20,7 +21,7 @@ export function updateActorStage(
     step: options.step,
     lr: options.lr,
     gradClip: a.grad_clip,
-    temperature: parts.config.actor_rollout_ref.rollout.temperature,
+    temperature: logProbTemperature(parts.config.actor_rollout_ref.rollout.temperature),
     loss: {
       policyLoss: a.policy_loss.loss_mode,
       clipRatio: a.clip_ratio,

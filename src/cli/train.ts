@@ -5,7 +5,8 @@
  */
 import { initGpu } from "../gpu/mod.ts";
 import { ConfigError, formatConfig, loadConfig, type PpoConfig } from "../config/mod.ts";
-import { fit, type FitResult, setupTrainer, totalSteps } from "../trainer/mod.ts";
+import { fit, type FitResult, runFolder, setupTrainer, totalSteps } from "../trainer/mod.ts";
+import { runDirOf, writeRunReport } from "../tracking/mod.ts";
 import { runCli, splitArgs } from "./run.ts";
 
 export const DEFAULT_CONFIG =
@@ -29,9 +30,12 @@ export async function main(args: string[]): Promise<void> {
   const res = await fit(parts);
   parts.tracking.close();
   checkTrained(cfg, res, total);
+  // The charts of what the file or tensorboard logger wrote (none with the console alone).
+  const report = await writeRunReport(runDirOf(runFolder(cfg)), { missingOk: true });
   const secs = ((performance.now() - t0) / 1000).toFixed(1);
   const val = Object.entries(res.lastValidation).map(([k, v]) => `${k}=${v.toFixed(3)}`);
   console.log(`done: ${res.globalStep} steps in ${secs}s${val.length ? `; ${val.join(" ")}` : ""}`);
+  if (report) console.log(`report: ${report.html}`);
 }
 
 /**

@@ -37,6 +37,8 @@ export interface GenerateOptions {
   checkEvery?: number;
   /** Submit every decode step as soon as it is recorded (default true). */
   submitEachStep?: boolean;
+  /** Hears the decode steps done so far (of responseLength) at each check of the flags. */
+  onProgress?: (done: number, total: number) => void;
 }
 
 export interface GenerateResult {
@@ -132,6 +134,7 @@ export async function generate(model: CausalLM, options: GenerateOptions): Promi
     });
     let steps = 1;
     while (steps < R) {
+      if (steps % checkEvery === 0) options.onProgress?.(steps, R);
       if (steps % checkEvery === 0 && cfg.eosTokenIds.length > 0) {
         const [fin] = await gpu().read([{ buffer: bufs.finished.buffer, size: 4 * N }]);
         if (new Uint32Array(fin).every((f) => f !== 0)) break;

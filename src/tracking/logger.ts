@@ -47,12 +47,17 @@ export class Tracking implements Logger {
   }
 }
 
+/** A run's metrics folder: `{dir}/{project_name}/{experiment_name}`. */
+export function runDirOf(o: { dir: string; projectName: string; experimentName: string }): string {
+  return `${o.dir}/${o.projectName}/${o.experimentName}`;
+}
+
 /** Builds verl's `trainer.logger` list; an unknown name is an error listing the valid ones. */
 export function createTracking(
   names: string[],
   options: { dir: string; projectName: string; experimentName: string } & ResumeOptions,
 ): Tracking {
-  const runDir = `${options.dir}/${options.projectName}/${options.experimentName}`;
+  const runDir = runDirOf(options);
   const o = { runDir, resumeStep: options.resumeStep, print: options.print };
   return new Tracking(names.map((name) => LOGGERS.get(name)(o)));
 }

@@ -15,9 +15,10 @@ export {
   type LoggerFactory,
   type LoggerOptions,
   LOGGERS,
+  runDirOf,
   Tracking,
 } from "./logger.ts";
-export { Progress } from "./progress.ts";
+export { Progress, type Tick } from "./progress.ts";
 export { crc32c, eventStep, readRecords, TensorBoardWriter } from "./tensorboard.ts";
 export { type Chart, type Line, renderChart } from "./report/chart.ts";
 export { reportCharts } from "./report/charts.ts";

@@ -1,3 +1,6 @@
+/** How far a long stage has got: `done` of `total` units (decode steps, mini-batches, batches). */
+export type Tick = (done: number, total: number) => void;
+
 /**
  * A single-line progress bar for long stages (generation, update) on a terminal; silent when
  * stdout is not a TTY so logs stay clean.
@@ -7,9 +10,17 @@ export class Progress {
   #enabled: boolean;
   #enc = new TextEncoder();
 
-  constructor(readonly label: string, readonly total: number) {
+  #write: (text: string) => void;
+
+  /** `write` replaces the terminal (and turns the bar on whatever stdout is). */
+  constructor(
+    readonly label: string,
+    readonly total: number,
+    options: { write?: (text: string) => void } = {},
+  ) {
     const deno = (globalThis as { Deno?: typeof Deno }).Deno;
-    this.#enabled = !!deno && deno.stdout.isTerminal();
+    this.#enabled = !!options.write || (!!deno && deno.stdout.isTerminal());
+    this.#write = options.write ?? ((text) => Deno.stdout.writeSync(this.#enc.encode(text)));
   }
 
   update(done: number, note = ""): void {
@@ -19,10 +30,15 @@ export class Progress {
     const secs = ((performance.now() - this.#start) / 1000).toFixed(1);
     const bar = "#".repeat(filled) + ".".repeat(width - filled);
     const line = `\r\x1b[2K${this.label} [${bar}] ${done}/${this.total} ${secs}s ${note}`;
-    Deno.stdout.writeSync(this.#enc.encode(line));
+    this.#write(line);
+  }
+
+  /** A Tick that redraws the bar at `done` with the stage's own count after its name. */
+  tick(done: number, name: string): Tick {
+    return (d, t) => this.update(done, `${name} ${d}/${t}`);
   }
 
   done(): void {
-    if (this.#enabled) Deno.stdout.writeSync(this.#enc.encode("\r\x1b[2K"));
+    if (this.#enabled) this.#write("\r\x1b[2K");
   }
 }

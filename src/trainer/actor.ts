@@ -9,7 +9,7 @@ import { gpu } from "../gpu/mod.ts";
 import { backward, logprobEntropy, noGrad, scope, Tensor } from "../tensor/mod.ts";
 import { type Batch, chunks, range, responseSlice, sequenceInputs } from "./batch.ts";
 import type { Optimizer } from "./optimizer_step.ts";
-import { updateLoop } from "./minibatch.ts";
+import { updateLoop, type UpdateLoopOptions } from "./minibatch.ts";
 import { type ActorLossConfig, actorMicroLoss, actorStatNames } from "./ppo_micro_loss.ts";
 
 /** What the trainer needs of a model: a forward, its parameters, and their values for saving. */
@@ -88,15 +88,8 @@ export async function computeLogProbs(
   return { logProbs, entropys };
 }
 
-export interface ActorUpdateOptions {
-  ppoEpochs: number;
-  miniBatchSize: number; // samples (prompts x n)
-  microBatchSize: number;
-  shuffle: boolean;
-  seed: number;
-  step: number;
-  lr: number;
-  gradClip: number;
+/** The update loop's options (miniBatchSize in samples: prompts x n) and the actor loss's. */
+export interface ActorUpdateOptions extends Omit<UpdateLoopOptions, "stream"> {
   temperature: number;
   loss: ActorLossConfig;
 }

@@ -73,6 +73,7 @@ export function rolloutFor(model: CausalLM, tokenizer: Tokenizer): RolloutFn {
       padTokenId: tokenizer.padTokenId,
       seed: o.seed,
       returnLogProbs: false,
+      onProgress: o.onProgress,
     });
     return { responses: out.responses, responseMask: out.responseMask, logProbs: out.logProbs };
   };

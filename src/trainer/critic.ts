@@ -10,7 +10,7 @@ import { backward, noGrad, scope, type Tensor } from "../tensor/mod.ts";
 import { type TrainableModel, uploadSequences } from "./actor.ts";
 import { type Batch, chunks, range, responseSlice } from "./batch.ts";
 import type { Optimizer } from "./optimizer_step.ts";
-import { updateLoop } from "./minibatch.ts";
+import { updateLoop, type UpdateLoopOptions } from "./minibatch.ts";
 import { CRITIC_STAT_NAMES, criticMicroLoss } from "./ppo_micro_loss.ts";
 
 export interface ValueModel extends TrainableModel {
@@ -47,15 +47,7 @@ export async function computeValues(
   return values;
 }
 
-export interface CriticUpdateOptions {
-  ppoEpochs: number;
-  miniBatchSize: number;
-  microBatchSize: number;
-  shuffle: boolean;
-  seed: number;
-  step: number;
-  lr: number;
-  gradClip: number;
+export interface CriticUpdateOptions extends Omit<UpdateLoopOptions, "stream"> {
   cliprangeValue: number;
   lossAggMode: LossAggMode;
 }

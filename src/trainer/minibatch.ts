@@ -9,6 +9,7 @@
  * values), so summing on the GPU and dividing by the micro-batch count keeps their meaning.
  */
 import { gpu } from "../gpu/mod.ts";
+import type { Tick } from "../tracking/mod.ts";
 import { accumulate, scope, seededRandom, shuffled, type Tensor, zeros } from "../tensor/mod.ts";
 import { type Batch, chunks, range } from "./batch.ts";
 import { type Optimizer, optimizerStep } from "./optimizer_step.ts";
@@ -24,6 +25,8 @@ export interface UpdateLoopOptions {
   gradClip: number;
   /** Distinguishes the actor's shuffle stream from the critic's. */
   stream: number;
+  /** Hears mini-batches done (of ppoEpochs x mini-batches), each after its optimizer step. */
+  onProgress?: Tick;
 }
 
 /** What one micro-batch sees: its rows and the mini-batch's totals for loss aggregation. */
@@ -57,7 +60,8 @@ export async function updateLoop(
   const R = batch.responseLength, k = names.stats.length;
   const sums = new Float64Array(k); // over every micro-batch of the update
   const norms: number[] = [];
-  let micros = 0, skipped = 0;
+  let micros = 0, skipped = 0, minis = 0;
+  const totalMinis = o.ppoEpochs * Math.ceil(batch.size / o.miniBatchSize);
   for (let epoch = 0; epoch < o.ppoEpochs; epoch++) {
     const order = o.shuffle
       ? shuffled(range(batch.size), seededRandom(o.seed, o.step, epoch, o.stream))
@@ -83,6 +87,7 @@ export async function updateLoop(
       st.read.forEach((v, j) => (sums[j] += v));
       norms.push(st.gradNorm);
       if (st.skipped) skipped++;
+      o.onProgress?.(++minis, totalMinis);
     }
   }
   const metrics: Record<string, number> = {};

@@ -13,7 +13,7 @@ export {
 } from "./parts.ts";
 export { type AdvBatch, type Batch, type GenBatch, type ScoredBatch } from "./batch.ts";
 export { buildTrainerParts, makeOptimizer, type ModelWeights } from "./build.ts";
-export { readWeights, setupTrainer, tokenizerFromFiles } from "./setup.ts";
+export { readWeights, runFolder, setupTrainer, tokenizerFromFiles } from "./setup.ts";
 export { sftFit } from "./sft_trainer.ts";
 export { saveCheckpoint } from "./checkpoint/manager.ts";
 export { writeModel } from "./checkpoint/store.ts";

@@ -2,7 +2,7 @@
 import type { KlController } from "../algos/mod.ts";
 import type { Tokenizer } from "../io/mod.ts";
 import type { RewardManager } from "../reward/mod.ts";
-import type { Logger } from "../tracking/mod.ts";
+import type { Logger, Tick } from "../tracking/mod.ts";
 import type { PpoConfig } from "../config/mod.ts";
 import type { CausalModel } from "./actor.ts";
 import type { ValueModel } from "./critic.ts";
@@ -25,6 +25,8 @@ export interface RolloutOptions {
   topP: number;
   doSample: boolean;
   seed: number;
+  /** Hears decode progress (steps done of responseLength), for the console's bar. */
+  onProgress?: Tick;
 }
 
 export interface RolloutOutput {

@@ -63,14 +63,18 @@ export async function trainStep(
     ADV_ESTIMATORS.get(parts.config.algorithm.adv_estimator).greedyBaseline === true;
   const stages = 5 + (needsBaseline ? 1 : 0) + (parts.ref ? 1 : 0) + (parts.critic ? 2 : 0);
   const progress = new Progress(`step ${step}`, stages);
-  let done = 0;
-  const timer = new Timer((name) => progress.update(done++, name));
+  let done = -1; // stages started
+  const timer = new Timer((name, d, total) => {
+    if (d === undefined) done++;
+    progress.update(done, d === undefined ? name : `${name} ${d}/${total}`);
+  });
   const time = timer.time.bind(timer);
   const t0 = performance.now();
 
   const sampled = await time(
     "gen",
-    () => gen(parts, items, { step, n, validation: false, uidPrefix: `s${step}` }),
+    (onProgress) =>
+      gen(parts, items, { step, n, validation: false, uidPrefix: `s${step}`, onProgress }),
   );
   const generated = needsBaseline
     ? await time("gen_max", () => genBaseline(parts, items, sampled, { step }))
@@ -84,13 +88,15 @@ export async function trainStep(
   const critic = parts.critic
     ? await time(
       "update_critic",
-      () => updateCriticStage(parts, batch, { step, lr: lrAt(parts, "critic", step - 1) }),
+      (onProgress) =>
+        updateCriticStage(parts, batch, { step, lr: lrAt(parts, "critic", step - 1), onProgress }),
     )
     : {};
   const actor = step > parts.config.trainer.critic_warmup
     ? await time(
       "update_actor",
-      () => updateActorStage(parts, batch, { step, lr: lrAt(parts, "actor", step - 1) }),
+      (onProgress) =>
+        updateActorStage(parts, batch, { step, lr: lrAt(parts, "actor", step - 1), onProgress }),
     )
     : {};
   progress.done();

@@ -19,7 +19,7 @@ import { openCheckpoints } from "./checkpoint/open.ts";
 import { checkWritableDirs } from "./checkpoint/preflight.ts";
 import { FolderCheckpointStore } from "./checkpoint/store.ts";
 import type { GenerationRow, TrainerParts } from "./parts.ts";
-import { createTracking } from "../tracking/mod.ts";
+import { createTracking, runDirOf } from "../tracking/mod.ts";
 
 /** Reads a Hugging Face folder's weights as f32 arrays; NaN or ±Infinity is an error. */
 export async function readWeights(
@@ -67,13 +67,20 @@ export interface SetupOptions {
 }
 
 /** Everything fit() needs, from a loaded config. */
+/** Where the metric loggers write: `outputs/{project_name}/{experiment_name}`. */
+export function runFolder(cfg: PpoConfig) {
+  const t = cfg.trainer;
+  return { dir: "outputs", projectName: t.project_name, experimentName: t.experiment_name };
+}
+
 export async function setupTrainer(
   cfg: PpoConfig,
   options: SetupOptions = {},
 ): Promise<TrainerParts> {
   const t = cfg.trainer;
   const print = options.print ?? console.log;
-  const runDir = `outputs/${t.project_name}/${t.experiment_name}`;
+  const where = runFolder(cfg);
+  const runDir = runDirOf(where);
   checkWritableDirs([
     [
       "trainer.project_name/experiment_name (the metrics folder of trainer.logger)",
@@ -121,9 +128,7 @@ export async function setupTrainer(
   const reward = await createRewardManager(cfg, { tokenizer, log: print });
   // Metric files are cut back to the resumed step (a fresh run moves an earlier run's aside).
   const tracking = createTracking(t.logger, {
-    dir: "outputs",
-    projectName: t.project_name,
-    experimentName: t.experiment_name,
+    ...where,
     resumeStep: resume?.step ?? -1,
     print,
   });

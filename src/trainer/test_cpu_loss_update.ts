@@ -111,7 +111,7 @@ export async function updateCriticCpuLoss(
   o: CriticUpdateOptions,
 ): Promise<Record<string, number>> {
   const P = batch.promptLength, R = batch.responseLength;
-  const { metrics } = await cpuLoop(
+  const { metrics, skipped } = await cpuLoop(
     batch,
     optimizer,
     { ...o, stream: 29 },
@@ -139,5 +139,5 @@ export async function updateCriticCpuLoss(
       return res.metrics;
     },
   );
-  return { ...metrics, "critic/lr": o.lr };
+  return { ...metrics, "critic/lr": o.lr, "critic/skipped_steps": skipped };
 }

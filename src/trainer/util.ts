@@ -1,5 +1,6 @@
 /** Small helpers the controller shares: lr schedules, timers, metric reduction. */
 import type { PpoConfig } from "../config/mod.ts";
+import type { Tick } from "../tracking/mod.ts";
 
 export interface LrScheduleOptions {
   lr: number;
@@ -28,16 +29,24 @@ export function learningRate(step: number, o: LrScheduleOptions): number {
 export class Timer {
   readonly timings: Record<string, number> = {};
 
-  /** `onStage` hears each stage as it starts (the console progress bar). */
-  constructor(private readonly onStage?: (name: string) => void) {}
+  /**
+   * `onStage` hears each stage as it starts, then the stage's own progress through the Tick
+   * handed to its function (the console progress bar).
+   */
+  constructor(private readonly onStage?: (name: string, done?: number, total?: number) => void) {}
 
   /** Runs fn; with `timed` false (a stage the run skips) it neither reports nor times it. */
-  async time<T>(name: string, fn: () => Promise<T> | T, timed = true): Promise<T> {
-    if (!timed) return await fn();
+  async time<T>(
+    name: string,
+    fn: (tick: Tick) => Promise<T> | T,
+    timed = true,
+  ): Promise<T> {
+    const tick: Tick = (d, t) => this.onStage?.(name, d, t);
+    if (!timed) return await fn(() => {});
     this.onStage?.(name);
     const t0 = performance.now();
     try {
-      return await fn();
+      return await fn(tick);
     } finally {
       this.timings[`timing_s/${name}`] = (this.timings[`timing_s/${name}`] ?? 0) +
         (performance.now() - t0) / 1000;

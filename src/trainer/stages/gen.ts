@@ -1,5 +1,6 @@
 /** gen: left-pads the prompts, repeats each n times (grouped by uid) and samples responses. */
 import type { PromptItem } from "../../data/mod.ts";
+import type { Tick } from "../../tracking/mod.ts";
 import { deriveSeed } from "../../tensor/mod.ts";
 import type { GenBatch } from "../batch.ts";
 import type { TrainerParts } from "../parts.ts";
@@ -12,6 +13,7 @@ export interface GenOptions {
   uidPrefix: string;
   /** Greedy decoding whatever the config says (remax's baseline rollout). */
   greedy?: boolean;
+  onProgress?: Tick;
 }
 
 export async function gen(
@@ -42,6 +44,7 @@ export async function gen(
     topP: sampling.top_p,
     doSample: options.greedy ? false : sampling.do_sample,
     seed: deriveSeed(parts.config.trainer.seed, options.step, options.validation ? 1 : 0),
+    onProgress: options.onProgress,
   });
   const n = options.n, B = B0 * n, R = parts.config.data.max_response_length;
   const rep = <T>(xs: T[]) => xs.flatMap((x) => Array<T>(n).fill(x));

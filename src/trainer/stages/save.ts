@@ -5,6 +5,7 @@
  * save's own duration is logged after it, as a second record of the step.
  */
 import type { KlControllerState } from "../../algos/mod.ts";
+import { Progress } from "../../tracking/mod.ts";
 import type { TrainerParts } from "../parts.ts";
 
 /** Saves at `step` when a store is configured, then logs `timing_s/save_checkpoint`. */
@@ -12,11 +13,17 @@ export async function save(parts: TrainerParts, step: number): Promise<void> {
   if (!parts.checkpoints) return;
   parts.tracking.flush?.();
   const t0 = performance.now();
-  await parts.checkpoints.save(step, {
-    global_step: step,
-    data_loader: parts.trainLoader.state(),
-    kl_ctrl: parts.klCtrl?.state() ?? null,
-  });
+  const progress = new Progress(`save step ${step}`, 1);
+  progress.update(0, "checkpoint");
+  try {
+    await parts.checkpoints.save(step, {
+      global_step: step,
+      data_loader: parts.trainLoader.state(),
+      kl_ctrl: parts.klCtrl?.state() ?? null,
+    });
+  } finally {
+    progress.done();
+  }
   parts.tracking.log(step, { "timing_s/save_checkpoint": (performance.now() - t0) / 1000 });
 }
 

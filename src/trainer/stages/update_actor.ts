@@ -1,6 +1,7 @@
 /** update_actor: PPO epochs over shuffled mini-batches with the configured policy loss. */
 import { logProbTemperature } from "../../rollout/mod.ts";
 import { updateActor } from "../actor.ts";
+import type { Tick } from "../../tracking/mod.ts";
 import type { AdvBatch } from "../batch.ts";
 import type { TrainerParts } from "../parts.ts";
 import { microBatchSize } from "../util.ts";
@@ -8,7 +9,7 @@ import { microBatchSize } from "../util.ts";
 export function updateActorStage(
   parts: TrainerParts,
   batch: AdvBatch,
-  options: { step: number; lr: number },
+  options: { step: number; lr: number; onProgress?: Tick },
 ): Promise<Record<string, number>> {
   const a = parts.config.actor_rollout_ref.actor;
   const n = parts.config.actor_rollout_ref.rollout.n;
@@ -20,6 +21,7 @@ export function updateActorStage(
     seed: parts.config.trainer.seed,
     step: options.step,
     lr: options.lr,
+    onProgress: options.onProgress,
     gradClip: a.grad_clip,
     temperature: logProbTemperature(parts.config.actor_rollout_ref.rollout.temperature),
     loss: {

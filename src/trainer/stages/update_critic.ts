@@ -1,4 +1,5 @@
 /** update_critic: value-loss epochs over shuffled mini-batches. */
+import type { Tick } from "../../tracking/mod.ts";
 import type { AdvBatch } from "../batch.ts";
 import { updateCritic } from "../critic.ts";
 import type { TrainerParts } from "../parts.ts";
@@ -6,7 +7,7 @@ import type { TrainerParts } from "../parts.ts";
 export function updateCriticStage(
   parts: TrainerParts,
   batch: AdvBatch,
-  options: { step: number; lr: number },
+  options: { step: number; lr: number; onProgress?: Tick },
 ): Promise<Record<string, number>> {
   const c = parts.config.critic;
   const n = parts.config.actor_rollout_ref.rollout.n;
@@ -18,6 +19,7 @@ export function updateCriticStage(
     seed: parts.config.trainer.seed,
     step: options.step,
     lr: options.lr,
+    onProgress: options.onProgress,
     gradClip: c.grad_clip,
     cliprangeValue: c.cliprange_value,
     lossAggMode: c.loss_agg_mode,

@@ -1,4 +1,5 @@
 /** Validation: greedy (by `val_kwargs`) generations on the held-out prompts, scored per source. */
+import { Progress } from "../../tracking/mod.ts";
 import { chunks, range, type ScoredBatch } from "../batch.ts";
 import type { GenerationRow, TrainerParts } from "../parts.ts";
 import { gen } from "./gen.ts";
@@ -36,9 +37,19 @@ export async function validate(parts: TrainerParts, step: number): Promise<Recor
   const size = cfg.data.val_batch_size ?? parts.valItems.length;
   const bySource = new Map<string, number[]>();
   const rows: GenerationRow[] = [];
-  for (const idx of chunks(range(parts.valItems.length), Math.max(1, size))) {
+  const batches = chunks(range(parts.valItems.length), Math.max(1, size));
+  const progress = new Progress(`validate step ${step}`, batches.length);
+  for (const [k, idx] of batches.entries()) {
     const items = idx.map((i) => parts.valItems[i]);
-    const generated = await gen(parts, items, { step, n, validation: true, uidPrefix: "val" });
+    const onProgress = progress.tick(k, `batch ${k + 1}/${batches.length} gen`);
+    progress.update(k, `batch ${k + 1}/${batches.length}`);
+    const generated = await gen(parts, items, {
+      step,
+      n,
+      validation: true,
+      uidPrefix: "val",
+      onProgress,
+    });
     const { batch } = await reward(parts, generated, { validation: true });
     for (const row of generationRows(parts, batch, step)) {
       rows.push(row);
@@ -47,6 +58,7 @@ export async function validate(parts: TrainerParts, step: number): Promise<Recor
       bySource.set(row.data_source, list);
     }
   }
+  progress.done();
   const metrics: Record<string, number> = {};
   for (const [source, scores] of bySource) {
     const mean = scores.reduce((a, b) => a + b, 0) / scores.length;

@@ -34,12 +34,12 @@ export interface RunSettings {
 
 /** The embedded default of `deno task train` (configs/arithmetic_grpo.yaml), sized for a tab. */
 export const DEFAULT_SETTINGS: RunSettings = {
-  task: { digits: 1, operands: 3, operators: ["+", "-"] as Operator[] },
+  task: { digits: 1, operands: 4, operators: ["+", "-"] as Operator[] },
   algorithm: "grpo",
-  lr: 1e-4,
+  lr: 5e-5,
   n: 8,
   temperature: 1,
-  steps: 100,
+  steps: 80,
   promptsPerStep: 16,
   maxResponseLength: 10,
   testFreq: 20,

@@ -1,0 +1,30 @@
+/// <reference lib="dom" />
+// The tab's default run is the embedded default of `deno task train`, sized for a tab: the same
+// algorithm, schedule and sampling, on prompts of the same shape.
+import assert from "node:assert/strict";
+import { loadConfig } from "../src/config/mod.ts";
+import { DEFAULT_CONFIG } from "../src/cli/mod.ts";
+import { readParquet } from "../src/data/mod.ts";
+import { DEFAULT_SETTINGS, runConfig } from "./session.ts";
+
+Deno.test("the tab's default settings follow configs/arithmetic_grpo.yaml", async () => {
+  const cli = loadConfig("ppo_trainer", { files: [DEFAULT_CONFIG], skipPathChecks: true });
+  const tab = runConfig(DEFAULT_SETTINGS, { maxPromptLength: cli.data.max_prompt_length });
+  const pick = (c: typeof cli) => ({
+    adv_estimator: c.algorithm.adv_estimator,
+    lr: c.actor_rollout_ref.actor.optim.lr,
+    n: c.actor_rollout_ref.rollout.n,
+    temperature: c.actor_rollout_ref.rollout.temperature,
+    steps: c.trainer.total_training_steps,
+    test_freq: c.trainer.test_freq,
+    train_batch_size: c.data.train_batch_size,
+    max_response_length: c.data.max_response_length,
+  });
+  assert.deepEqual(pick(tab), pick(cli));
+  // The held-out prompts of the default have as many operands as the tab's task.
+  const root = new URL("..", import.meta.url).pathname;
+  const rows = await readParquet(`${root}${[cli.data.val_files].flat()[0]}`);
+  const prompt = JSON.stringify(rows[0].prompt);
+  const operands = prompt.match(/\d+(?:[+-]\d+)+=/)![0].split(/[+-]/).length;
+  assert.equal(operands, DEFAULT_SETTINGS.task.operands, prompt);
+});

@@ -54,6 +54,11 @@ export const CONFIG_CASES: BadInput[] = [
     /policy_loss\.loss_mode.*vanilla/,
   ),
   train("unknown logger", ["trainer.logger=[console,wandb]"], /trainer\.logger.*wandb/),
+  train(
+    "prompt + response past the model's context window",
+    ["data.max_response_length=200"],
+    /data\.max_response_length=200 = \d+ tokens is more than the model's max_position_embeddings=64 \(.*config\.json\)/,
+  ),
   train("KL in reward and in loss", [
     "algorithm.use_kl_in_reward=true",
     "actor_rollout_ref.actor.use_kl_loss=true",

@@ -128,3 +128,37 @@ export function computeDataMetrics(inputs: DataMetricsInputs): Record<string, nu
   out["prompt_length/clip_ratio"] = share(promptLen, P);
   return out;
 }
+
+/**
+ * How far the sampler's token probabilities are from the recomputed ones (verl's
+ * `rollout.calculate_log_probs` debug metrics): |exp(rollout) - exp(old)| over the response
+ * tokens, its max, mean and (unbiased) std, and the Pearson correlation of the two probabilities.
+ * rolloutLogProbs, oldLogProbs, mask: [B, R]
+ */
+export function rolloutProbsDiff(rolloutLogProbs: Vec, oldLogProbs: Vec, mask: Mask) {
+  checkSameLength({ rolloutLogProbs, oldLogProbs, mask });
+  const a: number[] = [], b: number[] = [];
+  for (let i = 0; i < mask.length; i++) {
+    if (mask[i]) a.push(Math.exp(rolloutLogProbs[i])), b.push(Math.exp(oldLogProbs[i]));
+  }
+  const n = a.length;
+  if (n === 0) return {};
+  const diff = a.map((x, i) => Math.abs(x - b[i]));
+  const mean = (xs: number[]) => xs.reduce((s, x) => s + x, 0) / xs.length;
+  const md = mean(diff), ma = mean(a), mb = mean(b);
+  let sdd = 0, sab = 0, saa = 0, sbb = 0;
+  for (let i = 0; i < n; i++) {
+    sdd += (diff[i] - md) ** 2;
+    sab += (a[i] - ma) * (b[i] - mb);
+    saa += (a[i] - ma) ** 2;
+    sbb += (b[i] - mb) ** 2;
+  }
+  return {
+    "training/rollout_probs_diff_max": Math.max(...diff),
+    "training/rollout_probs_diff_mean": md,
+    "training/rollout_probs_diff_std": n > 1 ? Math.sqrt(sdd / (n - 1)) : 0,
+    "training/rollout_actor_probs_pearson_corr": saa > 0 && sbb > 0
+      ? sab / Math.sqrt(saa * sbb)
+      : 1,
+  };
+}

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { approxKl, computeDataMetrics, explainedVariance } from "./metrics.ts";
+import { approxKl, computeDataMetrics, explainedVariance, rolloutProbsDiff } from "./metrics.ts";
 import { assertClose } from "./test_util.ts";
 
 // B = 3, P = 2, R = 3.
@@ -84,4 +84,29 @@ Deno.test("explainedVariance and approxKl", () => {
   // mean(old - logp) over valid: ((-1 - -1.5) + (-2 - -1.5) + 0)/3 = 0
   const lp = new Float32Array([-1.5, -1.5, -1, NaN]);
   assertClose(approxKl(lp, new Float32Array([-1, -2, -1, 0]), mask), 0);
+});
+
+Deno.test("rolloutProbsDiff: hand-computed over the response tokens only", () => {
+  // probabilities: rollout [0.5, 0.2, 0.9 (masked), 0.1], recomputed [0.4, 0.2, 0.1, 0.4]
+  const rollout = new Float32Array([0.5, 0.2, 0.9, 0.1].map(Math.log));
+  const old = new Float32Array([0.4, 0.2, 0.1, 0.4].map(Math.log));
+  const m = rolloutProbsDiff(rollout, old, new Float32Array([1, 1, 0, 1]));
+  // |diff| = [0.1, 0, 0.3]: max 0.3, mean 0.4 / 3, unbiased std of the three
+  const mean = 0.4 / 3;
+  const std = Math.sqrt(((0.1 - mean) ** 2 + mean ** 2 + (0.3 - mean) ** 2) / 2);
+  // pearson of a = [0.5, 0.2, 0.1] and b = [0.4, 0.2, 0.4]: means 0.8/3 and 1/3
+  const da = [0.5, 0.2, 0.1].map((x) => x - 0.8 / 3), db = [0.4, 0.2, 0.4].map((x) => x - 1 / 3);
+  const dot = (x: number[], y: number[]) => x.reduce((s, v, i) => s + v * y[i], 0);
+  const corr = dot(da, db) / Math.sqrt(dot(da, da) * dot(db, db));
+  assertClose(
+    [
+      m["training/rollout_probs_diff_max"]!,
+      m["training/rollout_probs_diff_mean"]!,
+      m["training/rollout_probs_diff_std"]!,
+      m["training/rollout_actor_probs_pearson_corr"]!,
+    ],
+    [0.3, mean, std, corr],
+    1e-6,
+  );
+  assert.deepEqual(rolloutProbsDiff(rollout, old, new Float32Array(4)), {});
 });

@@ -90,6 +90,7 @@ export {
   computeDataMetrics,
   type DataMetricsInputs,
   explainedVariance,
+  rolloutProbsDiff,
 } from "./metrics.ts";
 // GPU ops of the same formulas (the trainer's path; the functions above are their references).
 export {

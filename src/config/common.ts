@@ -41,11 +41,15 @@ export function checkpointSection() {
       ["model", "optimizer", "extra"],
       "Parts written at save_freq: model, optimizer, extra (RNG, loader position), hf_model.",
       { choices: parts },
+    ).unsupported(
+      "checkpoints always hold the model, the optimizer state and extra_state.json, and all are restored",
     ),
     load_contents: strList(
       ["model", "optimizer", "extra"],
       "Parts restored on resume.",
       { choices: parts },
+    ).unsupported(
+      "checkpoints always hold the model, the optimizer state and extra_state.json, and all are restored",
     ),
   });
 }

@@ -8,6 +8,7 @@ export { expandHome, loadConfig, type LoadOptions, schemaByName } from "./load.t
 export { parseOverride } from "./overrides.ts";
 export { type ConfigByName, type SchemaName, SCHEMAS } from "./registry.ts";
 export type { ConfigSchema, Field, FieldSpec, Infer, Section } from "./schema.ts";
+export { walkFields } from "./schema.ts";
 export { configFromYaml, configToYaml, formatConfig, schemaToYaml } from "./yaml_io.ts";
 export { type PpoConfig, ppoTrainerSchema } from "./ppo_trainer.ts";
 export { criticEnabled } from "./ppo_checks.ts";

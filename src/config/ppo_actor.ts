@@ -4,6 +4,8 @@ import { checkpointSection, optimSection } from "./common.ts";
 import { bool, float, int, map, oneOf, ref, section, str } from "./schema.ts";
 import { ppoRollout } from "./ppo_rollout.ts";
 
+const LORA = "LoRA adapters are not available; the trainer updates all weights";
+
 const model = section("The policy model (a Hugging Face folder).", {
   path: str(
     null,
@@ -11,16 +13,21 @@ const model = section("The policy model (a Hugging Face folder).", {
       "built-in tiny character-level model from scratch.",
     { isPath: true },
   ),
-  dtype: oneOf(["float32", "float16"], "float32", "Parameter dtype on the GPU."),
-  use_remove_padding: bool(false, "Skip pad tokens in forward passes by packing sequences."),
+  dtype: oneOf(["float32", "float16"], "float32", "Parameter dtype on the GPU.").unsupported(
+    "the trainer keeps float32 weights",
+  ),
+  use_remove_padding: bool(false, "Skip pad tokens in forward passes by packing sequences.")
+    .unsupported("sequences run padded (packing is not available; the results are the same)"),
   enable_gradient_checkpointing: bool(
     false,
     "Recompute activations in the backward pass to save GPU memory.",
+  ).unsupported("activations are kept for the backward pass"),
+  lora_rank: int(0, "LoRA rank; 0 trains all weights.", { min: 0 }).unsupported(LORA),
+  lora_alpha: float(16, "LoRA scaling numerator (scale = alpha / rank).").unsupported(LORA),
+  target_modules: str("all-linear", "Modules that get LoRA adapters.").unsupported(LORA),
+  override_config: map("Entries that replace those of the model's config.json.").unsupported(
+    "edit the model folder's config.json instead",
   ),
-  lora_rank: int(0, "LoRA rank; 0 trains all weights.", { min: 0 }),
-  lora_alpha: float(16, "LoRA scaling numerator (scale = alpha / rank)."),
-  target_modules: str("all-linear", "Modules that get LoRA adapters."),
-  override_config: map("Entries that replace those of the model's config.json."),
 });
 
 const actor = section("The PPO update of the policy.", {

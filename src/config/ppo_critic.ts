@@ -12,8 +12,10 @@ export const ppoCritic = section("The value model (PPO with GAE).", {
       "Model folder to start the critic from; null builds the tiny model.",
       { isPath: true },
     ).orNull(),
-    enable_gradient_checkpointing: bool(false, "Recompute activations in the backward pass."),
-    use_remove_padding: bool(false, "Skip pad tokens in forward passes by packing sequences."),
+    enable_gradient_checkpointing: bool(false, "Recompute activations in the backward pass.")
+      .unsupported("activations are kept for the backward pass"),
+    use_remove_padding: bool(false, "Skip pad tokens in forward passes by packing sequences.")
+      .unsupported("sequences run padded (packing is not available; the results are the same)"),
   }),
   ppo_mini_batch_size: int(
     ref("actor_rollout_ref.actor.ppo_mini_batch_size"),

@@ -11,6 +11,8 @@ const valKwargs = section("Sampling settings used during validation.", {
   n: int(1, "Responses per validation prompt (reported as mean@n).", { min: 1 }),
 });
 
+const MULTI_TURN = "rollouts are single-turn; the tool-calling agent loop is not available";
+
 export const ppoRollout = section("Generation engine and sampling.", {
   name: oneOf(["webgpu"], "webgpu", "Rollout engine (KV-cache decoding in WGSL)."),
   temperature: float(
@@ -39,11 +41,14 @@ export const ppoRollout = section("Generation engine and sampling.", {
     "Keep the sampler's log-probs of the chosen tokens (for debugging the recomputed ones).",
   ),
   multi_turn: section("Multi-turn agent loop.", {
-    enable: bool(false, "Run the tool-calling agent loop instead of single-turn generation."),
+    enable: bool(false, "Run the tool-calling agent loop instead of single-turn generation.")
+      .unsupported(MULTI_TURN),
     max_assistant_turns: int(null, "Most assistant turns per sample; null = until the budget.", {
       min: 1,
-    }),
-    tool_config_path: str(null, "YAML file describing the tools.", { isPath: true }),
+    }).unsupported(MULTI_TURN),
+    tool_config_path: str(null, "YAML file describing the tools.", { isPath: true }).unsupported(
+      MULTI_TURN,
+    ),
   }),
   val_kwargs: valKwargs,
 });

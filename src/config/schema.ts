@@ -31,6 +31,11 @@ export interface FieldSpec {
   isPath?: boolean;
   /** Exact length of a `list` (e.g. Adam betas). */
   length?: number;
+  /**
+   * A verl key we accept only at its default: any other value is an error carrying this text
+   * (what is missing and what to do instead), so no setting is silently ignored.
+   */
+  unsupported?: string;
 }
 
 /** Anything that lists valid names, such as a `Registry` of estimators or loggers. */
@@ -51,6 +56,11 @@ export function choicesOf(spec: FieldSpec): readonly string[] | undefined {
 export class Field<T> {
   declare readonly __type?: T;
   constructor(readonly spec: FieldSpec) {}
+
+  /** The same key, accepted only at its default; another value is refused with `why`. */
+  unsupported(why: string): Field<T> {
+    return new Field<T>({ ...this.spec, unsupported: why });
+  }
 
   /** The same key, also accepting `null` (keeps the current default). */
   orNull(): Field<T | null> {

@@ -17,6 +17,8 @@ import {
 } from "./schema.ts";
 import { LOGGERS } from "../tracking/mod.ts";
 
+const LORA = "LoRA adapters are not available; SFT updates all weights";
+
 export const sftRoot = section("Supervised fine-tuning.", {
   data: section("Prompt/response pairs.", {
     train_files: paths("data/arithmetic/train.parquet", "Training parquet file or list."),
@@ -39,11 +41,14 @@ export const sftRoot = section("Supervised fine-tuning.", {
     partial_pretrain: str(null, "Hugging Face model folder; null builds the tiny model.", {
       isPath: true,
     }),
-    dtype: oneOf(["float32", "float16"], "float32", "Parameter dtype on the GPU."),
-    enable_gradient_checkpointing: bool(false, "Recompute activations in the backward pass."),
-    lora_rank: int(0, "LoRA rank; 0 trains all weights.", { min: 0 }),
-    lora_alpha: float(16, "LoRA scaling numerator."),
-    target_modules: str("all-linear", "Modules that get LoRA adapters."),
+    dtype: oneOf(["float32", "float16"], "float32", "Parameter dtype on the GPU.").unsupported(
+      "SFT keeps float32 weights",
+    ),
+    enable_gradient_checkpointing: bool(false, "Recompute activations in the backward pass.")
+      .unsupported("activations are kept for the backward pass"),
+    lora_rank: int(0, "LoRA rank; 0 trains all weights.", { min: 0 }).unsupported(LORA),
+    lora_alpha: float(16, "LoRA scaling numerator.").unsupported(LORA),
+    target_modules: str("all-linear", "Modules that get LoRA adapters.").unsupported(LORA),
   }),
   optim: section("AdamW and schedule.", {
     lr: float(1e-5, "Peak learning rate.", { min: 0 }),
@@ -58,7 +63,9 @@ export const sftRoot = section("Supervised fine-tuning.", {
       "checkpoints/${trainer.project_name}/${trainer.experiment_name}",
       "Checkpoint root.",
     ),
-    resume_path: str(null, "global_step_N folder to resume from.", { isPath: true }),
+    resume_path: str(null, "global_step_N folder to resume from.", { isPath: true }).unsupported(
+      "SFT runs start from model.partial_pretrain; point it at a saved huggingface/ folder",
+    ),
     project_name: str("webrl_sft", "Project name."),
     experiment_name: str("arithmetic", "Run name."),
     total_epochs: int(4, "Passes over the training set.", { min: 1 }),

@@ -71,6 +71,17 @@ function valueAt(tree: Record<string, unknown>, key: string): unknown {
 }
 
 function checkValue(key: string, v: unknown, spec: FieldSpec): void {
+  checkKind(key, v, spec);
+  if (spec.unsupported !== undefined && JSON.stringify(v) !== JSON.stringify(spec.default)) {
+    throw new ConfigError(
+      key,
+      `config key "${key}"=${JSON.stringify(v)} is not supported: ${spec.unsupported} ` +
+        `(leave it at ${JSON.stringify(spec.default)} or remove it)`,
+    );
+  }
+}
+
+function checkKind(key: string, v: unknown, spec: FieldSpec): void {
   const fail = (why = "") => {
     throw new ConfigError(
       key,

@@ -23,7 +23,11 @@ function emit(
 ) {
   const pad = "  ".repeat(depth);
   for (const [name, child] of Object.entries(node.fields)) {
-    const doc = child instanceof Section ? child.doc : child.spec.doc;
+    const doc = child instanceof Section
+      ? child.doc
+      : child.spec.unsupported
+      ? `${child.spec.doc} Not supported: ${child.spec.unsupported}`
+      : child.spec.doc;
     if (depth === 0 && out.at(-1) !== "") out.push("");
     out.push(...wrap(doc, `${pad}# `));
     if (child instanceof Section) {

@@ -11,4 +11,4 @@ export {
   type TinyWeightsOptions,
 } from "./tiny_model.ts";
 // For tests only (the layer rule routes other folders' tests through this file).
-export { initWeights, weightShapes } from "./weights.ts";
+export { initWeights, VALUE_HEAD_WEIGHT, weightShapes } from "./weights.ts";

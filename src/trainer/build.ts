@@ -4,7 +4,7 @@
  */
 import { createKlController } from "../algos/mod.ts";
 import type { ModelConfig, Tokenizer } from "../io/mod.ts";
-import { AdamW, CausalLM, Critic, type ForwardOptions } from "../nn/mod.ts";
+import { AdamW, CausalLM, Critic, type ForwardOptions, VALUE_HEAD_WEIGHT } from "../nn/mod.ts";
 import { generate } from "../rollout/mod.ts";
 import { RewardManager } from "../reward/mod.ts";
 import type { Tensor } from "../tensor/mod.ts";
@@ -25,7 +25,10 @@ export interface BuildOptions {
   actor: ModelWeights;
   /** Weights of the frozen reference policy; default: the actor's starting weights. */
   reference?: ModelWeights;
-  /** Critic weights; by default the critic starts from the actor's trunk. */
+  /**
+   * Critic weights: a critic (with its value head) resumes as it was; a causal LM (no value head,
+   * e.g. critic.model.path) lends its trunk to a fresh critic. Default: the actor's trunk.
+   */
   critic?: ModelWeights | null;
   trainItems: PromptItem[];
   valItems: PromptItem[];
@@ -72,7 +75,7 @@ export function rolloutFor(model: CausalLM, tokenizer: Tokenizer): RolloutFn {
       eosTokenIds: [tokenizer.eosTokenId],
       padTokenId: tokenizer.padTokenId,
       seed: o.seed,
-      returnLogProbs: false,
+      returnLogProbs: o.returnLogProbs ?? false,
       onProgress: o.onProgress,
     });
     return { responses: out.responses, responseMask: out.responseMask, logProbs: out.logProbs };
@@ -88,9 +91,10 @@ export function buildTrainerParts(o: BuildOptions): TrainerParts {
   const refModel = useRef ? CausalLM.fromTensors(refW.config, refW.tensors) : null;
   let critic: TrainerParts["critic"] = null;
   if (criticEnabled(cfg)) {
-    const net = o.critic
-      ? Critic.fromTensors(o.critic.config, o.critic.tensors)
-      : Critic.fromActor(o.actor.config, o.actor.tensors, { seed: cfg.trainer.seed });
+    const start = o.critic ?? o.actor;
+    const net = start.tensors.has(VALUE_HEAD_WEIGHT)
+      ? Critic.fromTensors(start.config, start.tensors)
+      : Critic.fromActor(start.config, start.tensors, { seed: cfg.trainer.seed });
     const model = {
       forward: (ids: Tensor, f: ForwardOptions) => net.values(ids, f),
       params: () => net.params(),

@@ -25,6 +25,8 @@ export interface RolloutOptions {
   topP: number;
   doSample: boolean;
   seed: number;
+  /** Keep the sampler's log-probs of the chosen tokens (rollout.calculate_log_probs). */
+  returnLogProbs?: boolean;
   /** Hears decode progress (steps done of responseLength), for the console's bar. */
   onProgress?: Tick;
 }

@@ -48,6 +48,7 @@ function lrAt(parts: TrainerParts, which: "actor" | "critic", step: number): num
     // normalizePpo has already copied the deprecated warmup_style onto lr_scheduler_type.
     style: optim.lr_scheduler_type === "cosine" ? "cosine" : "constant",
     minLrRatio: optim.min_lr_ratio,
+    numCycles: optim.num_cycles,
   });
 }
 

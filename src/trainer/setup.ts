@@ -105,8 +105,14 @@ export async function setupTrainer(
   const modelPath = cfg.actor_rollout_ref.model.path ?? TINY_CHECKPOINT;
   const base = await readWeights(modelPath);
   const actor = resumePath ? await readWeights(`${resumePath}/actor`) : base;
-  const critic = resumePath && criticEnabled(cfg)
+  // critic.model.path defaults to the actor's; another folder starts the critic from its trunk.
+  const criticPath = cfg.critic.model.path ?? TINY_CHECKPOINT;
+  const critic = !criticEnabled(cfg)
+    ? null
+    : resumePath
     ? await readWeights(`${resumePath}/critic`)
+    : criticPath !== modelPath
+    ? await readWeights(criticPath)
     : null;
   // verl's rollout refuses the same: positions past the model's window were never trained.
   checkContextLength({

@@ -44,6 +44,7 @@ export async function gen(
     topP: sampling.top_p,
     doSample: options.greedy ? false : sampling.do_sample,
     seed: deriveSeed(parts.config.trainer.seed, options.step, options.validation ? 1 : 0),
+    returnLogProbs: cfg.calculate_log_probs,
     onProgress: options.onProgress,
   });
   const n = options.n, B = B0 * n, R = parts.config.data.max_response_length;

@@ -1,5 +1,5 @@
 /** log: verl's data metrics of a step (scores, rewards, advantages, lengths, rollout entropy/KL). */
-import { computeDataMetrics, klPenalty, maskedMean } from "../../algos/mod.ts";
+import { computeDataMetrics, klPenalty, maskedMean, rolloutProbsDiff } from "../../algos/mod.ts";
 import type { AdvBatch } from "../batch.ts";
 import type { TrainerParts } from "../parts.ts";
 
@@ -21,6 +21,12 @@ export function dataMetrics(batch: AdvBatch): Record<string, number> {
     attentionMask,
   });
   if (batch.entropys) m["actor/entropy"] = maskedMean(batch.entropys, batch.responseMask);
+  if (batch.rolloutLogProbs) {
+    Object.assign(
+      m,
+      rolloutProbsDiff(batch.rolloutLogProbs, batch.oldLogProbs, batch.responseMask),
+    );
+  }
   if (batch.refLogProbs) {
     const kl = klPenalty(batch.oldLogProbs, batch.refLogProbs, "kl");
     m["actor/reference_kl"] = maskedMean(kl, batch.responseMask);

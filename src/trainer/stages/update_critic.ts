@@ -14,7 +14,7 @@ export function updateCriticStage(
   return updateCritic(parts.critic!.model, parts.critic!.optimizer, batch, {
     ppoEpochs: c.ppo_epochs,
     miniBatchSize: c.ppo_mini_batch_size * n,
-    microBatchSize: c.ppo_micro_batch_size_per_gpu ?? 8,
+    microBatchSize: c.ppo_micro_batch_size_per_gpu,
     shuffle: c.shuffle,
     seed: parts.config.trainer.seed,
     step: options.step,

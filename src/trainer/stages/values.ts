@@ -6,7 +6,7 @@ import type { TrainerParts } from "../parts.ts";
 export async function values(parts: TrainerParts, batch: RefBatch): Promise<ValuedBatch> {
   if (!parts.critic) return { ...batch, values: undefined };
   const v = await computeValues(parts.critic.model, batch, {
-    microBatchSize: parts.config.critic.ppo_micro_batch_size_per_gpu ?? 8,
+    microBatchSize: parts.config.critic.forward_micro_batch_size_per_gpu,
   });
   return { ...batch, values: v };
 }

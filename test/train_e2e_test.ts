@@ -4,7 +4,7 @@ import { ADV_ESTIMATORS } from "../src/algos/mod.ts";
 import { initGpu } from "../src/gpu/mod.ts";
 import { loadConfig } from "../src/config/mod.ts";
 import { fit } from "../src/trainer/mod.ts";
-import { setupTrainer } from "../src/trainer/mod.ts";
+import { readWeights, setupTrainer } from "../src/trainer/mod.ts";
 import type { Logger } from "../src/tracking/mod.ts";
 import { makeTinyRun } from "./tiny_run.ts";
 
@@ -109,5 +109,70 @@ Deno.test({
       if (ADV_ESTIMATORS.get(name).greedyBaseline) assertFinite(m.get(2)!, ["timing_s/gen_max"]);
       if (ADV_ESTIMATORS.get(name).critic) assertFinite(m.get(2)!, ["critic/vf_loss"]);
     }
+  },
+});
+
+Deno.test({
+  name: "calculate_log_probs: the sampler's probabilities match the recomputed ones",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  fn: async () => {
+    const m = await run([
+      "algorithm.adv_estimator=grpo",
+      "actor_rollout_ref.rollout.calculate_log_probs=true",
+      "actor_rollout_ref.rollout.temperature=0.7",
+      "trainer.val_before_train=false",
+    ]);
+    const s = m.get(1)!;
+    assertFinite(s, [
+      "training/rollout_probs_diff_max",
+      "training/rollout_actor_probs_pearson_corr",
+    ]);
+    // Same weights, same temperature: only float rounding separates the two passes.
+    assert.ok(s["training/rollout_probs_diff_max"] < 1e-3, JSON.stringify(s));
+    assert.ok(s["training/rollout_actor_probs_pearson_corr"] > 0.999, JSON.stringify(s));
+    assert.ok(
+      !("training/rollout_probs_diff_max" in
+        (await run(["trainer.val_before_train=false"])).get(1)!),
+    );
+  },
+});
+
+const GAE_SIZES = [
+  "actor_rollout_ref.rollout.n=1",
+  "actor_rollout_ref.actor.ppo_mini_batch_size=4",
+  "critic.ppo_mini_batch_size=4",
+];
+
+Deno.test({
+  name: "critic.model.path starts the critic from another folder's trunk",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  fn: async () => {
+    await initGpu();
+    const dir = Deno.makeTempDirSync({ prefix: "webrl_e2e_" });
+    const tiny = await makeTinyRun(dir);
+    const shipped = new URL("../assets/tiny_arith", import.meta.url).pathname;
+    const setup = async (criticPath: string) =>
+      await setupTrainer(
+        loadConfig("ppo_trainer", {
+          overrides: [...tiny.overrides, "algorithm.adv_estimator=gae", ...GAE_SIZES, criticPath],
+        }),
+        { print: () => {} },
+      );
+    const embed = "model.embed_tokens.weight";
+    const want = (await readWeights(shipped)).tensors.get(embed)!;
+    const own = (await readWeights(tiny.modelPath)).tensors.get(embed)!;
+    const parts = await setup(`critic.model.path=${shipped}`);
+    const got = (await parts.critic!.model.toArrays()).get(embed)!;
+    assert.deepEqual(got, want);
+    assert.notDeepEqual(got, own);
+    const fallback = await setup(`critic.model.path=${tiny.modelPath}`);
+    assert.deepEqual((await fallback.critic!.model.toArrays()).get(embed)!, own);
+    await assert.rejects(
+      () => setup("critic.model.path=/nonexistent/critic"),
+      /critic\.model\.path/,
+    );
+    Deno.removeSync(dir, { recursive: true });
   },
 });

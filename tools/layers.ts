@@ -23,6 +23,9 @@ export const LAYERS: Record<string, number> = {
   cli: 9,
 };
 
+/** The library surface: over every layer, under cli (src/cli may use it). */
+export const LIBRARY = "src/mod.ts";
+
 /** Test helpers sit just above the tensor layer and are imported by tests only. */
 export const TESTING = "testing";
 export const MAX_LINES = 500;
@@ -122,6 +125,11 @@ export function checkLayers(files: SourceFile[]): Violation[] {
 /** Why an import from `from` to `target` breaks the rule, or null. */
 export function checkEdge(from: string, target: string): string | null {
   const src = folderOf(from), dst = folderOf(target);
+  if (target === LIBRARY) {
+    return src === null || src === "cli" || isTestFile(from)
+      ? null
+      : `${LIBRARY} is the library surface above every layer: only cli and code outside src use it`;
+  }
   if (dst === null || src === dst) return null;
   if (!(dst in LAYERS) && dst !== TESTING) return `src/${dst}/ is not a known layer`;
   if (target !== `src/${dst}/mod.ts`) return `reaches into src/${dst}/ internals; use its mod.ts`;

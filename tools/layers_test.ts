@@ -36,6 +36,17 @@ Deno.test("an upward import, an import of internals and testing outside tests ar
   assert.match(out[3], /^web\/page\.ts: .*reaches into src\/trainer\/ internals/);
 });
 
+Deno.test("src/mod.ts, the library surface, is used from cli and outside src only", () => {
+  const out = problems([
+    file("src/trainer/lib_user.ts", 'import { loadModel } from "../mod.ts";'),
+    file("src/cli/lib_user.ts", 'import { loadModel } from "../mod.ts";'),
+    file("src/nn/lib_user_test.ts", 'import { loadModel } from "../mod.ts";'),
+    file("bench/lib_user.ts", 'import { loadModel } from "../src/mod.ts";'),
+  ]);
+  assert.equal(out.length, 1, out.join("\n"));
+  assert.match(out[0], /^src\/trainer\/lib_user\.ts: .*library surface above every layer/);
+});
+
 Deno.test("circles (type-only imports count), long files and `any` are refused", () => {
   const long = Array.from({ length: 501 }, () => "").join("\n");
   const out = problems([

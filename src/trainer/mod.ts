@@ -17,5 +17,6 @@ export { readWeights, runFolder, setupTrainer, tokenizerFromFiles } from "./setu
 export { sftFit } from "./sft_trainer.ts";
 export { saveCheckpoint } from "./checkpoint/manager.ts";
 export { writeModel } from "./checkpoint/store.ts";
+export { computeLogProbs } from "./actor.ts";
 export { type GenerationSummary, runGeneration } from "./main_generation.ts";
 export { evaluateResponses, type EvaluationResult } from "./main_eval.ts";

@@ -41,7 +41,7 @@ const partName = (dir: string) => dir.replace(/\/+$/, "").split("/").at(-1);
  * Writes a model's parameters as a Hugging Face folder (temp name, then rename); refuses
  * parameters holding NaN or ±Infinity, naming the folder's part (`actor`) and the tensor.
  */
-export async function writeModel(dir: string, m: SavedModel): Promise<void> {
+export async function writeModel(dir: string, m: Omit<SavedModel, "optimizer">): Promise<void> {
   const params = m.model.params();
   const arrays = await m.model.toArrays();
   assertFinite(`${partName(dir)} weights`, arrays);

@@ -78,7 +78,6 @@ export async function main(args: string[]): Promise<void> {
         await writeModel(`${dir}/huggingface`, {
           config: start.config,
           model,
-          optimizer,
           tokenizerFiles: start.tokenizerFiles,
         });
       }, { maxToKeep: t.max_ckpt_to_keep }).then(() => {}),

@@ -113,3 +113,5 @@ export {
   estimatorTable,
   estimatorTableRows,
 } from "./estimators/table.ts";
+export { sumPiSquaredRef } from "./sum_pi_squared.ts";
+export { sumPiSquared } from "./gpu/sum_pi_squared.ts";

@@ -9,6 +9,12 @@ export function criticEnabled(cfg: PpoConfig): boolean {
   return cfg.critic.enable ?? ADV_ESTIMATORS.get(cfg.algorithm.adv_estimator).critic === true;
 }
 
+/** Whether old_log_prob also computes Σπ²: explicit calculate_sum_pi_squared, else by estimator. */
+export function sumPiSquaredEnabled(cfg: PpoConfig): boolean {
+  return cfg.actor_rollout_ref.actor.calculate_sum_pi_squared ??
+    ADV_ESTIMATORS.get(cfg.algorithm.adv_estimator).sumPiSquared === true;
+}
+
 /** Copies deprecated aliases onto their successors so consumers read one key. */
 export function normalizePpo(cfg: PpoConfig): void {
   for (const optim of [cfg.actor_rollout_ref.actor.optim, cfg.critic.optim]) {
@@ -59,6 +65,7 @@ export function checkPpo(cfg: PpoConfig): void {
         "remove critic.enable=false or choose a critic-free estimator such as grpo",
     );
   }
+  checkSumPiSquared(cfg);
   // rollout.temperature=0 and val_kwargs.temperature=0 decode greedily (as vLLM does).
   checkCustomReward(cfg.custom_reward_function);
   if (cfg.reward_model.enable) {
@@ -82,6 +89,28 @@ export function checkPpo(cfg: PpoConfig): void {
     throw new ConfigError(
       "trainer.resume_from_path",
       "trainer.resume_mode=resume_path needs trainer.resume_from_path",
+    );
+  }
+}
+
+function checkSumPiSquared(cfg: PpoConfig): void {
+  const name = cfg.algorithm.adv_estimator,
+    key = "actor_rollout_ref.actor.calculate_sum_pi_squared";
+  const set = cfg.actor_rollout_ref.actor.calculate_sum_pi_squared;
+  const needs = ADV_ESTIMATORS.get(name).sumPiSquared === true;
+  if (needs && set === false) {
+    throw new ConfigError(
+      key,
+      `algorithm.adv_estimator=${name} weighs tokens by sum_pi_squared: remove ${key}=false ` +
+        "(or set it to true)",
+    );
+  }
+  if (!needs && set === true) {
+    const readers = ADV_ESTIMATORS.names().filter((n) => ADV_ESTIMATORS.get(n).sumPiSquared);
+    throw new ConfigError(
+      key,
+      `${key}=true: nothing reads sum_pi_squared with algorithm.adv_estimator=${name} (only ` +
+        `${readers.join(", ")} do); remove the key`,
     );
   }
 }

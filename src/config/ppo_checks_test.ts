@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
 import { ConfigError } from "./errors.ts";
 import { loadConfig } from "./load.ts";
+import { criticEnabled, sumPiSquaredEnabled } from "./ppo_checks.ts";
+import { ADV_ESTIMATORS } from "../algos/mod.ts";
 
 Deno.test("save_freq=0 and test_freq=0 are refused with the way to say never (-1)", () => {
   for (const key of ["save_freq", "test_freq"]) {
@@ -20,4 +22,52 @@ Deno.test("save_freq=0 and test_freq=0 are refused with the way to say never (-1
     skipPathChecks: true,
   });
   assert.deepEqual(cfg.trainer.resume_allowed_changes, ["actor_rollout_ref.rollout.n"]);
+});
+
+const load = (overrides: string[]) =>
+  loadConfig("ppo_trainer", { overrides, skipPathChecks: true });
+
+function rejected(overrides: string[], key: string, ...words: string[]): void {
+  assert.throws(
+    () => load(overrides),
+    (e: Error) =>
+      e instanceof ConfigError && e.key === key && words.every((w) => e.message.includes(w)),
+    `${overrides.join(" ")} should be rejected under ${key} (${words.join(", ")})`,
+  );
+}
+
+Deno.test("each estimator's registry flags decide its config checks and what is built", () => {
+  const small = [
+    "data.train_batch_size=4",
+    "actor_rollout_ref.actor.ppo_mini_batch_size=2",
+    "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2",
+    "critic.ppo_micro_batch_size_per_gpu=2",
+  ];
+  for (const name of ADV_ESTIMATORS.names()) {
+    const e = ADV_ESTIMATORS.get(name);
+    const est = `algorithm.adv_estimator=${name}`;
+    if (e.groups) {
+      rejected(
+        [...small, est, "actor_rollout_ref.rollout.n=1"],
+        "actor_rollout_ref.rollout.n",
+        name,
+        "2 or more",
+        "got 1",
+      );
+    }
+    const cfg = load([
+      ...small,
+      est,
+      "actor_rollout_ref.rollout.n=2",
+      "critic.ppo_mini_batch_size=2",
+    ]);
+    assert.equal(criticEnabled(cfg), e.critic === true, `${name}: critic`);
+    assert.equal(sumPiSquaredEnabled(cfg), e.sumPiSquared === true, `${name}: sum_pi_squared`);
+    const spp = "actor_rollout_ref.actor.calculate_sum_pi_squared";
+    rejected(
+      [...small, est, "actor_rollout_ref.rollout.n=2", `${spp}=${!e.sumPiSquared}`],
+      spp,
+      name,
+    );
+  }
 });

@@ -37,6 +37,8 @@ export interface ScoredBatch extends GenBatch {
 export interface LogProbBatch extends ScoredBatch {
   oldLogProbs: Float32Array; // [B, R]
   entropys: Float32Array | undefined; // [B, R]
+  /** Σ_v π_old(v)² per response position; undefined unless the estimator reads it */
+  sumPiSquared: Float32Array | undefined; // [B, R]
 }
 
 /** After ref (undefined when no KL term uses the reference). */

@@ -48,3 +48,44 @@ Deno.test({
     Deno.removeSync(dir, { recursive: true });
   },
 });
+
+Deno.test({
+  name: "DAPO: dynamic sampling over generation batches and the overlong penalty train a step",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  fn: async () => {
+    await initGpu();
+    const dir = Deno.makeTempDirSync({ prefix: "webrl_dapo_" });
+    const tiny = await makeTinyRun(dir, { trainSize: 12 });
+    const cfg = loadConfig("ppo_trainer", {
+      overrides: [
+        ...tiny.overrides,
+        "trainer.total_training_steps=1",
+        "algorithm.adv_estimator=grpo",
+        "algorithm.filter_groups.enable=true",
+        "algorithm.filter_groups.metric=seq_reward",
+        "algorithm.filter_groups.max_num_gen_batches=20",
+        "data.gen_batch_size=2", // train_batch_size 4: at least two generation batches
+        "reward_model.reward_manager=dapo",
+        "reward_model.overlong_buffer.enable=true",
+        "reward_model.overlong_buffer.len=6",
+        "actor_rollout_ref.rollout.n=4",
+        "reward_model.overlong_buffer.penalty_factor=1.0",
+        "reward_model.overlong_buffer.log=true",
+      ],
+    });
+    const parts = await setupTrainer(cfg, { print: () => {} });
+    let m: Record<string, number> = {};
+    parts.tracking = { log: (_s, x) => void (m = { ...m, ...x }), close() {} };
+    assert.equal((await fit(parts)).globalStep, 1);
+    assert.ok(
+      m["train/num_gen_batches"] >= 2,
+      `train/num_gen_batches = ${m["train/num_gen_batches"]}`,
+    );
+    assert.ok(Number.isFinite(m["reward/overlong_reward/mean"]), "overlong metrics logged");
+    assert.ok(m["reward/overlong_reward/mean"] <= 0);
+    // every kept group varies, so GRPO's advantages are not all zero
+    assert.ok(m["critic/advantages/max"] > 0, `advantages max ${m["critic/advantages/max"]}`);
+    Deno.removeSync(dir, { recursive: true });
+  },
+});

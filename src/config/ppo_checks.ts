@@ -1,6 +1,7 @@
 /** Cross-key rules of the PPO/GRPO config, each naming the keys at fault. */
 import { ConfigError } from "./errors.ts";
 import { checkCustomReward } from "./custom_reward.ts";
+import { checkDapo } from "./ppo_dapo_checks.ts";
 import { ADV_ESTIMATORS } from "../algos/mod.ts";
 import type { PpoConfig } from "./ppo_root.ts";
 
@@ -66,6 +67,7 @@ export function checkPpo(cfg: PpoConfig): void {
     );
   }
   checkSumPiSquared(cfg);
+  checkDapo(cfg);
   // rollout.temperature=0 and val_kwargs.temperature=0 decode greedily (as vLLM does).
   checkCustomReward(cfg.custom_reward_function);
   if (cfg.reward_model.enable) {

@@ -71,3 +71,24 @@ Deno.test("each estimator's registry flags decide its config checks and what is 
     );
   }
 });
+
+Deno.test("DAPO keys: filter_groups needs a metric, gen_batch_size needs filter_groups, overlong needs dapo", () => {
+  const fg = "algorithm.filter_groups";
+  rejected([`${fg}.enable=true`], `${fg}.metric`, "needs algorithm.filter_groups.metric");
+  rejected(
+    [`${fg}.enable=true`, `${fg}.metric=seq_final_reward`, "algorithm.use_kl_in_reward=true"],
+    `${fg}.metric`,
+    "use seq_reward",
+  );
+  rejected(["data.gen_batch_size=3"], "data.gen_batch_size", "filter_groups.enable=true");
+  const ok = load([`${fg}.enable=true`, `${fg}.metric=acc`, "data.gen_batch_size=3"]);
+  assert.equal(ok.algorithm.filter_groups.max_num_gen_batches, 0); // verl's default: no limit
+  assert.equal(load([]).data.gen_batch_size, load([]).data.train_batch_size);
+  const ob = "reward_model.overlong_buffer";
+  rejected([`${ob}.enable=true`, `${ob}.len=4`], "reward_model.reward_manager", "=dapo");
+  const dapo = "reward_model.reward_manager=dapo";
+  rejected([dapo, `${ob}.enable=true`], `${ob}.len`, "[1, data.max_response_length=512]");
+  rejected([dapo, `${ob}.enable=true`, `${ob}.len=513`], `${ob}.len`, "len=513");
+  load([dapo, `${ob}.enable=true`, `${ob}.len=512`, `${ob}.penalty_factor=1`]);
+  load([`${ob}.len=4`, `${fg}.metric=acc`]); // a disabled section's parameters are kept
+});

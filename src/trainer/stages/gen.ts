@@ -12,6 +12,8 @@ export interface GenOptions {
   uidPrefix: string;
   /** Greedy decoding whatever the config says (remax's baseline rollout). */
   greedy?: boolean;
+  /** k-th generation batch of a step (dynamic sampling); k > 1 gets a seed stream of its own */
+  genBatch?: number;
 }
 
 export async function gen(
@@ -41,7 +43,9 @@ export async function gen(
     topK: sampling.top_k,
     topP: sampling.top_p,
     doSample: options.greedy ? false : sampling.do_sample,
-    seed: deriveSeed(parts.config.trainer.seed, options.step, options.validation ? 1 : 0),
+    seed: (options.genBatch ?? 1) > 1
+      ? deriveSeed(parts.config.trainer.seed, options.step, 2, options.genBatch!)
+      : deriveSeed(parts.config.trainer.seed, options.step, options.validation ? 1 : 0),
   });
   const n = options.n, B = B0 * n, R = parts.config.data.max_response_length;
   const rep = <T>(xs: T[]) => xs.flatMap((x) => Array<T>(n).fill(x));

@@ -27,6 +27,12 @@ export interface AdvantageInputs {
   uids?: readonly string[];
   /** greedy-rollout reward per sample, `[B]` (remax) */
   rewardBaselines?: Vec;
+  /** log π_old of each sampled token, `[B, R]` (the optimal token baselines) */
+  oldLogProbs?: Vec;
+  /** Σ_v π_old(v)² at each response position, `[B, R]` (the optimal token baselines) */
+  sumPiSquared?: Vec;
+  /** truncated rollout importance weights ρ̄, `[B, R]`; absent = no correction */
+  rolloutIsWeights?: Vec;
 }
 
 /** Scalars, named after verl's `algorithm.*` keys. */
@@ -65,6 +71,12 @@ export interface AdvantageEstimatorEntry {
   groups?: boolean;
   /** a greedy rollout per prompt whose reward is the baseline (remax) */
   greedyBaseline?: boolean;
+  /** Σπ² per response token from the old_log_prob pass, besides the old log-probs */
+  sumPiSquared?: boolean;
+  /** `algorithm.*` keys the formula reads (config keys, for the docs table) */
+  keys?: readonly string[];
+  /** The formula in one line, for the docs table. */
+  doc: string;
 }
 
 /** Estimators by verl name; each file in estimators/ registers one. */
@@ -79,11 +91,22 @@ export function computeAdvantage(
   options: AdvantageOptions = {},
 ): AdvantageResult {
   const fn = ADV_ESTIMATORS.get(name).compute;
-  rowsOf(inputs.tokenLevelRewards.length, inputs.R);
-  checkSameLength({
+  const B = rowsOf(inputs.tokenLevelRewards.length, inputs.R);
+  for (const k of ["uids", "rewardBaselines"] as const) {
+    const v = inputs[k];
+    if (v !== undefined && v.length !== B) {
+      throw new Error(`${k} has length ${v.length}, expected B = ${B}`);
+    }
+  }
+  const sameShape: Record<string, { length: number }> = {
     tokenLevelRewards: inputs.tokenLevelRewards,
     responseMask: inputs.responseMask,
-  });
+  };
+  for (const k of ["values", "oldLogProbs", "sumPiSquared", "rolloutIsWeights"] as const) {
+    const v = inputs[k];
+    if (v !== undefined) sameShape[k] = v;
+  }
+  checkSameLength(sameShape);
   return fn(inputs, {
     gamma: options.gamma ?? 1,
     lam: options.lam ?? 1,
@@ -173,4 +196,18 @@ export function groupedScores(inp: AdvantageInputs, name: string) {
 export function maskMul(x: Vec, mask: Mask): Vec {
   for (let i = 0; i < x.length; i++) if (mask[i] === 0) x[i] = 0;
   return x;
+}
+
+/** Undiscounted reward-to-go over valid tokens: G_t = Σ_{k≥t} r_k·m_k, `[B, R]` (f64). */
+export function rewardToGo(rewards: Vec, mask: Mask, R: number): Float64Array {
+  const B = rowsOf(rewards.length, R);
+  const out = new Float64Array(rewards.length);
+  for (let b = 0; b < B; b++) {
+    let acc = 0;
+    for (let t = b * R + R - 1; t >= b * R; t--) {
+      if (mask[t] !== 0) acc += rewards[t];
+      out[t] = acc;
+    }
+  }
+  return out;
 }

@@ -164,19 +164,33 @@ Deno.test("group statistics: single-pass form equals the dict-of-lists reference
 Deno.test("unknown estimator and missing inputs are errors naming what is valid/needed", () => {
   assert.throws(
     () => computeAdvantage("grpoo", outcomeInputs),
-    (e: Error) => e.message.includes('"grpoo"') && e.message.includes("gae, grpo, rloo"),
+    (e: Error) => e.message.includes('"grpoo"') && e.message.includes("gae, grpo, reinforce"),
   );
+  // verl's AdvantageEstimator enum, every member
   assert.deepEqual(ADV_ESTIMATORS.names().sort(), [
     "gae",
     "gpg",
     "grpo",
+    "grpo_passk",
+    "grpo_vectorized",
     "opo",
+    "optimal_token_baseline",
     "reinforce_plus_plus",
     "reinforce_plus_plus_baseline",
     "remax",
     "rloo",
+    "rloo_vectorized",
+    "tir_optimal_token_baseline",
   ]);
   assert.throws(() => computeAdvantage("gae", { ...outcomeInputs }), /needs values/);
   assert.throws(() => computeAdvantage("grpo", { ...outcomeInputs, uids: undefined }), /uids/);
   assert.throws(() => computeAdvantage("remax", outcomeInputs), /rewardBaselines/);
+  assert.throws(
+    () => computeAdvantage("optimal_token_baseline", outcomeInputs),
+    /needs oldLogProbs/,
+  );
+  assert.throws(
+    () => computeAdvantage("grpo", { ...outcomeInputs, uids: ["a", "b"] }),
+    /uids has length 2, expected B = 8/,
+  );
 });

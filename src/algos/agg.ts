@@ -5,8 +5,14 @@
  *   token-mean:               Σ_{b,t} m·L / N_tok · dp               N_tok = batchNumTokens ?? Σ m
  *   seq-mean-token-sum:       Σ_b (Σ_t m·L) / G · dp                 G = globalBatchSize ?? #{b: Σ_t m > 0}
  *   seq-mean-token-mean:      Σ_b (Σ_t m·L / Σ_t m) / G · dp          (rows with no valid token skipped)
- *   seq-mean-token-sum-norm:  Σ_b (Σ_t m·L) / G · dp / H              H = lossScaleFactor ?? R (a constant
- *                                                                     horizon, Dr.GRPO's length-unbiased norm)
+ *   seq-mean-token-sum-norm:  Σ_{b,t} m·L / H                        H = lossScaleFactor ?? R
+ *
+ * seq-mean-token-sum-norm (Dr.GRPO's length-unbiased sum) divides by the constant H alone: verl
+ * reads neither the number of sequences nor dp_size for it, so `globalBatchSize` and `dpSize` do
+ * not change it, and micro-batch losses of one mini-batch sum to Σ over the mini-batch / H (verl's
+ * engine workers do the same; its legacy dp_actor also scales each micro-batch by
+ * 1 / gradient_accumulation). H defaults to R, the padded response length of the batch
+ * (`loss_mask.shape[-1]`); `actor.loss_scale_factor` in verl fixes it to a constant.
  *
  * `batchNumTokens` / `globalBatchSize` let micro-batches of one mini-batch share
  * one denominator, so gradient accumulation sums to the mini-batch loss. A zero
@@ -44,7 +50,7 @@ export interface AggOptions {
   globalBatchSize?: number;
   /** data-parallel ranks whose gradients get averaged; default 1 */
   dpSize?: number;
-  /** horizon H of seq-mean-token-sum-norm; default R */
+  /** divisor H of seq-mean-token-sum-norm (verl's loss_scale_factor); default R */
   lossScaleFactor?: number;
 }
 
@@ -65,20 +71,21 @@ function rowCounts(mask: Mask, R: number): Float64Array {
   return counts;
 }
 
+/** loss = total / den · scale, where total sums rows (each divided by its count in token-mean rows). */
 function denominators(mode: LossAggMode, counts: Float64Array, o: AggOptions) {
   const dp = o.dpSize ?? 1;
   if (mode === "token-mean") {
     if (o.batchNumTokens === undefined && dp > 1) {
       throw new Error("token-mean with dpSize > 1 needs the global batchNumTokens");
     }
-    return { dp, den: o.batchNumTokens ?? counts.reduce((a, c) => a + c, 0), horizon: 1 };
+    return { scale: dp, den: o.batchNumTokens ?? counts.reduce((a, c) => a + c, 0) };
   }
+  if (mode === "seq-mean-token-sum-norm") return { scale: 1, den: o.lossScaleFactor ?? o.R };
   if (o.globalBatchSize === undefined && dp > 1) {
     throw new Error(`${mode} with dpSize > 1 needs the global globalBatchSize`);
   }
   const nonEmpty = counts.reduce((a, c) => a + (c > 0 ? 1 : 0), 0);
-  const horizon = mode === "seq-mean-token-sum-norm" ? o.lossScaleFactor ?? o.R : 1;
-  return { dp, den: o.globalBatchSize ?? nonEmpty, horizon };
+  return { scale: dp, den: o.globalBatchSize ?? nonEmpty };
 }
 
 /** Aggregates `lossMat [B, R]` over `mask [B, R]` with `mode` (plain loop form). */
@@ -86,8 +93,8 @@ export function aggLoss(lossMat: Vec, mask: Mask, mode: string, options: AggOpti
   const m = checkLossAggMode(mode);
   checkSameLength({ lossMat, mask });
   const R = options.R, counts = rowCounts(mask, R);
-  const { dp, den, horizon } = denominators(m, counts, options);
-  if (den === 0 || horizon === 0) return 0;
+  const { scale, den } = denominators(m, counts, options);
+  if (den === 0) return 0;
   let total = 0;
   for (let b = 0; b < counts.length; b++) {
     if (counts[b] === 0) continue;
@@ -95,19 +102,19 @@ export function aggLoss(lossMat: Vec, mask: Mask, mode: string, options: AggOpti
     for (let t = b * R; t < (b + 1) * R; t++) if (mask[t] !== 0) s += lossMat[t];
     total += m === "seq-mean-token-mean" ? s / counts[b] : s;
   }
-  return (total / den) * dp / horizon;
+  return (total / den) * scale;
 }
 
 /** w = d aggLoss / d lossMat, `[B, R]` (Float64Array); 0 on invalid tokens. */
 export function aggLossWeights(mask: Mask, mode: string, options: AggOptions): Float64Array {
   const m = checkLossAggMode(mode);
   const R = options.R, counts = rowCounts(mask, R);
-  const { dp, den, horizon } = denominators(m, counts, options);
+  const { scale, den } = denominators(m, counts, options);
   const w = new Float64Array(mask.length);
-  if (den === 0 || horizon === 0) return w;
+  if (den === 0) return w;
   for (let b = 0; b < counts.length; b++) {
     if (counts[b] === 0) continue;
-    const perToken = (m === "seq-mean-token-mean" ? 1 / counts[b] : 1) * dp / (den * horizon);
+    const perToken = (m === "seq-mean-token-mean" ? 1 / counts[b] : 1) * scale / den;
     for (let t = b * R; t < (b + 1) * R; t++) if (mask[t] !== 0) w[t] = perToken;
   }
   return w;

@@ -13,8 +13,8 @@ Deno.test("aggLoss: hand-computed modes, middle mask and all-padding row", () =>
   assert.equal(aggLoss(L, M, "seq-mean-token-sum", { R: 3 }), 7.5);
   // seq means 2 and 4.5: (2 + 4.5)/2 = 3.25
   assert.equal(aggLoss(L, M, "seq-mean-token-mean", { R: 3 }), 3.25);
-  // 15/2 / H, H = R = 3 -> 2.5
-  assert.equal(aggLoss(L, M, "seq-mean-token-sum-norm", { R: 3 }), 2.5);
+  // verl: torch.sum(seq_losses) / loss_mask.shape[-1] = (6 + 9) / 3 = 5 (no division by rows)
+  assert.equal(aggLoss(L, M, "seq-mean-token-sum-norm", { R: 3 }), 5);
 });
 
 Deno.test("aggLoss: global denominators, dp scaling, horizon override", () => {
@@ -22,9 +22,24 @@ Deno.test("aggLoss: global denominators, dp scaling, horizon override", () => {
   assert.equal(aggLoss(L, M, "token-mean", { R: 3, batchNumTokens: 10, dpSize: 2 }), 3); // ·2
   assert.equal(aggLoss(L, M, "seq-mean-token-sum", { R: 3, globalBatchSize: 4 }), 3.75); // 15/4
   assert.equal(aggLoss(L, M, "seq-mean-token-mean", { R: 3, globalBatchSize: 4 }), 1.625); // 6.5/4
-  assert.equal(aggLoss(L, M, "seq-mean-token-sum-norm", { R: 3, lossScaleFactor: 5 }), 1.5); // 7.5/5
+  assert.equal(aggLoss(L, M, "seq-mean-token-sum-norm", { R: 3, lossScaleFactor: 5 }), 3); // 15/5
   assert.throws(() => aggLoss(L, M, "token-mean", { R: 3, dpSize: 2 }), /batchNumTokens/);
   assert.throws(() => aggLoss(L, M, "seq-mean-token-sum", { R: 3, dpSize: 2 }), /globalBatchSize/);
+});
+
+Deno.test("seq-mean-token-sum-norm ignores globalBatchSize and dpSize; micro-batches sum", () => {
+  // verl's agg_loss reads only loss_scale_factor (default: the response-length dimension) here
+  for (const o of [{ globalBatchSize: 7 }, { globalBatchSize: 4, dpSize: 2 }, { dpSize: 3 }]) {
+    assert.equal(aggLoss(L, M, "seq-mean-token-sum-norm", { R: 3, ...o }), 5, JSON.stringify(o));
+  }
+  // micro-batches [row 0] and [rows 1, 2]: 6/3 + 9/3 = 5, the whole batch's value
+  const first = aggLoss(L.subarray(0, 3), M.subarray(0, 3), "seq-mean-token-sum-norm", { R: 3 });
+  const rest = aggLoss(L.subarray(3), M.subarray(3), "seq-mean-token-sum-norm", { R: 3 });
+  assert.equal(first + rest, 5);
+  // a longer padded length R = 6 with the same tokens halves the loss (H follows R)
+  const L6 = new Float64Array([1, 2, 3, 0, 0, 0, 4, 100, 5, 0, 0, 0]);
+  const M6 = new Float32Array([1, 1, 1, 0, 0, 0, 1, 0, 1, 0, 0, 0]);
+  assert.equal(aggLoss(L6, M6, "seq-mean-token-sum-norm", { R: 6 }), 2.5);
 });
 
 Deno.test("aggLossWeights: hand values; nothing valid gives 0, not NaN", () => {
@@ -42,17 +57,9 @@ Deno.test("aggLossWeights: hand values; nothing valid gives 0, not NaN", () => {
     0,
     0,
   ]);
-  assertClose(aggLossWeights(M, "seq-mean-token-sum-norm", { R: 3 }), [
-    third,
-    third,
-    third,
-    third,
-    0,
-    third,
-    0,
-    0,
-    0,
-  ]);
+  // seq-mean-token-sum-norm: 1/H = 1/3 on every valid token
+  const h = 1 / 3;
+  assertClose(aggLossWeights(M, "seq-mean-token-sum-norm", { R: 3 }), [h, h, h, h, 0, h, 0, 0, 0]);
   const empty = new Float32Array(6);
   for (const mode of LOSS_AGG_MODES) {
     assert.equal(aggLoss(new Float64Array(6).fill(NaN), empty, mode, { R: 3 }), 0);

@@ -108,3 +108,11 @@ export {
   type ValueLossOptions as GpuValueLossOptions,
 } from "./gpu/ppo_loss_value.ts";
 export { gae, type GaeOptions, type GaeResult } from "./gpu/gae.ts";
+export {
+  ESTIMATOR_TABLE_BEGIN,
+  ESTIMATOR_TABLE_END,
+  estimatorTable,
+  estimatorTableRows,
+} from "./estimators/table.ts";
+export { sumPiSquaredRef } from "./sum_pi_squared.ts";
+export { sumPiSquared } from "./gpu/sum_pi_squared.ts";

@@ -11,7 +11,7 @@ export type { ConfigSchema, Field, FieldSpec, Infer, Section } from "./schema.ts
 export { walkFields } from "./schema.ts";
 export { configFromYaml, configToYaml, formatConfig, schemaToYaml } from "./yaml_io.ts";
 export { type PpoConfig, ppoTrainerSchema } from "./ppo_trainer.ts";
-export { criticEnabled } from "./ppo_checks.ts";
+export { criticEnabled, sumPiSquaredEnabled } from "./ppo_checks.ts";
 export { checkContextLength, type ContextLengths } from "./context_length.ts";
 export { type GenerationConfig, generationSchema } from "./generation.ts";
 export { type SftConfig, sftTrainerSchema } from "./sft_trainer.ts";

@@ -54,6 +54,12 @@ const actor = section("The PPO update of the policy.", {
   clip_ratio_c: float(3.0, "Dual-clip bound for negative advantages; must be > 1."),
   loss_agg_mode: oneOf(LOSS_AGG_MODES, "token-mean", "How token losses reduce to a scalar."),
   entropy_coeff: float(0, "Entropy bonus weight (0 disables it)."),
+  calculate_sum_pi_squared: bool(
+    null,
+    "Compute sum_v pi_v^2 per response token in the old_log_prob pass (the path weights of " +
+      "optimal_token_baseline and tir_optimal_token_baseline); null = exactly when the " +
+      "estimator needs it.",
+  ),
   use_kl_loss: bool(false, "Add a KL-to-reference term to the actor loss (GRPO style)."),
   kl_loss_coef: float(0.001, "Weight of the KL loss.", { min: 0 }),
   kl_loss_type: oneOf(KL_ESTIMATORS, "low_var_kl", "KL estimator of the KL loss."),

@@ -1,12 +1,19 @@
 /** Cross-key rules of the PPO/GRPO config, each naming the keys at fault. */
 import { ConfigError } from "./errors.ts";
 import { checkCustomReward } from "./custom_reward.ts";
+import { checkDapo } from "./ppo_dapo_checks.ts";
 import { ADV_ESTIMATORS } from "../algos/mod.ts";
 import type { PpoConfig } from "./ppo_root.ts";
 
 /** Whether the critic runs: explicit critic.enable, else exactly when the estimator needs values. */
 export function criticEnabled(cfg: PpoConfig): boolean {
   return cfg.critic.enable ?? ADV_ESTIMATORS.get(cfg.algorithm.adv_estimator).critic === true;
+}
+
+/** Whether old_log_prob also computes Σπ²: explicit calculate_sum_pi_squared, else by estimator. */
+export function sumPiSquaredEnabled(cfg: PpoConfig): boolean {
+  return cfg.actor_rollout_ref.actor.calculate_sum_pi_squared ??
+    ADV_ESTIMATORS.get(cfg.algorithm.adv_estimator).sumPiSquared === true;
 }
 
 /** Copies deprecated aliases onto their successors so consumers read one key. */
@@ -59,6 +66,8 @@ export function checkPpo(cfg: PpoConfig): void {
         "remove critic.enable=false or choose a critic-free estimator such as grpo",
     );
   }
+  checkSumPiSquared(cfg);
+  checkDapo(cfg);
   // rollout.temperature=0 and val_kwargs.temperature=0 decode greedily (as vLLM does).
   checkCustomReward(cfg.custom_reward_function);
   if (cfg.reward_model.enable) {
@@ -82,6 +91,28 @@ export function checkPpo(cfg: PpoConfig): void {
     throw new ConfigError(
       "trainer.resume_from_path",
       "trainer.resume_mode=resume_path needs trainer.resume_from_path",
+    );
+  }
+}
+
+function checkSumPiSquared(cfg: PpoConfig): void {
+  const name = cfg.algorithm.adv_estimator,
+    key = "actor_rollout_ref.actor.calculate_sum_pi_squared";
+  const set = cfg.actor_rollout_ref.actor.calculate_sum_pi_squared;
+  const needs = ADV_ESTIMATORS.get(name).sumPiSquared === true;
+  if (needs && set === false) {
+    throw new ConfigError(
+      key,
+      `algorithm.adv_estimator=${name} weighs tokens by sum_pi_squared: remove ${key}=false ` +
+        "(or set it to true)",
+    );
+  }
+  if (!needs && set === true) {
+    const readers = ADV_ESTIMATORS.names().filter((n) => ADV_ESTIMATORS.get(n).sumPiSquared);
+    throw new ConfigError(
+      key,
+      `${key}=true: nothing reads sum_pi_squared with algorithm.adv_estimator=${name} (only ` +
+        `${readers.join(", ")} do); remove the key`,
     );
   }
 }

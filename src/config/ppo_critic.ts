@@ -49,10 +49,25 @@ export const ppoCritic = section("The value model (PPO with GAE).", {
 export const ppoRewardModel = section("Reward computation.", {
   enable: bool(false, "Score with a reward model; only rule-based rewards exist, keep false."),
   reward_manager: oneOf(
-    ["naive"],
+    ["naive", "dapo"],
     "naive",
-    "naive: call compute_score once per sample and put the score on its last token.",
+    "naive: call compute_score once per sample and put the score on its last token; dapo: " +
+      "the same, plus a plain number's score as the acc column of reward_extra_info and the " +
+      "overlong_buffer penalty.",
   ),
+  overlong_buffer: section("DAPO's soft penalty for responses near max_response_length.", {
+    enable: bool(false, "Penalise long responses (needs reward_manager=dapo)."),
+    len: int(0, "Tokens before data.max_response_length over which the penalty grows.", {
+      min: 0,
+    }),
+    penalty_factor: float(0.0, "Penalty at data.max_response_length (linear from 0).", {
+      min: 0,
+    }),
+    log: bool(
+      false,
+      "Add overlong_reward and overlong to reward_extra_info and log their means.",
+    ),
+  }),
 });
 
 export const ppoCustomReward = section("A user reward function run in a sandboxed worker.", {
@@ -82,6 +97,18 @@ export const ppoAlgorithm = section("Advantage estimation and KL control.", {
     true,
     "Divide GRPO advantages by the group std; false gives Dr.GRPO.",
   ),
+  filter_groups: section("DAPO's dynamic sampling: keep only groups whose metric varies.", {
+    enable: bool(false, "Drop groups whose responses all have the same metric value."),
+    metric: str(
+      null,
+      "Value compared within a group: seq_reward (summed token scores), seq_final_reward " +
+        "(summed token rewards), or a reward_extra_info column such as acc or score.",
+    ),
+    max_num_gen_batches: int(
+      0,
+      "Generation batches per step before giving up with an error; 0 or less = no limit.",
+    ),
+  }),
   use_kl_in_reward: bool(
     false,
     "Subtract beta * KL(policy || ref) from the token rewards (exclusive with use_kl_loss).",

@@ -1,6 +1,6 @@
 /** `data.*` of the PPO/GRPO trainer: which parquet files, which columns, batch and length limits. */
 import { TRUNCATIONS } from "../data/mod.ts";
-import { bool, int, oneOf, paths, section, str } from "./schema.ts";
+import { bool, int, oneOf, paths, ref, section, str } from "./schema.ts";
 
 export const ppoData = section("Prompts: files, columns, lengths and batch sizes.", {
   tokenizer: str(
@@ -25,6 +25,13 @@ export const ppoData = section("Prompts: files, columns, lengths and batch sizes
   train_batch_size: int(1024, "Prompts per training step (each sampled rollout.n times).", {
     min: 1,
   }),
+  gen_batch_size: int(
+    ref("data.train_batch_size"),
+    "Prompts per generation batch. With algorithm.filter_groups.enable, batches of this size " +
+      "are sampled until train_batch_size prompts survive the filter (DAPO oversamples with a " +
+      "larger value); otherwise it must equal train_batch_size.",
+    { min: 1 },
+  ),
   val_batch_size: int(null, "Prompts per validation batch; null runs the whole set at once.", {
     min: 1,
   }),

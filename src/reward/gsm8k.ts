@@ -1,6 +1,17 @@
 /**
- * GSM8K scoring with verl's rule: look only at the end of the response, find the final answer
- * (`#### <number>` when strict, the last number when flexible), compare it as a string.
+ * GSM8K scoring with verl's rule (verl/utils/reward_score/gsm8k.py): only the last 300 characters
+ * are searched, the final answer is found by a regular expression, and it is compared to the
+ * ground truth as a string.
+ *
+ * - strict: every `#### ` followed by an optional `-` and a run of digits, `.` and `,`; the last
+ *   one, with commas removed. `#### $45` has no match (a `$` may not follow `#### `), nor has
+ *   `####45` (no space) or `#### ` followed by a second space.
+ * - flexible: every run of an optional `-` and digits, `.` and `,`; the last one that is neither
+ *   "" nor "." — nothing is stripped, so `42.` (a sentence's period) and `1,234` stay as they are.
+ *   When every run is "." the scan ends without a pick and the first run, ".", is the answer.
+ *
+ * The answer equals the ground truth exactly (no trimming, no number parsing): `score` (1.0);
+ * an answer that differs: `format_score` (0.0); no answer at all: 0.
  */
 
 /** Only the tail is searched: the answer sits at the end, and regexes over long text are slow. */
@@ -9,47 +20,47 @@ export const SOLUTION_CLIP_CHARS = 300;
 /** strict: the last `#### <number>`; flexible: the last number anywhere in the tail. */
 export type Gsm8kMethod = "strict" | "flexible";
 
-const STRICT = /#### (\$?-?[0-9.,$]+)/g;
-const FLEXIBLE = /-?[0-9.,$]+/g;
+const STRICT = /#### (-?[0-9.,]+)/g;
+const FLEXIBLE = /-?[0-9.,]+/g;
 
-/** The final answer of a response with commas and `$` removed, or null when there is none. */
+/** The last `n` characters counted as Python counts them (code points, not UTF-16 units). */
+function lastChars(s: string, n: number): string {
+  if (s.length <= n) return s; // UTF-16 length >= code points: nothing to clip
+  const points = Array.from(s);
+  return points.length > n ? points.slice(-n).join("") : s;
+}
+
+/** The final answer of a response (strict: commas removed), or null when there is none. */
 export function extractGsm8kAnswer(
   solution: string,
   method: Gsm8kMethod = "strict",
 ): string | null {
-  const tail = solution.length > SOLUTION_CLIP_CHARS
-    ? solution.slice(-SOLUTION_CLIP_CHARS)
-    : solution;
+  const tail = lastChars(solution, SOLUTION_CLIP_CHARS);
   if (method === "strict") {
     const matches = [...tail.matchAll(STRICT)];
     if (matches.length === 0) return null;
-    return clean(matches.at(-1)![1]);
+    return matches[matches.length - 1][1].replaceAll(",", "");
   }
-  const matches = tail.match(FLEXIBLE) ?? [];
-  for (let i = matches.length - 1; i >= 0; i--) {
-    // A sentence-final period is punctuation, not a decimal point ("... is 42.").
-    const v = clean(matches[i]).replace(/\.$/, "");
-    if (v !== "" && v !== "-" && /[0-9]/.test(v)) return v;
+  const runs = tail.match(FLEXIBLE) ?? [];
+  if (runs.length === 0) return null;
+  for (let i = runs.length - 1; i >= 0; i--) {
+    if (runs[i] !== "" && runs[i] !== ".") return runs[i];
   }
-  return null;
-}
-
-function clean(s: string): string {
-  return s.replaceAll(",", "").replaceAll("$", "");
+  return runs[0]!;
 }
 
 /** Options of `gsm8kScore`, named as in verl. */
 export interface Gsm8kOptions {
   method?: Gsm8kMethod;
-  /** Reward for a parsed but wrong answer (a response with no answer gets 0). */
+  /** Reward for a found but wrong answer (format_score; a response with no answer gets 0). */
   formatScore?: number;
-  /** Reward for a correct answer. */
+  /** Reward for a correct answer (score). */
   score?: number;
 }
 
-/** `score` if the extracted answer equals the ground truth, `formatScore` if wrong, 0 if none. */
+/** `score` if the extracted answer equals the ground truth, `formatScore` if not, 0 if none. */
 export function gsm8kScore(solution: string, groundTruth: string, o: Gsm8kOptions = {}): number {
   const answer = extractGsm8kAnswer(solution, o.method ?? "strict");
   if (answer === null) return 0;
-  return answer === String(groundTruth).trim() ? (o.score ?? 1.0) : (o.formatScore ?? 0.0);
+  return answer === groundTruth ? (o.score ?? 1.0) : (o.formatScore ?? 0.0);
 }

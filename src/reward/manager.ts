@@ -1,12 +1,14 @@
 /**
- * verl's "naive" reward manager: one compute_score call per sample, the score placed on the
- * sample's last valid response token. Every failure is reported with its sample and counted in
- * the metrics; a failed sample scores 0 but never silently.
+ * verl's "naive" and "dapo" reward managers: one compute_score call per sample, the score placed
+ * on the sample's last valid response token. "dapo" also records a plain number's score as the
+ * `acc` column of reward_extra_info (the column DAPO's group filter reads) and adds the overlong
+ * penalty (overlong.ts) when `overlongBuffer` is set. Every failure is reported with its sample and
+ * counted in the metrics; a failed sample scores 0 but never silently.
  */
 import type { Tokenizer } from "../io/mod.ts";
 import { defaultComputeScore } from "./default_score.ts";
+import { checkOverlongBuffer, type OverlongBuffer, overlongPenalty } from "./overlong.ts";
 import { InProcessScorer } from "./in_process.ts";
-import { SandboxedRewardFunction } from "./sandbox.ts";
 import type { BatchScorer, FailureKind, ScoreRequest } from "./types.ts";
 
 /** One batch to score. Shapes: B samples, R response positions (right-padded). */
@@ -39,7 +41,11 @@ export interface RewardResult {
   tokenLevelScores: Float32Array;
   /** [B]: the score of each sample (0 for a failed one). */
   scores: Float32Array;
-  /** Extra keys of dict returns, one column per key (null where a sample lacks it). */
+  /**
+   * The keys of dict returns (score included), one column per key (null where a sample lacks
+   * it); the "dapo" manager adds `acc` for plain numbers and, with overlong_buffer.log, the
+   * `overlong_reward` and `overlong` columns.
+   */
   rewardExtraInfo: Record<string, unknown[]>;
   responses: string[];
   failures: RewardFailure[];
@@ -59,6 +65,10 @@ export interface RewardManagerOptions {
   log?: (line: string) => void;
   /** Failures printed per batch before the rest are summarised. */
   maxReports?: number;
+  /** reward_model.reward_manager: "naive" (default) or "dapo" */
+  manager?: "naive" | "dapo";
+  /** reward_model.overlong_buffer when enabled (the "dapo" manager only) */
+  overlongBuffer?: OverlongBuffer | null;
 }
 
 const METRIC: Record<FailureKind, string> = {
@@ -75,6 +85,15 @@ export class RewardManager {
   #opts: RewardManagerOptions;
 
   constructor(opts: RewardManagerOptions = {}) {
+    if (opts.overlongBuffer) {
+      if (opts.manager !== "dapo") {
+        throw new Error(
+          "reward_model.overlong_buffer is applied by the dapo reward manager: set " +
+            "reward_model.reward_manager=dapo",
+        );
+      }
+      checkOverlongBuffer(opts.overlongBuffer);
+    }
     this.scorer = opts.scorer ?? new InProcessScorer(defaultComputeScore);
     this.#opts = opts;
   }
@@ -129,10 +148,18 @@ export class RewardManager {
         return fail(b, "non_finite", `returned a non-finite score (${parsed.score})`);
       }
       scores[b] = parsed.score;
-      for (const [k, v] of Object.entries(parsed.extra)) {
+      // verl logs every key of a dict return, score included; "dapo" logs a number as acc
+      const columns = parsed.dict
+        ? { score: parsed.score, ...parsed.extra }
+        : this.#opts.manager === "dapo"
+        ? { acc: parsed.score }
+        : {};
+      for (const [k, v] of Object.entries(columns)) {
         (extra[k] ??= new Array(B).fill(null))[b] = v;
       }
     });
+    const ob = this.#opts.overlongBuffer;
+    if (ob) Object.assign(metrics, applyOverlong(ob, lastValid, scores, extra));
     for (let b = 0; b < B; b++) {
       if (lastValid[b] < 0) metrics["reward/empty_response"]++;
       else tokenLevelScores[b * R + lastValid[b]] = scores[b];
@@ -170,47 +197,51 @@ export class RewardManager {
   }
 }
 
+/**
+ * Adds the overlong penalty of each response (its length: up to its last valid token, as verl's
+ * attention-mask count) to its score; with `log`, the `overlong_reward` and `overlong` columns and
+ * their batch means as metrics.
+ */
+function applyOverlong(
+  ob: OverlongBuffer,
+  lastValid: Int32Array,
+  scores: Float32Array,
+  extra: Record<string, unknown[]>,
+): Record<string, number> {
+  const B = scores.length, penalties = new Array<number | null>(B).fill(null);
+  for (let b = 0; b < B; b++) {
+    if (lastValid[b] < 0) continue;
+    penalties[b] = overlongPenalty(lastValid[b] + 1, ob);
+    scores[b] += penalties[b]!;
+  }
+  if (!ob.log) return {};
+  extra.overlong_reward = penalties;
+  extra.overlong = penalties.map((p) => (p === null ? null : p < 0 ? 1 : 0));
+  const valid = penalties.filter((p) => p !== null);
+  const mean = (xs: number[]) => (xs.length ? xs.reduce((a, x) => a + x, 0) / xs.length : 0);
+  return {
+    "reward/overlong_reward/mean": mean(valid),
+    "reward/overlong/mean": mean(valid.map((p) => (p < 0 ? 1 : 0))),
+  };
+}
+
 /** A number, a boolean (Python bools are ints) or `{score, ...extra}`; else an error text. */
-function parseValue(v: unknown): { score: number; extra: Record<string, unknown> } | string {
-  if (typeof v === "number") return { score: v, extra: {} };
-  if (typeof v === "boolean") return { score: v ? 1 : 0, extra: {} };
+function parseValue(
+  v: unknown,
+): { score: number; extra: Record<string, unknown>; dict: boolean } | string {
+  if (typeof v === "number") return { score: v, extra: {}, dict: false };
+  if (typeof v === "boolean") return { score: v ? 1 : 0, extra: {}, dict: false };
   if (typeof v === "object" && v !== null && !Array.isArray(v)) {
     const { score, ...extra } = v as Record<string, unknown>;
-    if (typeof score === "boolean") return { score: score ? 1 : 0, extra };
+    if (typeof score === "boolean") return { score: score ? 1 : 0, extra, dict: true };
     if (typeof score !== "number") {
       return `returned a dict without a numeric "score" (keys: ${Object.keys(v).join(", ")})`;
     }
-    return { score, extra };
+    return { score, extra, dict: true };
   }
   return `returned ${JSON.stringify(v) ?? String(v)} instead of a number or {score, ...}`;
 }
 
 function snippet(s: string, keep = 60): string {
   return s.length <= 2 * keep + 5 ? s : `${s.slice(0, keep)} ... ${s.slice(-keep)}`;
-}
-
-/** The reward settings the manager reads from a trainer or evaluator config. */
-export interface CustomRewardConfig {
-  path: string | null;
-  name: string;
-  reward_kwargs: Record<string, unknown>;
-  timeout_s: number;
-  /** Time budget of one scoring call (a step's batch); null or absent = none. */
-  batch_timeout_s?: number | null;
-}
-
-/** The manager a config asks for: a sandboxed user function, or the built-in scorers. */
-export async function createRewardManager(
-  cfg: { custom_reward_function: CustomRewardConfig },
-  opts: Omit<RewardManagerOptions, "scorer"> = {},
-): Promise<RewardManager> {
-  const c = cfg.custom_reward_function;
-  if (c.path === null) return new RewardManager(opts);
-  const scorer = await SandboxedRewardFunction.load(c.path, {
-    name: c.name,
-    timeoutS: c.timeout_s,
-    batchTimeoutS: c.batch_timeout_s ?? null,
-    rewardKwargs: c.reward_kwargs,
-  });
-  return new RewardManager({ ...opts, scorer });
 }

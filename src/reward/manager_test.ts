@@ -82,9 +82,56 @@ Deno.test("dict returns become reward_extra_info columns; bad values are counted
     groundTruths: ["", "", "", "", ""],
   });
   assert.deepEqual([...r.scores], [0.5, 1, 0, 0, 0]);
-  assert.deepEqual(r.rewardExtraInfo, { acc: [true, null, null, null, null] });
+  assert.deepEqual(r.rewardExtraInfo, {
+    score: [0.5, null, null, null, null],
+    acc: [true, null, null, null, null],
+  });
   assert.equal(r.metrics["reward/non_finite"], 1);
   assert.equal(r.metrics["reward/errors"], 2);
   assert.equal(r.metrics["reward/failed"], 3);
   assert.match(r.failures.find((f) => f.index === 4)!.message, /without a numeric "score"/);
+});
+
+Deno.test("dapo manager: acc for plain scores, overlong penalty over the last len tokens", async () => {
+  // max_response_length 8, len 4, factor 1: expected 4 tokens; L = 2 -> 0, L = 6 -> -0.5,
+  // L = 8 -> -1; an empty response is not scored (no token to put the reward on)
+  const lengths = [2, 6, 8, 0, 5];
+  const R = 8, B = lengths.length;
+  const mask = new Uint8Array(B * R);
+  lengths.forEach((n, b) => mask.fill(1, b * R, b * R + n));
+  const batch = {
+    responses: ["x", "y", "z", "", "w"],
+    responseMask: mask,
+    responseLength: R,
+    dataSources: Array(B).fill("s"),
+    groundTruths: Array(B).fill(""),
+  };
+  const fn = (_ds: string, s: string) => (s === "w" ? { score: 0.25, pred: "w" } : 1);
+  const overlongBuffer = { len: 4, penaltyFactor: 1, log: true, maxResponseLength: R };
+  const m = new RewardManager({
+    scorer: new InProcessScorer(fn),
+    manager: "dapo",
+    overlongBuffer,
+    log: () => {},
+  });
+  const r = await m.score(batch);
+  assert.deepEqual([...r.scores], [1, 0.5, 0, 1, 0.25 - 0.25]);
+  assert.equal(r.tokenLevelScores[1 * R + 5], 0.5); // on the last valid token
+  assert.deepEqual(r.rewardExtraInfo.acc, [1, 1, 1, 1, null]);
+  assert.deepEqual(r.rewardExtraInfo.score, [null, null, null, null, 0.25]);
+  assert.deepEqual(r.rewardExtraInfo.overlong_reward, [0, -0.5, -1, null, -0.25]);
+  assert.deepEqual(r.rewardExtraInfo.overlong, [0, 1, 1, null, 1]);
+  assert.equal(r.metrics["reward/overlong/mean"], 0.75);
+  assert.equal(r.metrics["reward/overlong_reward/mean"], -1.75 / 4);
+  // naive: no acc column, and overlong_buffer is an error naming the key to set
+  const naive = await new RewardManager({ scorer: new InProcessScorer(fn) }).score(batch);
+  assert.equal(naive.rewardExtraInfo.acc, undefined);
+  assert.throws(
+    () => new RewardManager({ overlongBuffer }),
+    /reward_model\.reward_manager=dapo/,
+  );
+  assert.throws(
+    () => new RewardManager({ manager: "dapo", overlongBuffer: { ...overlongBuffer, len: 9 } }),
+    /overlong_buffer\.len=9 must be an integer in \[1, data\.max_response_length=8\]/,
+  );
 });

@@ -17,14 +17,19 @@ export {
 } from "./gsm8k.ts";
 export { InProcessScorer } from "./in_process.ts";
 export {
-  createRewardManager,
-  type CustomRewardConfig,
   type RewardBatch,
   type RewardFailure,
   RewardManager,
   type RewardManagerOptions,
   type RewardResult,
 } from "./manager.ts";
+export {
+  createRewardManager,
+  type CustomRewardConfig,
+  rewardManagerOptions,
+  type RewardModelConfig,
+} from "./create.ts";
+export { checkOverlongBuffer, type OverlongBuffer, overlongPenalty } from "./overlong.ts";
 export {
   lastBoxed,
   mathEquivalent,

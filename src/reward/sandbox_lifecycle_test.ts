@@ -1,7 +1,8 @@
 // Needs --unstable-worker-options (deno.json turns it on). The sandbox keeps the outcomes it has,
 // blames a dead or stuck worker on its sample, and keeps within a batch's time budget.
 import assert from "node:assert/strict";
-import { createRewardManager, RewardManager, type RewardResult } from "./manager.ts";
+import { RewardManager, type RewardResult } from "./manager.ts";
+import { createRewardManager } from "./create.ts";
 import { SandboxedRewardFunction } from "./sandbox.ts";
 
 const FIXTURE = new URL("../../test/fixtures/reward/lifecycle.ts", import.meta.url).pathname;

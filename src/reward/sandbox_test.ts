@@ -1,7 +1,8 @@
 // Needs --unstable-worker-options (the worker's permission sandbox is an unstable Deno API).
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
-import { createRewardManager, RewardManager } from "./manager.ts";
+import { RewardManager } from "./manager.ts";
+import { createRewardManager } from "./create.ts";
 import { SandboxedRewardFunction } from "./sandbox.ts";
 
 const FIXTURE = new URL("../../test/fixtures/reward/behaviours.ts", import.meta.url).pathname;

@@ -24,6 +24,7 @@ export { clipGradNorm, gradNormAndScale } from "./ops/grad_norm.ts";
 export { attention } from "./ops/attention.ts";
 export { embedding } from "./ops/embedding.ts";
 export { sum } from "./ops/reduce.ts";
+export { softmax } from "./ops/softmax.ts";
 export { adamwStep } from "./ops/adamw.ts";
 export { crossEntropy } from "./ops/cross_entropy.ts";
 export { logprobEntropy, logprobKernel } from "./ops/logprob.ts";

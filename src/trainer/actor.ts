@@ -4,7 +4,7 @@
  * fused GPU policy loss of src/algos (ppo_micro_loss.ts), back-propagated through the model
  * without a readback; src/algos' computeActorLoss is its CPU reference, for tests.
  */
-import { gpuPolicyLoss } from "../algos/mod.ts";
+import { gpuPolicyLoss, sumPiSquared } from "../algos/mod.ts";
 import { gpu } from "../gpu/mod.ts";
 import { backward, logprobEntropy, noGrad, scope, Tensor } from "../tensor/mod.ts";
 import { type Batch, chunks, range, responseSlice, sequenceInputs } from "./batch.ts";
@@ -46,46 +46,59 @@ export function uploadSequences(batch: Batch, rows: readonly number[]): Sequence
 }
 
 /**
- * Log-probs (and optionally entropies) of the response tokens, `[B, R]` each, computed in
+ * Log-probs (and optionally entropies and Σπ²) of the response tokens, `[B, R]` each, computed in
  * micro-batches with the tape off; all micro-batches are read back in one round trip.
  */
 export async function computeLogProbs(
   model: CausalModel,
   batch: Batch,
-  options: { microBatchSize: number; withEntropy: boolean; temperature?: number },
-): Promise<{ logProbs: Float32Array; entropys: Float32Array | null }> {
+  options: {
+    microBatchSize: number;
+    withEntropy: boolean;
+    temperature?: number;
+    /** Σ_v π_v² per position (the optimal token baselines' path weights) */
+    withSumPiSquared?: boolean;
+  },
+): Promise<
+  { logProbs: Float32Array; entropys: Float32Array | null; sumPiSquared: Float32Array | null }
+> {
   const P = batch.promptLength, R = batch.responseLength;
-  const parts: { rows: number[]; lp: Tensor; ent: Tensor | null }[] = [];
+  const temperature = options.temperature ?? 1;
+  const parts: { rows: number[]; outs: (Tensor | null)[] }[] = [];
   noGrad(() => {
     for (const rows of chunks(range(batch.size), options.microBatchSize)) {
       const kept = scope(() => {
         const t = uploadSequences(batch, rows);
         const logits = model.forward(t.ids, { positionIds: t.pos, attentionMask: t.mask });
-        return logprobEntropy(logits, t.targets, {
+        const lp = logprobEntropy(logits, t.targets, {
           withEntropy: options.withEntropy,
-          temperature: options.temperature ?? 1,
+          temperature,
         });
+        const spp = options.withSumPiSquared ? sumPiSquared(logits, { temperature }) : null;
+        return [lp.logProbs, lp.entropy ?? null, spp];
       });
-      parts.push({ rows, lp: kept.logProbs.keep(), ent: kept.entropy?.keep() ?? null });
+      parts.push({ rows, outs: kept.map((t) => t?.keep() ?? null) });
     }
   });
-  const ranges = parts.flatMap((p) => [p.lp, ...(p.ent ? [p.ent] : [])])
+  const ranges = parts.flatMap((p) => p.outs.filter((t) => t !== null))
     .map((t) => ({ buffer: t.buffer, size: t.byteSize }));
   const bytes = await gpu().read(ranges);
-  const logProbs = new Float32Array(batch.size * R);
-  const entropys = options.withEntropy ? new Float32Array(batch.size * R) : null;
+  const full = () => new Float32Array(batch.size * R);
+  const results = [
+    full(),
+    options.withEntropy ? full() : null,
+    options.withSumPiSquared ? full() : null,
+  ];
   let k = 0;
   for (const p of parts) {
-    const lp = responseSlice(new Float32Array(bytes[k++]), p.rows.length, P, R);
-    p.rows.forEach((b, i) => logProbs.set(lp.subarray(i * R, i * R + R), b * R));
-    if (entropys) {
-      const e = responseSlice(new Float32Array(bytes[k++]), p.rows.length, P, R);
-      p.rows.forEach((b, i) => entropys.set(e.subarray(i * R, i * R + R), b * R));
-    }
-    p.lp.dispose();
-    p.ent?.dispose();
+    p.outs.forEach((t, j) => {
+      if (t === null) return;
+      const part = responseSlice(new Float32Array(bytes[k++]), p.rows.length, P, R);
+      p.rows.forEach((b, i) => results[j]!.set(part.subarray(i * R, i * R + R), b * R));
+      t.dispose();
+    });
   }
-  return { logProbs, entropys };
+  return { logProbs: results[0]!, entropys: results[1], sumPiSquared: results[2] };
 }
 
 /** The update loop's options (miniBatchSize in samples: prompts x n) and the actor loss's. */

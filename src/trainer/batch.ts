@@ -37,6 +37,8 @@ export interface ScoredBatch extends GenBatch {
 export interface LogProbBatch extends ScoredBatch {
   oldLogProbs: Float32Array; // [B, R]
   entropys: Float32Array | undefined; // [B, R]
+  /** Σ_v π_old(v)² per response position; undefined unless the estimator reads it */
+  sumPiSquared: Float32Array | undefined; // [B, R]
 }
 
 /** After ref (undefined when no KL term uses the reference). */
@@ -148,4 +150,99 @@ export function chunks(indices: readonly number[], size: number): number[][] {
 
 export function range(n: number): number[] {
   return Array.from({ length: n }, (_, i) => i);
+}
+
+/** Rows of an array of `width` values per sample. */
+function pickRows<T extends Int32Array | Float32Array>(
+  src: T,
+  width: number,
+  rows: readonly number[],
+): T {
+  const out = new (src.constructor as new (n: number) => T)(rows.length * width);
+  rows.forEach((b, i) => out.set(src.subarray(b * width, b * width + width), i * width));
+  return out;
+}
+
+/** The given samples of a scored batch, in that order (every per-sample field). */
+export function takeRows(batch: ScoredBatch, rows: readonly number[]): ScoredBatch {
+  const P = batch.promptLength, R = batch.responseLength;
+  const pick = <T>(xs: readonly T[]) => rows.map((b) => xs[b]);
+  return {
+    size: rows.length,
+    promptLength: P,
+    responseLength: R,
+    uid: pick(batch.uid),
+    dataSource: pick(batch.dataSource),
+    groundTruth: pick(batch.groundTruth),
+    extraInfo: pick(batch.extraInfo),
+    prompts: pickRows(batch.prompts, P, rows),
+    promptMask: pickRows(batch.promptMask, P, rows),
+    responses: pickRows(batch.responses, R, rows),
+    responseMask: pickRows(batch.responseMask, R, rows),
+    rolloutLogProbs: batch.rolloutLogProbs && pickRows(batch.rolloutLogProbs, R, rows),
+    rewardBaselines: batch.rewardBaselines && pickRows(batch.rewardBaselines, 1, rows),
+    tokenLevelScores: pickRows(batch.tokenLevelScores, R, rows),
+    responseTexts: pick(batch.responseTexts),
+    rewardExtraInfo: Object.fromEntries(
+      Object.entries(batch.rewardExtraInfo).map(([k, v]) => [k, pick(v)]),
+    ),
+  };
+}
+
+/** Left-pads `[B, P]` prompt ids (or mask) to `[B, P2]`, P2 >= P, with `fill`. */
+function leftPad(src: Int32Array, B: number, P: number, P2: number, fill: number): Int32Array {
+  const out = new Int32Array(B * P2).fill(fill);
+  for (let b = 0; b < B; b++) out.set(src.subarray(b * P, b * P + P), b * P2 + P2 - P);
+  return out;
+}
+
+/**
+ * Two scored batches as one: prompts re-padded on the left to the longer prompt length, the
+ * responses (both `data.max_response_length` wide) stacked; an optional field or extra-info column
+ * that only one side has is dropped / filled with null.
+ */
+export function concatBatches(a: ScoredBatch, b: ScoredBatch, padTokenId: number): ScoredBatch {
+  if (a.responseLength !== b.responseLength) {
+    throw new Error(
+      `cannot join batches of response length ${a.responseLength} and ${b.responseLength}`,
+    );
+  }
+  const P = Math.max(a.promptLength, b.promptLength);
+  const ints = (x: Int32Array, y: Int32Array) => {
+    const out = new Int32Array(x.length + y.length);
+    out.set(x);
+    out.set(y, x.length);
+    return out;
+  };
+  const floats = (x: Float32Array | undefined, y: Float32Array | undefined) => {
+    if (!x || !y) return undefined;
+    const out = new Float32Array(x.length + y.length);
+    out.set(x);
+    out.set(y, x.length);
+    return out;
+  };
+  const padded = (s: ScoredBatch, mask: boolean) =>
+    leftPad(mask ? s.promptMask : s.prompts, s.size, s.promptLength, P, mask ? 0 : padTokenId);
+  const columns = new Set([...Object.keys(a.rewardExtraInfo), ...Object.keys(b.rewardExtraInfo)]);
+  const column = (s: ScoredBatch, k: string) => s.rewardExtraInfo[k] ?? Array(s.size).fill(null);
+  return {
+    size: a.size + b.size,
+    promptLength: P,
+    responseLength: a.responseLength,
+    uid: [...a.uid, ...b.uid],
+    dataSource: [...a.dataSource, ...b.dataSource],
+    groundTruth: [...a.groundTruth, ...b.groundTruth],
+    extraInfo: [...a.extraInfo, ...b.extraInfo],
+    prompts: ints(padded(a, false), padded(b, false)),
+    promptMask: ints(padded(a, true), padded(b, true)),
+    responses: ints(a.responses, b.responses),
+    responseMask: ints(a.responseMask, b.responseMask),
+    rolloutLogProbs: floats(a.rolloutLogProbs, b.rolloutLogProbs),
+    rewardBaselines: floats(a.rewardBaselines, b.rewardBaselines),
+    tokenLevelScores: floats(a.tokenLevelScores, b.tokenLevelScores)!,
+    responseTexts: [...a.responseTexts, ...b.responseTexts],
+    rewardExtraInfo: Object.fromEntries(
+      [...columns].map((k) => [k, [...column(a, k), ...column(b, k)]]),
+    ),
+  };
 }

@@ -6,7 +6,7 @@ import { createKlController } from "../algos/mod.ts";
 import type { ModelConfig, Tokenizer } from "../io/mod.ts";
 import { AdamW, CausalLM, Critic, type ForwardOptions, VALUE_HEAD_WEIGHT } from "../nn/mod.ts";
 import { generate } from "../rollout/mod.ts";
-import { RewardManager } from "../reward/mod.ts";
+import { RewardManager, rewardManagerOptions } from "../reward/mod.ts";
 import type { Tensor } from "../tensor/mod.ts";
 import { criticEnabled, type PpoConfig } from "../config/mod.ts";
 import type { Optimizer } from "./optimizer_step.ts";
@@ -102,7 +102,8 @@ export function buildTrainerParts(o: BuildOptions): TrainerParts {
     };
     critic = { model, optimizer: makeOptimizer(net.params(), cfg.critic.optim) };
   }
-  const reward = o.reward ?? new RewardManager({ tokenizer: o.tokenizer, log: o.print });
+  const reward = o.reward ??
+    new RewardManager({ tokenizer: o.tokenizer, log: o.print, ...rewardManagerOptions(cfg) });
   return {
     config: cfg,
     tokenizer: o.tokenizer,
@@ -111,7 +112,7 @@ export function buildTrainerParts(o: BuildOptions): TrainerParts {
     critic,
     rollout: rolloutFor(actorModel, o.tokenizer),
     trainLoader: new DataLoader(o.trainItems, {
-      batchSize: cfg.data.train_batch_size,
+      batchSize: cfg.data.gen_batch_size,
       shuffle: cfg.data.shuffle,
       seed: cfg.data.seed,
     }),

@@ -10,6 +10,7 @@ import type { TrainerParts } from "./parts.ts";
 import { adv } from "./stages/adv.ts";
 import { gen } from "./stages/gen.ts";
 import { genBaseline } from "./stages/gen_baseline.ts";
+import { filterGroups, type Sampled } from "./stages/filter_groups.ts";
 import { dataMetrics, log, perfMetrics } from "./stages/log.ts";
 import { oldLogProb } from "./stages/old_log_prob.ts";
 import { ref } from "./stages/ref.ts";
@@ -64,23 +65,38 @@ export async function trainStep(
     ADV_ESTIMATORS.get(parts.config.algorithm.adv_estimator).greedyBaseline === true;
   const stages = 5 + (needsBaseline ? 1 : 0) + (parts.ref ? 1 : 0) + (parts.critic ? 2 : 0);
   const progress = new Progress(`step ${step}`, stages);
-  let done = -1; // stages started
+  let done = -1; // stages started; dynamic sampling may run gen and reward more than once
   const timer = new Timer((name, d, total) => {
     if (d === undefined) done++;
-    progress.update(done, d === undefined ? name : `${name} ${d}/${total}`);
+    const at = Math.min(done, stages);
+    progress.update(at, d === undefined ? name : `${name} ${d}/${total}`);
   });
   const time = timer.time.bind(timer);
   const t0 = performance.now();
 
-  const sampled = await time(
-    "gen",
-    (onProgress) =>
-      gen(parts, items, { step, n, validation: false, uidPrefix: `s${step}`, onProgress }),
-  );
-  const generated = needsBaseline
-    ? await time("gen_max", () => genBaseline(parts, items, sampled, { step }))
-    : sampled;
-  const scored = await time("reward", () => reward(parts, generated, { validation: false }));
+  // gen, gen_max, reward for one generation batch (the k-th of the step under dynamic sampling)
+  const sample = async (batchItems: PromptItem[], k: number): Promise<Sampled> => {
+    const uidPrefix = k === 1 ? `s${step}` : `s${step}-g${k}`;
+    const sampled = await time(
+      "gen",
+      (onProgress) =>
+        gen(parts, batchItems, {
+          step,
+          n,
+          validation: false,
+          uidPrefix,
+          genBatch: k,
+          onProgress,
+        }),
+    );
+    const generated = needsBaseline
+      ? await time("gen_max", () => genBaseline(parts, batchItems, sampled, { step }))
+      : sampled;
+    return await time("reward", () => reward(parts, generated, { validation: false }));
+  };
+  const scored = parts.config.algorithm.filter_groups.enable
+    ? await filterGroups(parts, items, sample)
+    : await sample(items, 1);
   const withLogProbs = await time("old_log_prob", () => oldLogProb(parts, scored.batch));
   const withRef = await time("ref", () => ref(parts, withLogProbs), parts.ref !== null);
   const valued = await time("values", () => values(parts, withRef), parts.critic !== null);

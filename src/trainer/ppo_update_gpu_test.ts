@@ -60,6 +60,7 @@ async function makeBatch(actor: CausalLM): Promise<AdvBatch> {
     rewardExtraInfo: {},
     oldLogProbs: pad(logProbs.map((v, i) => v + noise[i])),
     entropys: undefined,
+    sumPiSquared: undefined,
     refLogProbs: pad(logProbs.map((v, i) => v - noise[(i * 5) % (B * R)])),
     values: pad(randomArray(B * R, 14, -1, 1)),
     tokenLevelRewards: new Float32Array(B * R),

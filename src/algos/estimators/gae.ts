@@ -5,6 +5,8 @@ import { checkSameLength, maskedWhiten } from "../masked.ts";
 // gae: returns from the raw scan, advantages whitened over valid tokens.
 ADV_ESTIMATORS.register("gae", {
   critic: true,
+  keys: ["algorithm.gamma", "algorithm.lam"],
+  doc: "A = whiten(GAE(δ_t = r_t + γV_{t+1} - V_t, λ)) over valid tokens; returns = GAE + V",
   compute: (inp, o) => {
     const values = need(inp.values, "values [B, R]", "gae");
     checkSameLength({ tokenLevelRewards: inp.tokenLevelRewards, values });

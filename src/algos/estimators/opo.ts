@@ -5,6 +5,7 @@ import { sequenceLengths } from "../group.ts";
 // opo: length-weighted baseline, bsl_g = Σ len_i·s_i / Σ len_i (0 for a group of one).
 ADV_ESTIMATORS.register("opo", {
   groups: true,
+  doc: "a = s - Σ_g len·s / Σ_g len (length-weighted group baseline); a group of one: a = s",
   compute: (inp) => {
     const { uids, scores, stats } = groupedScores(inp, "opo");
     const lens = sequenceLengths(inp.responseMask, inp.R);

@@ -6,6 +6,8 @@ import { like, maskedWhiten, rowsOf } from "../masked.ts";
 // position with mask 0 (verl's "reset after EOS"; tool output in the middle resets it too).
 // Advantages are G whitened over valid tokens and zeroed elsewhere; returns are G.
 ADV_ESTIMATORS.register("reinforce_plus_plus", {
+  keys: ["algorithm.gamma"],
+  doc: "G_t = r_t + γ·G_{t+1}, reset after masked tokens; A = whiten(G) over valid tokens",
   compute: (inp, o) => {
     const { tokenLevelRewards: r, responseMask: mask, R } = inp;
     const B = rowsOf(r.length, R);

@@ -5,6 +5,7 @@ import { ADV_ESTIMATORS, groupedScores, outcome } from "../advantage.ts";
 // a group of one keeps its raw score.
 ADV_ESTIMATORS.register("rloo", {
   groups: true,
+  doc: "a = n/(n-1)·(s - mean_g) (leave-one-out mean); a group of one: a = s",
   compute: (inp) => {
     const { scores, stats } = groupedScores(inp, "rloo");
     const a = scores.map((s, b) => {

@@ -31,6 +31,8 @@ export function adv(
     values: batch.values,
     uids: batch.uid,
     rewardBaselines: batch.rewardBaselines,
+    oldLogProbs: batch.oldLogProbs,
+    sumPiSquared: batch.sumPiSquared,
   }, {
     gamma: alg.gamma,
     lam: alg.lam,

@@ -14,6 +14,8 @@ export interface GenOptions {
   /** Greedy decoding whatever the config says (remax's baseline rollout). */
   greedy?: boolean;
   onProgress?: Tick;
+  /** k-th generation batch of a step (dynamic sampling); k > 1 gets a seed stream of its own */
+  genBatch?: number;
 }
 
 export async function gen(
@@ -43,7 +45,9 @@ export async function gen(
     topK: sampling.top_k,
     topP: sampling.top_p,
     doSample: options.greedy ? false : sampling.do_sample,
-    seed: deriveSeed(parts.config.trainer.seed, options.step, options.validation ? 1 : 0),
+    seed: (options.genBatch ?? 1) > 1
+      ? deriveSeed(parts.config.trainer.seed, options.step, 2, options.genBatch!)
+      : deriveSeed(parts.config.trainer.seed, options.step, options.validation ? 1 : 0),
     returnLogProbs: cfg.calculate_log_probs,
     onProgress: options.onProgress,
   });

@@ -31,6 +31,53 @@ export async function train(
   };
 }
 
+export interface KilledRun extends RunResult {
+  pid: number;
+  /** The parent's timer killed it (else it exited, or killed itself at a kill point). */
+  timed: boolean;
+}
+
+/**
+ * `train()` that can be SIGKILLed from outside: with `killAfterMs`, that long after the trainer
+ * prints its adapter line (the end of Deno's and the GPU's start-up); `onAdapter` gets that moment.
+ */
+export async function trainKilled(
+  cwd: string,
+  args: string[],
+  o: { env?: Record<string, string>; killAfterMs?: number; onAdapter?: () => void } = {},
+): Promise<KilledRun> {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", TRAIN, ...args],
+    cwd,
+    env: { ...o.env, NO_COLOR: "1" },
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  let text = "";
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let seen = false, timed = false;
+  const read = async (stream: ReadableStream<Uint8Array>) => {
+    const dec = new TextDecoder();
+    for await (const chunk of stream) {
+      text += dec.decode(chunk, { stream: true });
+      if (seen || !/^adapter:/m.test(text)) continue;
+      seen = true;
+      o.onAdapter?.();
+      if (o.killAfterMs === undefined) continue;
+      timer = setTimeout(() => {
+        try {
+          child.kill("SIGKILL");
+          timed = true;
+        } catch { /* already exited */ }
+      }, o.killAfterMs);
+    }
+  };
+  await Promise.all([read(child.stdout), read(child.stderr)]);
+  clearTimeout(timer);
+  const status = await child.status;
+  return { pid: child.pid, code: status.code, signal: status.signal, timed, text };
+}
+
 export interface JsonlRecord {
   step: number;
   data: Record<string, number>;

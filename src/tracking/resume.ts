@@ -17,9 +17,19 @@ export function writeAll(f: Deno.FsFile, bytes: Uint8Array): void {
   while (off < bytes.length) off += f.writeSync(bytes.subarray(off));
 }
 
+/**
+ * The temporary file of `replaceFile` in `dir`: a hidden name with no trace of the file it
+ * replaces, so that a crash between writing it and the rename never leaves something that
+ * TensorBoard (any name holding "tfevents") or a metrics reader takes for a file of the run.
+ */
+export function replacementTemp(dir: string, pid = Deno.pid): string {
+  return `${dir}/.replacing.tmp-${pid}`;
+}
+
 /** Replaces `path` with `bytes` through a synced temp file and a rename, then syncs the folder. */
 export function replaceFile(path: string, bytes: Uint8Array): void {
-  const tmp = `${path}.tmp-${Deno.pid}`;
+  const dir = path.slice(0, Math.max(1, path.lastIndexOf("/")));
+  const tmp = replacementTemp(dir);
   const f = Deno.openSync(tmp, { write: true, create: true, truncate: true });
   try {
     writeAll(f, bytes);
@@ -28,7 +38,29 @@ export function replaceFile(path: string, bytes: Uint8Array): void {
     f.close();
   }
   Deno.renameSync(tmp, path);
-  syncDir(path.slice(0, Math.max(1, path.lastIndexOf("/"))));
+  syncDir(dir);
+}
+
+/** Temporary files of `replaceFile`, and the `{file}.tmp-{pid}` names older versions used. */
+const TEMP_RE = /^(\.replacing|metrics\.jsonl|events\.out\.tfevents\..+)\.tmp-\d+$/;
+
+/**
+ * Removes the temporary files of `replaceFile` that an interrupted run left in `dir` (the file
+ * they were to replace is intact, and this run's cut redoes the work); says so through `print`.
+ */
+export function removeStaleTemps(dir: string, o: ResumeOptions): void {
+  const own = replacementTemp(dir).split("/").at(-1)!;
+  const stale: string[] = [];
+  try {
+    for (const e of Deno.readDirSync(dir)) {
+      if (TEMP_RE.test(e.name) && e.name !== own) stale.push(`${dir}/${e.name}`);
+    }
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound) return;
+    throw e;
+  }
+  for (const path of stale) Deno.removeSync(path);
+  if (stale.length) o.print?.(`removed leftovers of an interrupted run: ${stale.join(", ")}`);
 }
 
 export function syncDir(dir: string): void {
@@ -59,6 +91,7 @@ export function asideName(path: string): string {
  */
 export function cutJsonl(path: string, o: ResumeOptions): void {
   if (o.resumeStep === undefined) return;
+  removeStaleTemps(path.slice(0, Math.max(1, path.lastIndexOf("/"))), o);
   let text: string;
   try {
     text = Deno.readTextFileSync(path);

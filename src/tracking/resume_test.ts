@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { FileLogger } from "./file.ts";
-import { cutJsonl } from "./resume.ts";
+import { cutJsonl, replacementTemp } from "./resume.ts";
 
 const lines = (path: string) => Deno.readTextFileSync(path).trim().split("\n");
 
@@ -37,5 +37,18 @@ Deno.test("a fresh run moves an earlier run's metrics.jsonl aside", () => {
   assert.match(names[1], /^metrics\.replaced-[\dT-]+Z\.jsonl$/);
   assert.equal(Deno.readTextFileSync(`${dir}/metrics.jsonl`), "");
   assert.match(notes[0], /held an earlier run's metrics; moved to/);
+  Deno.removeSync(dir, { recursive: true });
+});
+
+Deno.test("the temp file of a cut killed before its rename is removed by the next cut", () => {
+  const dir = Deno.makeTempDirSync();
+  const path = `${dir}/metrics.jsonl`;
+  Deno.writeTextFileSync(path, '{"step":1,"data":{}}\n{"step":2,"data":{}}\n');
+  Deno.writeTextFileSync(replacementTemp(dir, 999999), '{"step":1,"data":{}}\n');
+  const notes: string[] = [];
+  cutJsonl(path, { resumeStep: 1, print: (l) => notes.push(l) });
+  assert.deepEqual([...Deno.readDirSync(dir)].map((e) => e.name), ["metrics.jsonl"]);
+  assert.deepEqual(lines(path), ['{"step":1,"data":{}}']);
+  assert.match(notes[0], /removed leftovers of an interrupted run: .*\.replacing\.tmp-999999$/);
   Deno.removeSync(dir, { recursive: true });
 });

@@ -7,7 +7,14 @@
  * the earlier event files (rewritten whole, torn last records included), and the run appends to a
  * new file, so every step appears once.
  */
-import { replaceFile, type ResumeOptions, stampNow, syncDir, writeAll } from "./resume.ts";
+import {
+  removeStaleTemps,
+  replaceFile,
+  type ResumeOptions,
+  stampNow,
+  syncDir,
+  writeAll,
+} from "./resume.ts";
 
 const CRC_TABLE = (() => {
   const t = new Uint32Array(256);
@@ -167,6 +174,7 @@ const isEventFile = (name: string) => name.includes("tfevents");
  */
 export function cutEventFiles(dir: string, o: ResumeOptions): void {
   if (o.resumeStep === undefined) return;
+  removeStaleTemps(dir, o);
   let names: string[];
   try {
     names = [...Deno.readDirSync(dir)].filter((e) => e.isFile && isEventFile(e.name))

@@ -7,6 +7,7 @@ import {
   readRecords,
   TensorBoardWriter,
 } from "./tensorboard.ts";
+import { replacementTemp } from "./resume.ts";
 
 Deno.test("crc32c matches the standard check value", () => {
   // CRC-32C of "123456789" is 0xE3069283 (RFC 3720 test vector).
@@ -61,5 +62,31 @@ Deno.test("a resumed run cuts earlier event files back to its step and writes a 
   const aside = entries.find((e) => e.isDirectory)!.name;
   assert.match(aside, /^replaced-[\dT-]+Z$/);
   assert.equal([...Deno.readDirSync(`${dir}/${aside}`)].length, 2);
+  Deno.removeSync(dir, { recursive: true });
+});
+
+Deno.test("a cut killed before its rename leaves nothing that is read as events, and is cleaned", () => {
+  const dir = Deno.makeTempDirSync();
+  const w1 = new TensorBoardWriter(dir);
+  for (const step of [1, 2, 3]) w1.log(step, { "training/global_step": step });
+  w1.close();
+  // The synced copy a kill between write and rename leaves, by this version's name and by the
+  // `{file}.tmp-{pid}` name of older ones (which TensorBoard, matching "tfevents", would read).
+  Deno.copyFileSync(w1.path, replacementTemp(dir, 999999));
+  Deno.copyFileSync(w1.path, `${w1.path}.tmp-999998`);
+  assert.ok(!replacementTemp(dir, 999999).split("/").at(-1)!.includes("tfevents"));
+
+  const notes: string[] = [];
+  const w2 = new TensorBoardWriter(dir, { resumeStep: 2, print: (l) => notes.push(l) });
+  w2.log(3, { "training/global_step": 3 });
+  w2.close();
+  const names = [...Deno.readDirSync(dir)].map((e) => e.name).sort();
+  assert.deepEqual(names, [w1.path, w2.path].map((p) => p.split("/").at(-1)).sort());
+  const steps = names.flatMap((n) => readRecords(Deno.readFileSync(`${dir}/${n}`)).map(eventStep));
+  assert.deepEqual(steps.filter((s) => s > 0), [1, 2, 3]);
+  assert.match(
+    notes[0],
+    /removed leftovers of an interrupted run: .*\.tmp-99999[89], .*\.tmp-99999[89]/,
+  );
   Deno.removeSync(dir, { recursive: true });
 });

@@ -9,6 +9,7 @@
 import { exists, fsync, removeAside, writeFileAtomic } from "./durable.ts";
 import { hostName, ownerAlive } from "./lock.ts";
 import { writeManifest } from "./manifest.ts";
+import { killPoint } from "../kill_point.ts";
 
 export { writeFileAtomic };
 
@@ -43,11 +44,6 @@ export function readTracker(root: string): number | null {
 
 export function writeTracker(root: string, step: number): void {
   writeFileAtomic(`${root}/${TRACKER_FILE}`, String(step));
-}
-
-/** Crash tests set `WEBRL_KILL_{point}` to a step to SIGKILL the process at that point. */
-function killPoint(point: "DURING_SAVE" | "DURING_PRUNE", step: number): void {
-  if (Deno.env.get(`WEBRL_KILL_${point}`) === String(step)) Deno.kill(Deno.pid, "SIGKILL");
 }
 
 export interface SaveOptions {

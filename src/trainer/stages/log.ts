@@ -1,6 +1,7 @@
 /** log: verl's data metrics of a step (scores, rewards, advantages, lengths, rollout entropy/KL). */
 import { computeDataMetrics, klPenalty, maskedMean, rolloutProbsDiff } from "../../algos/mod.ts";
 import type { AdvBatch } from "../batch.ts";
+import { killPoint } from "../kill_point.ts";
 import type { TrainerParts } from "../parts.ts";
 
 export function dataMetrics(batch: AdvBatch): Record<string, number> {
@@ -54,7 +55,11 @@ export function perfMetrics(
   };
 }
 
-/** Sends a step's metrics to every configured logger. */
+/**
+ * Sends a step's metrics to every configured logger. They are flushed before the step's checkpoint
+ * (stages/save.ts); a crash in between leaves records that the resumed run cuts and logs again.
+ */
 export function log(parts: TrainerParts, step: number, metrics: Record<string, number>): void {
   parts.tracking.log(step, metrics);
+  killPoint("DURING_LOG", step);
 }

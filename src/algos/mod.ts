@@ -65,14 +65,18 @@ export {
 } from "./agg.ts";
 export {
   computePolicyLoss,
-  gspoPolicyLoss,
+  POLICY_LOSS_KEYS,
+  POLICY_LOSS_METRICS,
   POLICY_LOSSES,
+  type PolicyLossEntry,
   type PolicyLossFn,
   type PolicyLossInputs,
+  type PolicyLossKey,
+  type PolicyLossMetric,
   type PolicyLossOptions,
   type PolicyLossResult,
-  vanillaPolicyLoss,
 } from "./policy_loss.ts";
+import "./policy_losses/all.ts";
 export {
   type ActorLossInputs,
   type ActorLossOptions,

@@ -97,14 +97,12 @@ export {
 } from "./metrics.ts";
 // GPU ops of the same formulas (the trainer's path; the functions above are their references).
 export {
-  GPU_POLICY_LOSSES,
-  type GpuPolicyLoss,
-  gpuPolicyLoss,
   POLICY_LOSS_STATS,
   type PpoLossResult,
   ppoPolicyLoss,
   type PpoPolicyLossOptions,
 } from "./gpu/ppo_loss.ts";
+export { GPU_POLICY_LOSSES, type GpuPolicyLoss, gpuPolicyLoss } from "./gpu/ppo_loss_modes.ts";
 export {
   VALUE_LOSS_STATS,
   valueLoss,

@@ -16,8 +16,8 @@ const inputs = {
 };
 
 Deno.test("sapo: sigmoid gate by hand; seq-mean-token-mean whatever loss_agg_mode", () => {
-  const s0 = sig(1 * 0.5), s1 = sig(1.05 * -0.2), s2 = sig(1.05 * 0.2);
-  const l0 = -s0 * 4 * 1, l1 = -(s1 * 4 / 1.05) * -2, l2 = -0;
+  const s0 = sig(1 * 0.5), s1 = sig(1.05 * -0.2);
+  const l0 = -s0 * 4 * 1, l1 = -(s1 * 4 / 1.05) * -2, l2 = 0; // A = 0: no loss
   // rows: (l0 + l1) / 2 and l2 / 1, then the mean of 2 rows; weights 1/4, 1/4, 1/2
   const loss = ((l0 + l1) / 2 + l2) / 2;
   const g0 = -1 * 4 * s0 * (1 - s0) * 1.5, g1 = 2 * 4 * s1 * (1 - s1) * 0.8;

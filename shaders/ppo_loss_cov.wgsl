@@ -6,8 +6,9 @@
 //             key = mix_seed(seed, j), j the token's row-major ordinal among the valid tokens
 //   chosen = the k = min(count, #eligible) eligible tokens of largest key, ties to the lower index
 // `count` is the quota the TS op computed from the valid-token count (verl's int(ratio * N) rules).
-// The k-th largest key is found bit by bit from the top (32 counting passes); then every key above
-// it is chosen, and the first (row-major) of the keys equal to it until k are reached. Each
+// The k-th largest key is found a byte at a time from the top (4 histogram passes, one bin per
+// invocation, so WG is 256); then every key above it is chosen, and the first (row-major) of the
+// keys equal to it until k are reached. Each
 // invocation reads and writes only its own indices i = lid + WG * chunk, so no storage barrier is
 // needed between the passes.
 // out[i] = 1.0 for a chosen token, else 0.0 (the policy loss kernel reads it, then overwrites it).
@@ -36,6 +37,8 @@ struct Params {
 
 var<workgroup> sums: array<vec4<f32>, WG>;
 var<workgroup> cnt: array<u32, WG>;
+var<workgroup> hist: array<atomic<u32>, 256>; // one bin per byte value; WG must be 256
+var<workgroup> pick: vec2<u32>; // (byte, keys above it) of the select pass
 
 fn wg_sum4(v: vec4<f32>, i: u32) -> vec4<f32> {
   sums[i] = v;
@@ -149,25 +152,31 @@ fn main(@builtin(local_invocation_id) lid: vec3u) {
   }
   let k = min(p.count, wg_count(eligible, t));
 
-  // the k-th largest key: prefix holds its top bits, remaining how many of the tokens sharing them
-  // are still to take
+  // the k-th largest key, a byte at a time from the top: prefix holds its bytes so far, remaining
+  // how many of the tokens sharing them are still to take
   var prefix = 0u;
   var remaining = k;
-  for (var bit = 32u; bit > 0u; bit--) {
-    let want = prefix | (1u << (bit - 1u));
-    let top = ~((1u << (bit - 1u)) - 1u);
-    var n_want = 0u;
+  for (var d = 4u; d > 0u && k > 0u; d--) {
+    let shift = (d - 1u) * 8u;
+    let above = select(~((1u << (shift + 8u)) - 1u), 0u, d == 4u); // the bytes fixed so far
+    atomicStore(&hist[t], 0u);
+    workgroupBarrier();
     for (var i = t; i < p.n; i += WG) {
-      if (out[i] != 0.0 && (keys[i] & top) == want) {
-        n_want++;
+      if (out[i] != 0.0 && (keys[i] & above) == prefix) {
+        atomicAdd(&hist[(keys[i] >> shift) & 255u], 1u);
       }
     }
-    let total = wg_count(n_want, t);
-    if (total >= remaining) {
-      prefix = want;
-    } else {
-      remaining -= total;
+    workgroupBarrier();
+    // invocation t holds byte 255 - t; its inclusive scan counts the keys with that byte or more
+    let v = atomicLoad(&hist[255u - t]);
+    let sc = wg_scan(v, t);
+    let at_least = sc.x + v;
+    if (at_least >= remaining && sc.x < remaining) {
+      pick = vec2<u32>(255u - t, sc.x);
     }
+    let chosen = workgroupUniformLoad(&pick);
+    prefix |= chosen.x << shift;
+    remaining -= chosen.y;
   }
 
   var equal_before = 0u; // tokens with key == prefix before this chunk

@@ -184,6 +184,13 @@ Deno.test("each loss reports exactly verl's metrics for it", () => {
   }
 });
 
+Deno.test("docs/architecture.md's table of losses has a row for every registered loss", () => {
+  const doc = Deno.readTextFileSync(new URL("../../docs/architecture.md", import.meta.url));
+  for (const name of POLICY_LOSSES.names()) {
+    assert.match(doc, new RegExp(`^\\| \`${name}\`\\s+\\|`, "m"), `a row for ${name}`);
+  }
+});
+
 Deno.test("unknown policy loss lists valid names", () => {
   assert.throws(
     () => computePolicyLoss("ppo", vanillaIn),

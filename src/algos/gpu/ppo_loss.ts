@@ -155,7 +155,7 @@ export function ppoPolicyLoss(
   const tok = pl.select
     ? covSelect(logProb, oldLogProb, advantages, responseMask, {
       mode: pl.select,
-      validTokens: requireValidTokens(options.validTokens, options.lossMode!),
+      validTokens: requireValidTokens(options.validTokens, pl.select),
       ratio: pl.select === "kl_cov" ? options.klCovRatio ?? 0.0002 : options.clipCovRatio ?? 0.0002,
       lb: options.clipCovLb,
       ub: options.clipCovUb,

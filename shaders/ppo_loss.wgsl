@@ -1,17 +1,27 @@
-// PPO policy losses (src/algos/policy_loss.ts, actor_loss.ts) in two passes plus a backward.
-//   policy_rows: one workgroup per sequence, per valid token, by loss_mode:
-//     vanilla: ratio = exp(clamp(logp - old, -20, 20)); L1 = -A ratio; L2 = -A clamp(ratio, 1-lo, 1+hi)
-//              L = max(L1, L2), and for A < 0 L = min(L, -A c) (dual clip)
-//     gspo:    the row's log-ratio s = sum m (logp - old) / max(sum m, 1) first (a reduction over the
-//              row), then per token ratio = exp(min(s, 10)) and the same L1/L2 clip, no dual clip.
-//              The token log-ratio s + logp - sg(logp) has the value s and the gradient 1, so
-//              dL/dlogp_t = -A ratio on the unclipped branch: no term through the row mean.
-//   summed over the valid tokens of the row into partials [B, 2] vec4:
-//     (count, L, clipped, -log-ratio), (dual-clipped, entropy, kl, s)
+// PPO policy losses (src/algos/policy_losses/*.ts, actor_loss.ts) in two passes plus a backward.
+//   policy_rows: one workgroup per sequence. gspo and geo_mean first reduce the row; then every
+//   valid token t gets its loss L_t, dL_t/dlogp_t and three statistics c2 (pg_clipfrac),
+//   c3 (ppo_kl), c4 (pg_clipfrac_lower), by loss_mode (x = logp - old, x20 = clamp(x, -20, 20),
+//   r20 = exp(x20), clip(r) = clamp(r, 1 - lo, 1 + hi), ppo(r) = max(-A r, -A clip(r))):
+//     0 vanilla:  ppo(r20), and for A < 0 min(., -A c) (dual clip)
+//     1 gspo:     s = sum m x / max(sum m, 1) over the row first; ppo(exp(min(s, 10))). The token
+//                 log-ratio s + logp - sg(logp) has the value s and the gradient 1.
+//     2 sapo:     -A sigmoid(tau (r20 - 1)) 4 / tau, tau = A > 0 ? tau_pos : tau_neg
+//     3 gpg:      -A logp
+//     4 clip_cov: ppo(exp(x)) and 0 on the chosen tokens
+//     5 kl_cov:   -A exp(x) + cov_coef |x| on the chosen tokens
+//     6 geo_mean: the row's L_b = -mean(A) exp(mean(xc)), xc = sgn(A) min(sgn(A) x, sgn(A) clamp(x,
+//                 -lo, hi)), taken once per row; dL_b/dlogp_t = L_b / n_b where the clip passes it
+//     7 cispo:    -sg(clip(r20)) A logp
+//   clip_cov and kl_cov read their chosen tokens from tok (1 = chosen), which ppo_loss_cov.wgsl
+//   filled; every mode then writes dL_t/dlogp_t (before aggregation) to tok, 0 on padding, so the
+//   backward needs neither the old log-probs nor the advantages. The row sums go to partials
+//   [B, 2] vec4: (count, L, c2, c3), (c4, entropy, kl, 0).
 //   ppo_loss_finish.wgsl then aggregates rows into the loss, the stats and row_w [B] vec4
-//   (w_pg, w, s, 0): every loss_agg_mode is linear in L, loss = sum_t w_pg(row) L_t + ..., and
-//   gspo's pg loss has its own mode (seq-mean-token-mean) while entropy and KL use loss_agg_mode.
-//   policy_grad: d loss / d logp = g_loss (w_pg dL/dlogp + w kl_coef dkl/dlogp), 0 when masked.
+//   (w_pg, w, ., .): every loss_agg_mode is linear in L, loss = sum_t w_pg(row) L_t + ..., and the
+//   pg loss may have its own mode (gspo and sapo: seq-mean-token-mean; geo_mean: a mean over rows)
+//   while entropy and KL use loss_agg_mode.
+//   policy_grad: d loss / d logp = g_loss (w_pg tok + w kl_coef dkl/dlogp), 0 when masked.
 //   entropy_grad: d loss / d entropy = -g_loss w ent_coef, 0 when masked.
 
 #include "grid.wgsl"
@@ -31,24 +41,30 @@ struct Params {
   has_entropy: u32,
   kl_coef: f32,
   ent_coef: f32,
-  loss_mode: u32, // 0 vanilla, 1 gspo (GPU_POLICY_LOSSES in src/algos/gpu/ppo_loss.ts)
+  loss_mode: u32, // GPU_POLICY_LOSSES codes (src/algos/gpu/ppo_loss_modes.ts)
+  tau_pos: f32,
+  tau_neg: f32,
+  cov_coef: f32, // kl_cov's ppo_kl_coef
+  _p0: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
+
+// policy_rows
 @group(0) @binding(1) var<storage, read> logp: array<f32>;
 @group(0) @binding(2) var<storage, read> old_logp: array<f32>;
 @group(0) @binding(3) var<storage, read> adv: array<f32>;
 @group(0) @binding(4) var<storage, read> mask: array<MaskT>;
-
-// policy_rows: entropy and ref log-probs (the log-prob buffer stands in when absent), partials
-@group(0) @binding(5) var<storage, read> entropy: array<f32>;
-@group(0) @binding(6) var<storage, read> ref_logp: array<f32>;
+@group(0) @binding(5) var<storage, read> entropy: array<f32>; // the log-probs stand in when absent
+@group(0) @binding(6) var<storage, read> ref_logp: array<f32>; // likewise
 @group(0) @binding(7) var<storage, read_write> partials: array<vec4<f32>>;
+@group(0) @binding(8) var<storage, read_write> tok: array<f32>;
 
-// policy_grad: ref at 6, then row weights, the loss gradient [1] and the output
+// policy_grad: logp at 1, mask at 4, ref_logp at 6, and
+@group(0) @binding(2) var<storage, read> tok_g: array<f32>;
+@group(0) @binding(3) var<storage, read> g_loss: array<f32>;
 @group(0) @binding(5) var<storage, read> row_w: array<vec4<f32>>;
-@group(0) @binding(7) var<storage, read> g_loss: array<f32>;
-@group(0) @binding(8) var<storage, read_write> g_logp: array<f32>;
+@group(0) @binding(7) var<storage, read_write> g_logp: array<f32>;
 
 // entropy_grad: mask, row weights, loss gradient, output
 @group(0) @binding(1) var<storage, read> mask_e: array<MaskT>;
@@ -75,46 +91,88 @@ fn wg_sum4(v: vec4<f32>, i: u32) -> vec4<f32> {
 struct Token {
   loss: f32,
   grad: f32, // d loss / d logp of this token, before aggregation
-  clipped: f32,
-  lower: f32,
-  neg_kl: f32,
+  c2: f32, // pg_clipfrac
+  c3: f32, // ppo_kl
+  c4: f32, // pg_clipfrac_lower
 }
 
-// `seq_lr` is the row's log-ratio (gspo only).
-fn pg_token(i: u32, seq_lr: f32) -> Token {
+fn clip_r(r: f32) -> f32 {
+  return clamp(r, 1.0 - p.clip_low, 1.0 + p.clip_high);
+}
+
+// max(-A r, -A clip(r)) as (loss, d/dlogp, clipped) with torch's gradient: -A dr on the first
+// branch, and on the second inside the clip range (where both branches are equal).
+fn ppo_clip(a: f32, r: f32, dr: f32) -> vec3<f32> {
+  let l1 = -a * r;
+  let l2 = -a * clip_r(r);
+  if (l2 > l1) {
+    return vec3<f32>(l2, select(0.0, -a * dr, r == clip_r(r)), 1.0);
+  }
+  return vec3<f32>(l1, -a * dr, 0.0);
+}
+
+// xc of geo_mean: the log-ratio clipped on the side the advantage's sign selects.
+fn geo_clip(x: f32, a: f32) -> f32 {
+  let s = sign(a);
+  return s * min(s * x, s * clamp(x, -p.clip_low, p.clip_high));
+}
+
+// `row`: gspo's sequence log-ratio, geo_mean's L_b / n_b.
+fn pg_token(i: u32, row: f32) -> Token {
   let a = adv[i];
-  var ratio: f32;
-  var d_ratio: f32;
-  var neg_kl: f32;
-  if (p.loss_mode == 1u) {
-    ratio = exp(min(seq_lr, 10.0));
-    d_ratio = select(0.0, ratio, seq_lr <= 10.0);
-    neg_kl = -(logp[i] - old_logp[i]); // verl's gspo reports the unclamped log-ratio
-  } else {
-    let raw = logp[i] - old_logp[i];
-    let nkl = clamp(raw, -20.0, 20.0);
-    ratio = exp(nkl);
-    d_ratio = select(0.0, ratio, raw >= -20.0 && raw <= 20.0);
-    neg_kl = -nkl;
+  let x = logp[i] - old_logp[i];
+  let x20 = clamp(x, -20.0, 20.0);
+  let r20 = exp(x20);
+  let dr20 = select(0.0, r20, x >= -20.0 && x <= 20.0);
+  switch (p.loss_mode) {
+    case 1u: {
+      let r = exp(min(row, 10.0));
+      let c = ppo_clip(a, r, select(0.0, r, row <= 10.0));
+      return Token(c.x, c.y, c.z, -x, 0.0);
+    }
+    case 2u: {
+      let tau = select(p.tau_neg, p.tau_pos, a > 0.0);
+      let s = 1.0 / (1.0 + exp(-tau * (r20 - 1.0)));
+      return Token(-s * (4.0 / tau) * a, -a * 4.0 * s * (1.0 - s) * dr20, 0.0, -x20, 0.0);
+    }
+    case 3u: {
+      return Token(-a * logp[i], -a, 0.0, 0.0, 0.0);
+    }
+    case 4u: {
+      if (tok[i] != 0.0) {
+        return Token(0.0, 0.0, 1.0, -x, 0.0);
+      }
+      let r = exp(x);
+      let c = ppo_clip(a, r, r);
+      return Token(c.x, c.y, 0.0, -x, 0.0);
+    }
+    case 5u: {
+      let r = exp(x);
+      let k = select(0.0, p.cov_coef, tok[i] != 0.0);
+      return Token(-a * r + k * abs(x), -a * r + k * sign(x), 0.0, abs(x), 0.0);
+    }
+    case 6u: {
+      let clipped = x < -p.clip_low || x > p.clip_high;
+      let passes = (a > 0.0 && x <= p.clip_high) || (a < 0.0 && x >= -p.clip_low);
+      return Token(0.0, select(0.0, row, passes), select(0.0, 1.0, clipped && a > 0.0), -x,
+                   select(0.0, 1.0, clipped && a < 0.0));
+    }
+    case 7u: {
+      let w = clip_r(r20);
+      return Token(-w * a * logp[i], -w * a, select(0.0, 1.0, r20 != w), -x20, 0.0);
+    }
+    default: {
+      let c = ppo_clip(a, r20, dr20);
+      var t = Token(c.x, c.y, c.z, -x20, 0.0);
+      let l3 = -a * p.clip_c;
+      if (a < 0.0 && t.loss > l3) {
+        t.loss = l3;
+        t.grad = 0.0;
+        t.c4 = 1.0;
+      }
+      return t;
+    }
   }
-  let l1 = -a * ratio;
-  let g1 = -a * d_ratio;
-  let inside = ratio >= 1.0 - p.clip_low && ratio <= 1.0 + p.clip_high;
-  let l2 = -a * clamp(ratio, 1.0 - p.clip_low, 1.0 + p.clip_high);
-  let is_clipped = l2 > l1;
-  var t = Token(l1, g1, 0.0, 0.0, neg_kl);
-  if (is_clipped) {
-    t.loss = l2;
-    t.grad = select(0.0, g1, inside);
-    t.clipped = 1.0;
-  }
-  let l3 = -a * p.clip_c;
-  if (p.loss_mode == 0u && a < 0.0 && t.loss > l3) {
-    t.loss = l3;
-    t.grad = 0.0;
-    t.lower = 1.0;
-  }
-  return t;
 }
 
 fn kl_value(x: f32) -> f32 {
@@ -155,27 +213,36 @@ fn policy_rows(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: 
   if (row >= p.rows) {
     return; // uniform per workgroup, so the barriers below stay in uniform control flow
   }
-  var seq_lr = 0.0;
-  if (p.loss_mode == 1u) {
-    var s = vec4<f32>(0.0);
+  var row_val = 0.0; // gspo: the sequence log-ratio; geo_mean: L_b / n_b
+  var row_loss = 0.0; // geo_mean: L_b
+  if (p.loss_mode == 1u || p.loss_mode == 6u) {
+    var s = vec4<f32>(0.0); // (sum x, count, sum xc, sum A)
     for (var c = lid.x; c < p.cols; c += WG) {
       let i = row * p.cols + c;
       if (mask[i] != MaskT(0)) {
-        s += vec4<f32>(logp[i] - old_logp[i], 1.0, 0.0, 0.0);
+        let x = logp[i] - old_logp[i];
+        s += vec4<f32>(x, 1.0, geo_clip(x, adv[i]), adv[i]);
       }
     }
     s = wg_sum4(s, lid.x);
-    seq_lr = s.x / max(s.y, 1.0);
+    let n = max(s.y, 1.0);
+    row_val = s.x / n;
+    if (p.loss_mode == 6u) {
+      row_loss = -(s.w / n) * exp(s.z / n);
+      row_val = row_loss / n;
+    }
   }
   var acc0 = vec4<f32>(0.0);
   var acc1 = vec4<f32>(0.0);
   for (var c = lid.x; c < p.cols; c += WG) {
     let i = row * p.cols + c;
     if (mask[i] == MaskT(0)) {
+      tok[i] = 0.0;
       continue; // padding may hold garbage (NaN included); it never reaches the sums
     }
-    let t = pg_token(i, seq_lr);
-    acc0 += vec4<f32>(1.0, t.loss, t.clipped, t.neg_kl);
+    let t = pg_token(i, row_val);
+    tok[i] = t.grad;
+    acc0 += vec4<f32>(1.0, t.loss, t.c2, t.c3);
     var ent = 0.0;
     if (p.has_entropy == 1u) {
       ent = entropy[i];
@@ -184,13 +251,16 @@ fn policy_rows(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: 
     if (p.use_kl == 1u) {
       kl = kl_value(logp[i] - ref_logp[i]);
     }
-    acc1 += vec4<f32>(t.lower, ent, kl, 0.0);
+    acc1 += vec4<f32>(t.c4, ent, kl, 0.0);
   }
   acc0 = wg_sum4(acc0, lid.x);
   acc1 = wg_sum4(acc1, lid.x);
   if (lid.x == 0u) {
+    if (p.loss_mode == 6u) {
+      acc0.y = row_loss;
+    }
     partials[2u * row] = acc0;
-    partials[2u * row + 1u] = vec4<f32>(acc1.xyz, seq_lr);
+    partials[2u * row + 1u] = vec4<f32>(acc1.xyz, 0.0);
   }
 }
 
@@ -204,7 +274,7 @@ fn policy_grad(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: 
   var g = 0.0;
   if (mask[i] != MaskT(0)) {
     let w = row_w[i / p.cols];
-    g = w.x * pg_token(i, w.z).grad;
+    g = w.x * tok_g[i];
     if (p.use_kl == 1u) {
       g += w.y * p.kl_coef * kl_grad(logp[i] - ref_logp[i]);
     }

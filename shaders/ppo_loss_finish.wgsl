@@ -4,11 +4,14 @@
 //   seq-mean-token-sum:       agg_j = sum_b c_j / G * dp               G = batch_seqs or #rows with count > 0
 //   seq-mean-token-mean:      agg_j = sum_b (c_j / count_b) / G * dp
 //   seq-mean-token-sum-norm:  agg_j = sum_b c_j / G * dp / horizon
-// Column 1 (the policy or value loss) is aggregated with its own mode (gspo's pg loss is always
-// seq-mean-token-mean while the entropy and KL terms follow loss_agg_mode); columns 2..6 use `mode`.
+//   row-mean (column 1 only): agg_1 = sum_b c_1 / G' * dp      G' = batch_seqs or every row, empty
+//                             ones included (geo_mean's c_1 is already its row loss)
+// Column 1 (the policy or value loss) is aggregated with its own mode (gspo's and sapo's pg loss is
+// always seq-mean-token-mean, geo_mean's a row mean, while the entropy and KL terms follow
+// loss_agg_mode); columns 2..6 use `mode`.
 // Column j reports agg_j when bit j of agg_bits is set, else the token mean sum_b c_j / sum count;
 // loss = sum_{j<=6} coef_j stat_j. Column 7 is no statistic: a per-row value the rows pass hands to
-// the backward (gspo's sequence log-ratio). Each row gets row_w[b] = (w1, w, c7, 0), where w1 and w
+// the backward. Each row gets row_w[b] = (w1, w, c7, 0), where w1 and w
 // are d loss / d (token loss) under column 1's mode and under `mode`; the backward kernels read it.
 // A zero denominator gives 0 (not NaN), as agg.ts does.
 
@@ -23,7 +26,7 @@ struct Params {
   batch_seqs: f32, // < 0: count this batch's non-empty rows
   dp: f32,
   horizon: f32,
-  mode1: u32, // mode of column 1
+  mode1: u32, // mode of column 1; also 4 row-mean
   horizon1: f32,
   _p0: u32,
   _p1: u32,
@@ -62,6 +65,9 @@ fn mode_scale(mode: u32, horizon: f32, tokens: f32, seqs: f32) -> f32 {
   var den = select(p.batch_seqs, seqs, p.batch_seqs < 0.0);
   if (mode == 0u) {
     den = select(p.batch_tokens, tokens, p.batch_tokens < 0.0);
+  }
+  if (mode == 4u) {
+    den = select(p.batch_seqs, f32(p.rows), p.batch_seqs < 0.0);
   }
   return select(0.0, p.dp / (den * horizon), den != 0.0 && horizon != 0.0);
 }

@@ -90,6 +90,11 @@ export const COVERAGE: Record<string, Coverage> = {
   matmul_skinny: skinny,
   matmul_splitk: skinny,
   ppo_loss: ppo("ppo_loss", "actor_loss"),
+  ppo_loss_cov: {
+    op: "src/algos/gpu/ppo_loss_cov.ts",
+    ref: "src/algos/policy_losses/cov_select.ts",
+    test: "src/algos/gpu/ppo_loss_cov_test.ts",
+  },
   ppo_loss_finish: ppo("ppo_loss", "actor_loss"), // the aggregated loss computeActorLoss returns
   ppo_loss_value: ppo("ppo_loss_value", "value_loss"),
   reduce: tensorOp("reduce"),

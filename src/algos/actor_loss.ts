@@ -15,6 +15,7 @@ import { aggLoss, aggLossWeights } from "./agg.ts";
 import { klPenalty, klPenaltyGrad } from "./kl.ts";
 import { checkSameLength, like, type Vec } from "./masked.ts";
 import { computePolicyLoss, type PolicyLossInputs, type PolicyLossOptions } from "./policy_loss.ts";
+import "./policy_losses/all.ts";
 
 /** Policy-loss inputs plus the optional entropy / reference log-probs, each `[B, R]`. */
 export interface ActorLossInputs extends PolicyLossInputs {
@@ -45,8 +46,9 @@ export interface ActorLossResult {
   gradLogProb: Vec;
   /** d loss / d entropy, `[B, R]`; null when no entropy was given */
   gradEntropy: Vec | null;
-  /** actor/pg_loss, actor/pg_clipfrac, actor/ppo_kl, actor/pg_clipfrac_lower, and when
-   * present actor/entropy, actor/kl_loss, actor/kl_coef */
+  /** actor/pg_loss, the policy loss's own metrics (actor/pg_clipfrac, actor/ppo_kl,
+   * actor/pg_clipfrac_lower where it reports them), and when present actor/entropy,
+   * actor/kl_loss, actor/kl_coef */
   metrics: Record<string, number>;
 }
 
@@ -59,12 +61,7 @@ export function computeActorLoss(
   const mode = options.lossAggMode ?? "token-mean";
   const agg = { ...options, R: inputs.R };
   const mask = inputs.responseMask;
-  const metrics: Record<string, number> = {
-    "actor/pg_loss": pg.pgLoss,
-    "actor/pg_clipfrac": pg.pgClipfrac,
-    "actor/ppo_kl": pg.ppoKl,
-    "actor/pg_clipfrac_lower": pg.pgClipfracLower,
-  };
+  const metrics: Record<string, number> = { "actor/pg_loss": pg.pgLoss, ...pg.metrics };
   let loss = pg.pgLoss;
   const gradLogProb = pg.gradLogProb;
   const coeff = options.entropyCoeff ?? 0;

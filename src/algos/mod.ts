@@ -65,14 +65,18 @@ export {
 } from "./agg.ts";
 export {
   computePolicyLoss,
-  gspoPolicyLoss,
+  POLICY_LOSS_KEYS,
+  POLICY_LOSS_METRICS,
   POLICY_LOSSES,
+  type PolicyLossEntry,
   type PolicyLossFn,
   type PolicyLossInputs,
+  type PolicyLossKey,
+  type PolicyLossMetric,
   type PolicyLossOptions,
   type PolicyLossResult,
-  vanillaPolicyLoss,
 } from "./policy_loss.ts";
+import "./policy_losses/all.ts";
 export {
   type ActorLossInputs,
   type ActorLossOptions,
@@ -94,14 +98,12 @@ export {
 } from "./metrics.ts";
 // GPU ops of the same formulas (the trainer's path; the functions above are their references).
 export {
-  GPU_POLICY_LOSSES,
-  type GpuPolicyLoss,
-  gpuPolicyLoss,
   POLICY_LOSS_STATS,
   type PpoLossResult,
   ppoPolicyLoss,
   type PpoPolicyLossOptions,
 } from "./gpu/ppo_loss.ts";
+export { GPU_POLICY_LOSSES, type GpuPolicyLoss, gpuPolicyLoss } from "./gpu/ppo_loss_modes.ts";
 export {
   VALUE_LOSS_STATS,
   valueLoss,

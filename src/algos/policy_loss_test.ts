@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { computePolicyLoss, POLICY_LOSSES } from "./policy_loss.ts";
+import "./policy_losses/all.ts";
 import { LOSS_AGG_MODES } from "./agg.ts";
 import { assertClose, assertFinite, finiteDiff, rng } from "./test_util.ts";
 
@@ -32,11 +33,11 @@ Deno.test("vanilla: clip, dual-clip, clip fractions, ppo_kl and gradient by hand
   const out = computePolicyLoss("vanilla", vanillaIn, { clipRatio: 0.2, clipRatioC: 3 });
   // token-mean over 5 valid: (-1.1 - 1.2 - 0.5 + 0.8 + 3)/5 = 1.0/5 = 0.2
   assertClose(out.pgLoss, 0.2, 1e-12);
-  assertClose(out.pgLosses.slice(0, 5), [-1.1, -1.2, -0.5, 0.8, 3], 1e-12);
-  assertClose(out.pgClipfrac, 2 / 5); // t1, t3
-  assertClose(out.pgClipfracLower, 1 / 5); // t4
+  assertClose(out.pgLosses!.slice(0, 5), [-1.1, -1.2, -0.5, 0.8, 3], 1e-12);
+  assertClose(out.metrics["actor/pg_clipfrac"]!, 2 / 5); // t1, t3
+  assertClose(out.metrics["actor/pg_clipfrac_lower"]!, 1 / 5); // t4
   // ppo_kl = mean(-(logp - old)) = -ln(1.1·1.5·0.5·0.5·4)/5 = -ln(1.65)/5
-  assertClose(out.ppoKl, -Math.log(1.65) / 5, 1e-12);
+  assertClose(out.metrics["actor/ppo_kl"]!, -Math.log(1.65) / 5, 1e-12);
   // w = 1/5: [-1.1/5, 0, -0.5/5, 0, 0, 0, ...]
   assertClose(out.gradLogProb, [-0.22, 0, -0.1, 0, 0, 0, 0, 0, 0], 1e-12);
   assertFinite(out.gradLogProb);
@@ -68,9 +69,10 @@ Deno.test("vanilla: gradient matches central finite differences in every agg mod
   for (const lossAggMode of LOSS_AGG_MODES) {
     const o = { clipRatio: 0.2, clipRatioC: 1.5, lossAggMode };
     const out = computePolicyLoss("vanilla", { ...inputs, logProb: base }, o);
+    const m = out.metrics;
     assert.ok(
-      out.pgClipfrac > 0 && out.pgClipfracLower > 0,
-      `branches: ${out.pgClipfrac} ${out.pgClipfracLower}`,
+      m["actor/pg_clipfrac"]! > 0 && m["actor/pg_clipfrac_lower"]! > 0,
+      `branches: ${m["actor/pg_clipfrac"]} ${m["actor/pg_clipfrac_lower"]}`,
     );
     const gradLogProb = out.gradLogProb;
     const fd = finiteDiff(
@@ -100,9 +102,9 @@ Deno.test("gspo: sequence-level ratio by hand; always seq-mean-token-mean", () =
     const s1 = Math.exp(-0.1);
     assertClose(out.pgLoss, (-1.2 + s1) / 2, 1e-12);
     assertClose(out.gradLogProb, [0, 0, 0.5 * s1, 0], 1e-12);
-    assertClose(out.pgClipfrac, 2 / 3);
-    assertClose(out.ppoKl, -(0.2 + 0.4 - 0.1) / 3, 1e-12);
-    assert.equal(out.pgClipfracLower, 0);
+    assertClose(out.metrics["actor/pg_clipfrac"]!, 2 / 3);
+    assertClose(out.metrics["actor/ppo_kl"]!, -(0.2 + 0.4 - 0.1) / 3, 1e-12);
+    assert.equal(out.metrics["actor/pg_clipfrac_lower"], 0);
   }
 });
 
@@ -124,10 +126,74 @@ Deno.test("gspo: gradient equals FD of the stop-gradient surrogate (f64)", () =>
   assert.ok(gradLogProb.some((g) => g !== 0), "some tokens are unclipped");
 });
 
+/** Random [B, R] inputs with ragged rows, an all-padding row and NaN on padding. */
+function randomInputs(seed: number, B = 4, R = 6) {
+  const r = rng(seed), n = R * B;
+  const oldLogProb = new Float64Array(n).map(() => -0.5 - 2 * r());
+  const logProb = oldLogProb.map((o) => o + (r() * 1.2 - 0.6));
+  const responseMask = new Float32Array(n).map(() => (r() < 0.8 ? 1 : 0));
+  responseMask.fill(0, R, 2 * R); // row 1 is all padding
+  const pad = (x: Float64Array) => x.map((v, i) => (responseMask[i] ? v : NaN));
+  return {
+    R,
+    oldLogProb: pad(oldLogProb),
+    logProb: pad(logProb),
+    advantages: pad(new Float64Array(n).map(() => r() * 4 - 2)),
+    responseMask,
+  };
+}
+
+// Wide covariance bounds and ratios so that clip_cov and kl_cov choose several tokens.
+const COV = { clipCovRatio: 0.3, clipCovLb: -1, clipCovUb: 1, klCovRatio: 0.3, ppoKlCoef: 0.5 };
+
+Deno.test("every policy loss: gradient equals FD of its stop-gradient surrogate, every agg mode", () => {
+  for (const name of POLICY_LOSSES.names()) {
+    for (const [k, lossAggMode] of LOSS_AGG_MODES.entries()) {
+      const inputs = randomInputs(40 + k);
+      const base = inputs.logProb.map((v) => (Number.isNaN(v) ? 0 : v));
+      const o = { clipRatioLow: 0.2, clipRatioHigh: 0.28, lossAggMode, seed: 3, ...COV };
+      if (k % 2) Object.assign(o, { globalBatchSize: 7, batchNumTokens: 31, dpSize: 2 });
+      const out = computePolicyLoss(name, { ...inputs, logProb: base }, o);
+      assertFinite([out.pgLoss, ...Object.values(out.metrics)], `${name} ${lossAggMode}`);
+      const f = (x: Float64Array) =>
+        computePolicyLoss(name, { ...inputs, logProb: x }, { ...o, detachedLogProb: base }).pgLoss;
+      assertClose(out.gradLogProb, finiteDiff(f, base.slice()), 1e-6, `${name} ${lossAggMode}`);
+      assert.ok(out.gradLogProb.some((g) => g !== 0), `${name}: some gradient flows`);
+      // padding holds NaN in the inputs above: neither loss nor gradient may see it
+      const withNaN = computePolicyLoss(name, inputs, o);
+      assertClose(withNaN.pgLoss, out.pgLoss, 1e-12, `${name} padding`);
+    }
+  }
+});
+
+Deno.test("each loss reports exactly verl's metrics for it", () => {
+  const want: Record<string, string[]> = {
+    vanilla: ["actor/pg_clipfrac", "actor/ppo_kl", "actor/pg_clipfrac_lower"],
+    gspo: ["actor/pg_clipfrac", "actor/ppo_kl", "actor/pg_clipfrac_lower"],
+    sapo: ["actor/pg_clipfrac", "actor/ppo_kl", "actor/pg_clipfrac_lower"],
+    gpg: [],
+    clip_cov: ["actor/pg_clipfrac", "actor/ppo_kl"],
+    kl_cov: ["actor/ppo_kl"],
+    geo_mean: ["actor/pg_clipfrac", "actor/ppo_kl", "actor/pg_clipfrac_lower"],
+    cispo: ["actor/pg_clipfrac", "actor/ppo_kl", "actor/pg_clipfrac_lower"],
+  };
+  assert.deepEqual(POLICY_LOSSES.names(), Object.keys(want));
+  for (const name of POLICY_LOSSES.names()) {
+    const out = computePolicyLoss(name, randomInputs(7), COV);
+    assert.deepEqual(Object.keys(out.metrics).sort(), want[name].sort(), name);
+  }
+});
+
+Deno.test("docs/architecture.md's table of losses has a row for every registered loss", () => {
+  const doc = Deno.readTextFileSync(new URL("../../docs/architecture.md", import.meta.url));
+  for (const name of POLICY_LOSSES.names()) {
+    assert.match(doc, new RegExp(`^\\| \`${name}\`\\s+\\|`, "m"), `a row for ${name}`);
+  }
+});
+
 Deno.test("unknown policy loss lists valid names", () => {
-  assert.deepEqual(POLICY_LOSSES.names(), ["vanilla", "gspo"]);
   assert.throws(
     () => computePolicyLoss("ppo", vanillaIn),
-    /unknown policy loss "ppo"; valid names: vanilla, gspo/,
+    /unknown policy loss "ppo"; valid names: vanilla, gspo, sapo, gpg, clip_cov, kl_cov, geo_mean, cispo/,
   );
 });

@@ -1,7 +1,25 @@
 /** `actor_rollout_ref.*`: the policy model, its PPO update, the reference model and the rollout. */
-import { KL_ESTIMATORS, LOSS_AGG_MODES, POLICY_LOSSES } from "../algos/mod.ts";
+import {
+  KL_ESTIMATORS,
+  LOSS_AGG_MODES,
+  POLICY_LOSS_KEYS,
+  POLICY_LOSSES,
+  type PolicyLossKey,
+} from "../algos/mod.ts";
 import { checkpointSection, optimSection } from "./common.ts";
-import { bool, float, int, map, oneOf, ref, section, str } from "./schema.ts";
+import { ConfigError } from "./errors.ts";
+import {
+  bool,
+  type Field,
+  float,
+  type Infer,
+  int,
+  map,
+  oneOf,
+  ref,
+  section,
+  str,
+} from "./schema.ts";
 import { ppoRollout } from "./ppo_rollout.ts";
 
 const LORA = "LoRA adapters are not available; the trainer updates all weights";
@@ -51,7 +69,9 @@ const actor = section("The PPO update of the policy.", {
   clip_ratio_high: float(0.2, "Upper clip: ratio <= 1 + clip_ratio_high (DAPO raises it).", {
     min: 0,
   }),
-  clip_ratio_c: float(3.0, "Dual-clip bound for negative advantages; must be > 1."),
+  clip_ratio_c: float(3.0, "Dual-clip bound for negative advantages (vanilla); must be > 1."),
+  tau_pos: float(1.0, "sapo: gate temperature for tokens with A > 0; must be > 0.", { min: 0 }),
+  tau_neg: float(1.05, "sapo: gate temperature for tokens with A <= 0; must be > 0.", { min: 0 }),
   loss_agg_mode: oneOf(LOSS_AGG_MODES, "token-mean", "How token losses reduce to a scalar."),
   entropy_coeff: float(0, "Entropy bonus weight (0 disables it)."),
   calculate_sum_pi_squared: bool(
@@ -67,8 +87,22 @@ const actor = section("The PPO update of the policy.", {
     loss_mode: oneOf(
       POLICY_LOSSES,
       "vanilla",
-      "vanilla: token-level clipped PPO; gspo: sequence-level importance ratio.",
+      "Policy loss (verl's registry): vanilla, gspo, sapo, gpg, clip_cov, kl_cov, geo_mean, " +
+        "cispo; docs/architecture.md lists what each reads.",
     ),
+    clip_cov_ratio: float(
+      0.0002,
+      "clip_cov: fraction of a micro-batch's valid tokens whose loss is cut; must be > 0.",
+      { min: 0 },
+    ),
+    clip_cov_lb: float(1.0, "clip_cov: candidates have covariance above this."),
+    clip_cov_ub: float(5.0, "clip_cov: candidates have covariance below this."),
+    kl_cov_ratio: float(
+      0.0002,
+      "kl_cov: fraction of a micro-batch's valid tokens that get the KL term; in (0, 1].",
+      { min: 0, max: 1 },
+    ),
+    ppo_kl_coef: float(0.1, "kl_cov: weight of |log ratio| on the chosen tokens.", { min: 0 }),
   }),
   grad_clip: float(1.0, "Clip the global gradient norm to this value.", { min: 0 }),
   optim: optimSection(1e-6),
@@ -89,3 +123,47 @@ export const ppoActorRolloutRef = section("Policy, rollout and reference model."
   ref: refModel,
   rollout: ppoRollout,
 });
+
+type ActorConfig = Infer<typeof actor>;
+
+function keyValue(a: ActorConfig, key: PolicyLossKey): number {
+  const [head, leaf] = key.split(".");
+  return leaf === undefined
+    ? a[head as keyof ActorConfig] as number
+    : a.policy_loss[leaf as keyof ActorConfig["policy_loss"]] as number;
+}
+
+function keyDefault(key: PolicyLossKey): number {
+  const [head, leaf] = key.split(".");
+  const f = leaf === undefined
+    ? actor.fields[head as keyof typeof actor.fields]
+    : actor.fields.policy_loss.fields[leaf as keyof typeof actor.fields.policy_loss.fields];
+  return (f as Field<number>).spec.default as number;
+}
+
+/**
+ * The policy-loss keys of `actor_rollout_ref.actor` against the chosen loss_mode: a key that only
+ * other losses read must keep its default (else it would change nothing), and the keys it reads
+ * must be in range.
+ */
+export function checkPolicyLoss(a: ActorConfig): void {
+  const mode = a.policy_loss.loss_mode, reads = POLICY_LOSSES.get(mode).keys;
+  const P = "actor_rollout_ref.actor";
+  for (const key of POLICY_LOSS_KEYS) {
+    if (reads.includes(key) || keyValue(a, key) === keyDefault(key)) continue;
+    const readers = POLICY_LOSSES.names().filter((n) => POLICY_LOSSES.get(n).keys.includes(key));
+    throw new ConfigError(
+      `${P}.${key}`,
+      `${P}.${key}=${keyValue(a, key)} is not read by ${P}.policy_loss.loss_mode=${mode} ` +
+        `(only by ${readers.join(", ")}): remove it, or choose one of those loss modes`,
+    );
+  }
+  const positive = (key: PolicyLossKey) => {
+    if (!(keyValue(a, key) > 0)) {
+      throw new ConfigError(`${P}.${key}`, `${P}.${key} must be > 0, got ${keyValue(a, key)}`);
+    }
+  };
+  if (mode === "sapo") (positive("tau_pos"), positive("tau_neg"));
+  if (mode === "clip_cov") positive("policy_loss.clip_cov_ratio");
+  if (mode === "kl_cov") positive("policy_loss.kl_cov_ratio");
+}

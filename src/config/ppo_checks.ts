@@ -4,6 +4,7 @@ import { checkCustomReward } from "./custom_reward.ts";
 import { checkDapo } from "./ppo_dapo_checks.ts";
 import { ADV_ESTIMATORS } from "../algos/mod.ts";
 import type { PpoConfig } from "./ppo_root.ts";
+import { checkPolicyLoss } from "./ppo_actor.ts";
 
 /** Whether the critic runs: explicit critic.enable, else exactly when the estimator needs values. */
 export function criticEnabled(cfg: PpoConfig): boolean {
@@ -45,6 +46,7 @@ export function checkPpo(cfg: PpoConfig): void {
       prefix: "critic",
     });
   }
+  checkPolicyLoss(actor);
   if (actor.clip_ratio_c <= 1) {
     throw new ConfigError(
       "actor_rollout_ref.actor.clip_ratio_c",

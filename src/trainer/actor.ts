@@ -10,7 +10,12 @@ import { backward, logprobEntropy, noGrad, scope, Tensor } from "../tensor/mod.t
 import { type Batch, chunks, range, responseSlice, sequenceInputs } from "./batch.ts";
 import type { Optimizer } from "./optimizer_step.ts";
 import { updateLoop, type UpdateLoopOptions } from "./minibatch.ts";
-import { type ActorLossConfig, actorMicroLoss, actorStatNames } from "./ppo_micro_loss.ts";
+import {
+  type ActorLossConfig,
+  actorMicroLoss,
+  actorStatNames,
+  microBatchSeed,
+} from "./ppo_micro_loss.ts";
 
 /** What the trainer needs of a model: a forward, its parameters, and their values for saving. */
 export interface TrainableModel {
@@ -121,6 +126,7 @@ export async function updateActor(
   gpuPolicyLoss(o.loss.policyLoss); // a loss_mode without a GPU form fails before any work
   const T = batch.promptLength + batch.responseLength;
   const withEntropy = o.loss.entropyCoeff !== 0;
+  let micro = 0; // micro-batches so far in this update, for clip_cov's seed
   const { metrics, skipped } = await updateLoop(
     batch,
     optimizer,
@@ -132,7 +138,7 @@ export async function updateActor(
       // [n, T] targets give [n, T] log-probs and entropies, the layout the loss takes
       const targets = t.targets.reshape([mb.rows.length, T]);
       const out = logprobEntropy(logits, targets, { withEntropy, temperature: o.temperature });
-      const res = actorMicroLoss(out, batch, mb, o.loss);
+      const res = actorMicroLoss(out, batch, mb, o.loss, microBatchSeed(o.seed, o.step, micro++));
       backward(res.loss);
       return res.stats;
     },

@@ -12,13 +12,15 @@
  */
 import {
   type LossAggMode,
+  POLICY_LOSS_METRICS,
   POLICY_LOSS_STATS,
+  POLICY_LOSSES,
   type PpoLossResult,
   ppoPolicyLoss,
   VALUE_LOSS_STATS,
   valueLoss,
 } from "../algos/mod.ts";
-import { Tensor } from "../tensor/mod.ts";
+import { deriveSeed, mixSeed, Tensor } from "../tensor/mod.ts";
 import { type Batch, gatherRows, responseScatter } from "./batch.ts";
 
 /** The rows of a micro-batch and the mini-batch totals its loss is aggregated against. */
@@ -41,6 +43,21 @@ export interface ActorLossConfig {
   useKlLoss: boolean;
   klLossCoef: number;
   klLossType: string;
+  tauPos: number;
+  tauNeg: number;
+  clipCovRatio: number;
+  clipCovLb: number;
+  clipCovUb: number;
+  klCovRatio: number;
+  ppoKlCoef: number;
+}
+
+/**
+ * The seed of clip_cov's random token choice in the `index`-th micro-batch of an update: fixed by
+ * trainer.seed and the step, so a resumed run chooses the same tokens.
+ */
+export function microBatchSeed(seed: number, step: number, index: number): number {
+  return mixSeed(deriveSeed(seed, step, 41), index);
 }
 
 /** `[B, R]` rows of a batch array, uploaded at their positions of `[n, T]`. */
@@ -69,13 +86,15 @@ function required(a: Float32Array | undefined, name: string, why: string): Float
 
 /**
  * The actor objective of one micro-batch: `logProbs` (and `entropy`) `[n, T]` from
- * logprobEntropy -> loss [1] and stats [6] in POLICY_LOSS_STATS order.
+ * logprobEntropy -> loss [1] and stats [6] in POLICY_LOSS_STATS order. `seed`: clip_cov's random
+ * choice (microBatchSeed).
  */
 export function actorMicroLoss(
   out: { logProbs: Tensor; entropy: Tensor | null },
   batch: Batch,
   mb: MicroRows,
   cfg: ActorLossConfig,
+  seed = 0,
 ): PpoLossResult {
   const old = required(batch.oldLogProbs, "oldLogProbs", "update_actor");
   const adv = required(batch.advantages, "advantages", "update_actor");
@@ -96,18 +115,25 @@ export function actorMicroLoss(
       batchNumTokens: mb.miniTokens,
       globalBatchSize: mb.miniRows,
       lossScaleFactor: batch.responseLength,
+      validTokens: mb.responseMask.reduce((a, m) => a + (m !== 0 ? 1 : 0), 0),
+      seed,
     },
   );
 }
 
+const isLossMetric = (name: string) => (POLICY_LOSS_METRICS as readonly string[]).includes(name);
+
 /**
  * Names under which the actor reports its stats (POLICY_LOSS_STATS order); null for an entry the
- * CPU reference does not report: the entropy without an entropy bonus, the KL loss without it.
+ * CPU reference does not report: a metric the policy loss does not return (verl's pg_metrics),
+ * the entropy without an entropy bonus, the KL loss without it.
  */
 export function actorStatNames(cfg: ActorLossConfig): (string | null)[] {
+  const own: readonly string[] = POLICY_LOSSES.get(cfg.policyLoss).metrics;
   return POLICY_LOSS_STATS.map((name) => {
     if (name === "actor/entropy" && cfg.entropyCoeff === 0) return null;
     if (name === "actor/kl_loss" && !cfg.useKlLoss) return null;
+    if (isLossMetric(name) && !own.includes(name)) return null;
     return name;
   });
 }

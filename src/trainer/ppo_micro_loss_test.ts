@@ -24,6 +24,16 @@ import {
 } from "./ppo_micro_loss.ts";
 
 const B = 6, P = 3, R = 5, T = P + R;
+/** The keys only some losses read, wide enough that clip_cov and kl_cov choose tokens. */
+const LOSS_KEYS = {
+  tauPos: 1,
+  tauNeg: 1.05,
+  clipCovRatio: 0.3,
+  clipCovLb: -5,
+  clipCovUb: 5,
+  klCovRatio: 0.3,
+  ppoKlCoef: 0.4,
+};
 // ragged: a hole mid-response (row 1), an all-padding row (2), lengths 1..R
 const MASK = Int32Array.from([
   ...[1, 1, 1, 0, 0],
@@ -97,13 +107,14 @@ gpuTest("actorMicroLoss ([n, T] layout) matches computeActorLoss over [n, R]", a
         useKlLoss: k % 4 < 2,
         klLossCoef: 0.05,
         klLossType: "low_var_kl",
+        ...LOSS_KEYS,
       };
       const old = gatherRows(b.oldLogProbs!, R, mb.rows);
       const lp = old.map((v, i) => v + 0.5 * Math.sin(3 * i + k)); // ratios on both sides of the clip
       const ent = randomArray(n * R, 7 * k, 0, 2);
       const logProbs = positionedOutput(lp, n);
       const entropy = cfg.entropyCoeff ? positionedOutput(ent, n) : null;
-      const gpu = actorMicroLoss({ logProbs, entropy }, b, mb, cfg);
+      const gpu = actorMicroLoss({ logProbs, entropy }, b, mb, cfg, 17 + k);
       const cpu = computeActorLoss({
         R,
         logProb: lp,
@@ -112,8 +123,9 @@ gpuTest("actorMicroLoss ([n, T] layout) matches computeActorLoss over [n, R]", a
         responseMask: mb.responseMask,
         entropy: entropy ? ent : undefined,
         refLogProb: cfg.useKlLoss ? gatherRows(b.refLogProbs!, R, mb.rows) : undefined,
-      }, { ...cfg, batchNumTokens: mb.miniTokens, globalBatchSize: mb.miniRows });
+      }, { ...cfg, batchNumTokens: mb.miniTokens, globalBatchSize: mb.miniRows, seed: 17 + k });
       const label = `${policyLoss} ${lossAggMode}`;
+      if (policyLoss === "clip_cov") assert.ok(cpu.metrics["actor/pg_clipfrac"] > 0, "tokens cut");
       const stats = await gpu.stats.toArray();
       const names = actorStatNames(cfg);
       POLICY_LOSS_STATS.forEach((name, j) => {
@@ -168,7 +180,7 @@ gpuTest("a loss_mode without a GPU form or a missing batch field is an error nam
   const b = batch(1), mb = micro(b);
   const lp = positionedOutput(new Float32Array(mb.rows.length * R), mb.rows.length);
   const cfg: ActorLossConfig = {
-    policyLoss: "sapo",
+    policyLoss: "bypass_mode",
     clipRatio: 0.2,
     clipRatioLow: 0.2,
     clipRatioHigh: 0.2,
@@ -178,10 +190,11 @@ gpuTest("a loss_mode without a GPU form or a missing batch field is an error nam
     useKlLoss: false,
     klLossCoef: 0,
     klLossType: "kl",
+    ...LOSS_KEYS,
   };
   assert.throws(
     () => actorMicroLoss({ logProbs: lp, entropy: null }, b, mb, cfg),
-    /actor\.policy_loss\.loss_mode "sapo" has no GPU implementation/,
+    /actor\.policy_loss\.loss_mode "bypass_mode" has no GPU implementation/,
   );
   assert.throws(
     () =>

@@ -133,6 +133,21 @@ const ACTOR_CASES: {
       entropyCoeff: 0,
     },
   },
+  {
+    label: "clip_cov token-mean, 2 epochs of 3 micro-batches (a seed each)",
+    o: { ppoEpochs: 2, miniBatchSize: 6, microBatchSize: 2, shuffle: true },
+    loss: { policyLoss: "clip_cov", lossAggMode: "token-mean", entropyCoeff: 0, useKlLoss: false },
+  },
+  {
+    label: "kl_cov seq-mean-token-sum, entropy bonus",
+    o: { ppoEpochs: 1, miniBatchSize: 4, microBatchSize: 2, shuffle: false },
+    loss: { policyLoss: "kl_cov", lossAggMode: "seq-mean-token-sum", entropyCoeff: 0.01 },
+  },
+  {
+    label: "geo_mean, a micro-batch holding the all-padding row",
+    o: { ppoEpochs: 1, miniBatchSize: 6, microBatchSize: 3, shuffle: false },
+    loss: { policyLoss: "geo_mean", useKlLoss: true },
+  },
 ];
 
 gpuTest(
@@ -165,6 +180,13 @@ gpuTest(
           useKlLoss: false,
           klLossCoef: 0.05,
           klLossType: "low_var_kl",
+          tauPos: 1,
+          tauNeg: 1.05,
+          clipCovRatio: 0.2,
+          clipCovLb: -3,
+          clipCovUb: 3,
+          klCovRatio: 0.2,
+          ppoKlCoef: 0.3,
           ...c.loss,
         },
       };
@@ -175,7 +197,8 @@ gpuTest(
       assert.equal(reads, minis, `${c.label}: one readback per mini-batch`);
       const cpuM = await updateActorCpuLoss(models[1], opts[1], batch, o);
       assertSameMetrics(gpuM, cpuM);
-      assert.ok(gpuM["actor/pg_clipfrac"] > 0, `${c.label}: the clip was active`);
+      const clipfrac = gpuM["actor/pg_clipfrac"] ?? 1; // kl_cov reports none
+      assert.ok(clipfrac > 0, `${c.label}: the clip was active`);
       await assertSameParams(models[0].params(), models[1].params(), weights);
     }
   },

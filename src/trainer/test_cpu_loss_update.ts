@@ -19,6 +19,7 @@ import { type Batch, chunks, gatherRows, range, responseScatter, responseSlice }
 import type { CriticUpdateOptions, ValueModel } from "./critic.ts";
 import type { MicroBatch, UpdateLoopOptions } from "./minibatch.ts";
 import { type Optimizer, optimizerStep } from "./optimizer_step.ts";
+import { microBatchSeed } from "./ppo_micro_loss.ts";
 import { appendMetrics, reduceMetrics } from "./util.ts";
 
 /** The former update loop: per-micro-batch metrics on the CPU, averaged at the end. */
@@ -66,6 +67,7 @@ export async function updateActorCpuLoss(
 ): Promise<Record<string, number>> {
   const P = batch.promptLength, R = batch.responseLength;
   const withEntropy = o.loss.entropyCoeff !== 0;
+  let micro = 0;
   const { metrics, skipped } = await cpuLoop(
     batch,
     optimizer,
@@ -91,7 +93,12 @@ export async function updateActorCpuLoss(
         responseMask: mb.responseMask,
         entropy: out.entropy ? responseSlice(new Float32Array(read[1]), n, P, R) : undefined,
         refLogProb: o.loss.useKlLoss ? gatherRows(batch.refLogProbs!, R, rows) : undefined,
-      }, { ...o.loss, batchNumTokens: mb.miniTokens, globalBatchSize: mb.miniRows });
+      }, {
+        ...o.loss,
+        batchNumTokens: mb.miniTokens,
+        globalBatchSize: mb.miniRows,
+        seed: microBatchSeed(o.seed, o.step, micro++),
+      });
       const seed = (g: Float32Array) => Tensor.from(responseScatter(g, n, P, R), [n * (P + R)]);
       const seedLp = seed(res.gradLogProb as Float32Array);
       if (out.entropy && res.gradEntropy) {

@@ -1,55 +1,29 @@
 /**
- * Fused PPO policy losses (shaders/ppo_loss.wgsl): ratio, clip, dual-clip (vanilla) or the
- * sequence-level ratio (gspo), the optional KL loss and entropy bonus, and the loss aggregation,
- * with verl's semantics (src/algos/actor_loss.ts and policy_loss.ts are the references). The loss
- * stays on the GPU as a [1] tensor with a backward into the log-probs (and the entropy); the
- * statistics land in a small [6] tensor that the trainer sums on the GPU and reads once per step.
+ * Fused PPO policy losses (shaders/ppo_loss.wgsl): every loss of src/algos/policy_losses (the
+ * references, with actor_loss.ts for the whole objective) in one rows pass, after the token choice
+ * of clip_cov / kl_cov (ppo_loss_cov.ts), plus the optional KL loss and entropy bonus and the loss
+ * aggregation, with verl's semantics. The loss stays on the GPU as a [1] tensor with a backward
+ * into the log-probs (and the entropy); the statistics land in a small [6] tensor that the trainer
+ * sums on the GPU and reads once per mini-batch.
  */
 import { KL_ESTIMATORS } from "../kl.ts";
-import type { LossAggMode } from "../agg.ts";
+import type { PolicyLossOptions } from "../policy_loss.ts";
 import { gpu, packParams } from "../../gpu/mod.ts";
-import { record, registerOp, Registry } from "../../tensor/mod.ts";
+import { record, registerOp } from "../../tensor/mod.ts";
 import { Tensor } from "../../tensor/mod.ts";
 import { grid1d } from "../../tensor/mod.ts";
 import { aggregate, checkBatch, type LossAggOptions, maskType } from "./ppo_loss_agg.ts";
+import { covSelect } from "./ppo_loss_cov.ts";
+import { gpuPolicyLoss } from "./ppo_loss_modes.ts";
 
 const WG = 128; // invocations per workgroup, passed to shaders/ppo_loss.wgsl as #const WG
 
 registerOp(
   "ppo_policy_loss",
   "logProb, oldLogProb, advantages [B, R] f32, mask [B, R] (+ entropy, refLogProb) -> loss [1] = " +
-    "agg(vanilla clipped/dual-clipped or gspo PPO loss) - entropy_coeff agg(entropy) + " +
-    "kl_loss_coef agg(kl); backward into logProb and entropy",
+    "agg(policy loss of loss_mode) - entropy_coeff agg(entropy) + kl_loss_coef agg(kl); " +
+    "backward into logProb and entropy",
 );
-
-/** How the kernel runs one `actor.policy_loss.loss_mode`. */
-export interface GpuPolicyLoss {
-  /** `loss_mode` of shaders/ppo_loss.wgsl */
-  code: number;
-  /** aggregation of the pg loss when the loss fixes it (gspo), else loss_agg_mode */
-  pgAggMode?: LossAggMode;
-  /** whether clip_ratio_c applies (and must be > 1) */
-  dualClip: boolean;
-}
-
-/**
- * The policy losses the GPU runs, by verl name. Every name of src/algos' POLICY_LOSSES needs an
- * entry here (a test checks it): the trainer has no CPU fallback.
- */
-export const GPU_POLICY_LOSSES: Registry<GpuPolicyLoss> = new Registry("GPU policy loss");
-GPU_POLICY_LOSSES.register("vanilla", { code: 0, dualClip: true });
-GPU_POLICY_LOSSES.register("gspo", { code: 1, pgAggMode: "seq-mean-token-mean", dualClip: false });
-
-/** The GPU form of `actor.policy_loss.loss_mode` `name`; an error naming the key when none. */
-export function gpuPolicyLoss(name: string): GpuPolicyLoss {
-  if (!GPU_POLICY_LOSSES.has(name)) {
-    throw new Error(
-      `actor.policy_loss.loss_mode "${name}" has no GPU implementation; GPU policy losses: ` +
-        GPU_POLICY_LOSSES.names().join(", "),
-    );
-  }
-  return GPU_POLICY_LOSSES.get(name);
-}
 
 /** Names of the entries of `stats`, in order (verl's metric names). */
 export const POLICY_LOSS_STATS = [
@@ -61,18 +35,29 @@ export const POLICY_LOSS_STATS = [
   "actor/kl_loss",
 ] as const;
 
-/** `actor.*` keys in camelCase, verl's defaults in brackets. */
-export interface PpoPolicyLossOptions extends LossAggOptions {
+/** The loss settings of src/algos' PolicyLossOptions the GPU honours. */
+type LossSettings = Pick<
+  PolicyLossOptions,
+  | "clipRatio"
+  | "clipRatioLow"
+  | "clipRatioHigh"
+  | "clipRatioC"
+  | "tauPos"
+  | "tauNeg"
+  | "clipCovRatio"
+  | "clipCovLb"
+  | "clipCovUb"
+  | "klCovRatio"
+  | "ppoKlCoef"
+  | "seed"
+>;
+
+/** `actor.*` keys in camelCase, verl's defaults in brackets (see PolicyLossOptions). */
+export interface PpoPolicyLossOptions extends LossAggOptions, LossSettings {
   /** actor.policy_loss.loss_mode [vanilla]: a name of GPU_POLICY_LOSSES */
   lossMode?: string;
-  /** ε [0.2] */
-  clipRatio?: number;
-  /** lower ε [clipRatio] */
-  clipRatioLow?: number;
-  /** upper ε [clipRatio] */
-  clipRatioHigh?: number;
-  /** dual-clip bound c for negative advantages, > 1 [3] */
-  clipRatioC?: number;
+  /** clip_cov, kl_cov: the valid tokens of `responseMask` (Σ mask), which size their choice */
+  validTokens?: number;
   /** per-token entropy [B, R] (from logprobEntropy); needed when entropyCoeff != 0 */
   entropy?: Tensor;
   /** actor.entropy_coeff [0] */
@@ -113,9 +98,9 @@ function klCode(type: string): { code: number; straight: boolean } {
 /**
  * verl's policy loss (`lossMode`) of one micro-batch, plus entropy bonus and KL loss as dp_actor
  * assembles them, aggregated by `lossAggMode` (with batchNumTokens / globalBatchSize so that
- * micro-batches of a mini-batch share a denominator; gspo's pg loss is always
- * seq-mean-token-mean, its entropy and KL terms follow `lossAggMode`, as in verl). Masked
- * positions may hold anything.
+ * micro-batches of a mini-batch share a denominator; gspo's and sapo's pg loss is always
+ * seq-mean-token-mean and geo_mean's a mean over rows, while their entropy and KL terms follow
+ * `lossAggMode`, as in verl). Masked positions may hold anything.
  */
 export function ppoPolicyLoss(
   logProb: Tensor,
@@ -136,16 +121,23 @@ export function ppoPolicyLoss(
   const ec = options.entropyCoeff ?? 0;
   if (ec !== 0 && !entropy) throw new Error("ppoPolicyLoss: entropyCoeff != 0 needs the entropy");
   const eps = options.clipRatio ?? 0.2;
+  const low = options.clipRatioLow ?? eps, high = options.clipRatioHigh ?? eps;
   const c = options.clipRatioC ?? 3;
   if (pl.dualClip && !(c > 1)) throw new Error(`ppoPolicyLoss: clip_ratio_c must be > 1, got ${c}`);
+  const tauPos = options.tauPos ?? 1.0, tauNeg = options.tauNeg ?? 1.05;
+  if (pl.code === 2 && !(tauPos > 0 && tauNeg > 0)) {
+    throw new Error(
+      `ppoPolicyLoss: sapo's tau_pos and tau_neg must be > 0, got ${tauPos}, ${tauNeg}`,
+    );
+  }
   const useKl = options.useKlLoss ?? false;
   const klc = useKl ? options.klLossCoef ?? 0.001 : 0;
   const kl = klCode(options.klLossType ?? "low_var_kl");
   const params = packParams([
     B,
     R,
-    { f32: options.clipRatioLow ?? eps },
-    { f32: options.clipRatioHigh ?? eps },
+    { f32: low },
+    { f32: high },
     { f32: c },
     kl.code,
     kl.straight ? 1 : 0,
@@ -154,7 +146,24 @@ export function ppoPolicyLoss(
     { f32: klc },
     { f32: ec },
     pl.code,
+    { f32: tauPos },
+    { f32: tauNeg },
+    { f32: options.ppoKlCoef ?? 0.1 },
+    0,
   ]);
+  // [B, R]: the chosen tokens of clip_cov / kl_cov in, dL_t/dlogp_t out (read by the backward)
+  const tok = pl.select
+    ? covSelect(logProb, oldLogProb, advantages, responseMask, {
+      mode: pl.select,
+      validTokens: requireValidTokens(options.validTokens, pl.select),
+      ratio: pl.select === "kl_cov" ? options.klCovRatio ?? 0.0002 : options.clipCovRatio ?? 0.0002,
+      lb: options.clipCovLb,
+      ub: options.clipCovUb,
+      clipLow: low,
+      clipHigh: high,
+      seed: options.seed,
+    })
+    : Tensor.empty([B, R], "f32", "ppo_loss.token_grad");
   const defines = { MaskT: maskType(responseMask), WG };
   const g = gpu();
   const partials = Tensor.empty([B, 8], "f32", "ppo_loss.partials");
@@ -168,11 +177,12 @@ export function ppoPolicyLoss(
       (entropy ?? logProb).buffer, // unread stand-ins keep every declared binding bound
       (useKl ? refLogProb! : logProb).buffer,
       partials.buffer,
+      tok.buffer,
     ],
     workgroups: grid1d(B, 1),
   });
-  // columns: 1 pg loss (agg), 2 clipped, 3 -log ratio, 4 dual-clipped (token means),
-  // 5 entropy (agg), 6 kl (agg), 7 gspo's sequence log-ratio (carried to the backward)
+  // columns: 1 pg loss (agg), 2 pg_clipfrac, 3 ppo_kl, 4 pg_clipfrac_lower terms (token means),
+  // 5 entropy (agg), 6 kl (agg)
   const agg = aggregate("ppoPolicyLoss", partials, [B, R], {
     aggBits: 0b1100010,
     nstats: 6,
@@ -181,6 +191,7 @@ export function ppoPolicyLoss(
   }, options);
   partials.dispose();
   const inputs = entropy ? [logProb, entropy] : [logProb];
+  const release = () => (agg.rowWeights.dispose(), tok.dispose());
   record("ppo_policy_loss", inputs, agg.loss, (gLoss) => {
     const grads: (Tensor | null)[] = [null, null];
     if (logProb.requiresGrad) {
@@ -189,12 +200,11 @@ export function ppoPolicyLoss(
         params,
         buffers: [
           logProb.buffer,
-          oldLogProb.buffer,
-          advantages.buffer,
+          tok.buffer,
+          gLoss.buffer,
           responseMask.buffer,
           agg.rowWeights.buffer,
           (useKl ? refLogProb! : logProb).buffer,
-          gLoss.buffer,
           gl.buffer,
         ],
         workgroups: grid1d(B * R, WG),
@@ -210,9 +220,18 @@ export function ppoPolicyLoss(
       });
       grads[1] = ge;
     }
-    agg.rowWeights.dispose();
+    release();
     return grads.slice(0, inputs.length);
   });
-  if (!agg.loss.node) agg.rowWeights.dispose();
+  if (!agg.loss.node) release();
   return { loss: agg.loss, stats: agg.stats };
+}
+
+function requireValidTokens(n: number | undefined, mode: string): number {
+  if (n === undefined) {
+    throw new Error(
+      `ppoPolicyLoss: loss_mode ${mode} needs validTokens (the mask's valid-token count)`,
+    );
+  }
+  return n;
 }

@@ -12,11 +12,18 @@ export const MASK_TYPES = { f32: "f32", i32: "i32", u32: "u32" } as const;
 /** Invocations of the single aggregation workgroup (shaders/ppo_loss_finish.wgsl #const WG). */
 const FINISH_WG = 256;
 
-const MODE_CODES: Record<LossAggMode, number> = {
+/**
+ * How the pg loss of a policy loss aggregates: a loss_agg_mode, or `row-mean`, the mean of one
+ * value per row over every row (geo_mean's loss per sequence; empty rows count, as torch.mean).
+ */
+export type PgAggMode = LossAggMode | "row-mean";
+
+const MODE_CODES: Record<PgAggMode, number> = {
   "token-mean": 0,
   "seq-mean-token-sum": 1,
   "seq-mean-token-mean": 2,
   "seq-mean-token-sum-norm": 3,
+  "row-mean": 4,
 };
 
 /** Aggregation settings shared by the policy and value losses (see src/algos/agg.ts). */
@@ -54,7 +61,7 @@ export interface Aggregated {
   loss: Tensor; // [1]
   stats: Tensor; // [nstats]
   /** [B, 4] per row: d loss / d (token loss) under column 1's mode and under the others' mode,
-   * the row's carried column 7 (gspo's sequence log-ratio), 0; read by the backward kernels */
+   * the row's carried column 7, 0; read by the backward kernels */
   rowWeights: Tensor;
 }
 
@@ -66,8 +73,8 @@ export interface AggregateSpec {
   nstats: number;
   /** loss = sum_j coefs[j] stat_j over columns 1..6 (index 0 unused) */
   coefs: number[];
-  /** mode of column 1 when it differs from loss_agg_mode (gspo's pg loss) */
-  mode1?: LossAggMode;
+  /** mode of column 1 when it differs from loss_agg_mode (gspo's, sapo's, geo_mean's pg loss) */
+  mode1?: PgAggMode;
 }
 
 /**
@@ -83,9 +90,9 @@ export function aggregate(
 ): Aggregated {
   const [B, R] = shape;
   const mode = checkLossAggMode(options.lossAggMode ?? "token-mean");
-  const mode1 = spec.mode1 ?? mode;
+  const mode1: PgAggMode = spec.mode1 ?? mode;
   const dp = options.dpSize ?? 1;
-  for (const m of new Set([mode, mode1])) {
+  for (const m of new Set<PgAggMode>([mode, mode1])) {
     if (dp > 1 && m === "token-mean" && options.batchNumTokens === undefined) {
       throw new Error(`${op}: token-mean with dpSize > 1 needs the global batchNumTokens`);
     }
@@ -93,7 +100,7 @@ export function aggregate(
       throw new Error(`${op}: ${m} with dpSize > 1 needs the global globalBatchSize`);
     }
   }
-  const horizon = (m: LossAggMode) =>
+  const horizon = (m: PgAggMode) =>
     m === "seq-mean-token-sum-norm" ? options.lossScaleFactor ?? R : 1;
   const coefs = Array.from({ length: 8 }, (_, j) => ({ f32: spec.coefs[j] ?? 0 }));
   const loss = Tensor.empty([1], "f32", `${op}.loss`);

@@ -35,6 +35,13 @@ export function updateActorStage(
       useKlLoss: a.use_kl_loss,
       klLossCoef: a.kl_loss_coef,
       klLossType: a.kl_loss_type,
+      tauPos: a.tau_pos,
+      tauNeg: a.tau_neg,
+      clipCovRatio: a.policy_loss.clip_cov_ratio,
+      clipCovLb: a.policy_loss.clip_cov_lb,
+      clipCovUb: a.policy_loss.clip_cov_ub,
+      klCovRatio: a.policy_loss.kl_cov_ratio,
+      ppoKlCoef: a.policy_loss.ppo_kl_coef,
     },
   });
 }

@@ -1,0 +1,74 @@
+import assert from "node:assert/strict";
+import { POLICY_LOSSES } from "../algos/mod.ts";
+import { ConfigError } from "./errors.ts";
+import { loadConfig } from "./load.ts";
+
+const load = (overrides: string[]) =>
+  loadConfig("ppo_trainer", { overrides, skipPathChecks: true });
+const A = "actor_rollout_ref.actor";
+
+Deno.test("every registered policy loss loads, and its keys reach the config", () => {
+  for (const name of POLICY_LOSSES.names()) {
+    const cfg = load([`${A}.policy_loss.loss_mode=${name}`]);
+    assert.equal(cfg.actor_rollout_ref.actor.policy_loss.loss_mode, name);
+  }
+  const cfg = load([
+    `${A}.policy_loss.loss_mode=clip_cov`,
+    `${A}.policy_loss.clip_cov_ratio=0.01`,
+    `${A}.policy_loss.clip_cov_lb=0.5`,
+    `${A}.policy_loss.clip_cov_ub=4`,
+    `${A}.clip_ratio_high=0.28`,
+  ]);
+  const pl = cfg.actor_rollout_ref.actor.policy_loss;
+  assert.deepEqual([pl.clip_cov_ratio, pl.clip_cov_lb, pl.clip_cov_ub], [0.01, 0.5, 4]);
+  const sapo = load([`${A}.policy_loss.loss_mode=sapo`, `${A}.tau_pos=1.5`, `${A}.tau_neg=2`]);
+  assert.deepEqual([sapo.actor_rollout_ref.actor.tau_pos, sapo.actor_rollout_ref.actor.tau_neg], [
+    1.5,
+    2,
+  ]);
+});
+
+Deno.test("a changed key the chosen loss does not read is an error naming it and its readers", () => {
+  const cases: [string[], string, RegExp][] = [
+    [[`${A}.tau_pos=2`], `${A}.tau_pos`, /not read by .*loss_mode=vanilla \(only by sapo\)/],
+    [
+      [`${A}.policy_loss.loss_mode=kl_cov`, `${A}.clip_ratio_c=10`],
+      `${A}.clip_ratio_c`,
+      /clip_ratio_c=10 is not read by .*loss_mode=kl_cov \(only by vanilla\)/,
+    ],
+    [
+      [`${A}.policy_loss.loss_mode=gpg`, `${A}.clip_ratio_high=0.28`],
+      `${A}.clip_ratio_high`,
+      /only by vanilla, gspo, clip_cov, geo_mean, cispo/,
+    ],
+    [[`${A}.policy_loss.ppo_kl_coef=1`], `${A}.policy_loss.ppo_kl_coef`, /only by kl_cov/],
+  ];
+  for (const [overrides, key, message] of cases) {
+    assert.throws(
+      () => load(overrides),
+      (e: Error) => e instanceof ConfigError && e.key === key && message.test(e.message),
+      overrides.join(" "),
+    );
+  }
+  // the defaults written out, as verl's YAML does, are fine with any loss
+  load([`${A}.policy_loss.loss_mode=gpg`, `${A}.tau_pos=1.0`, `${A}.clip_ratio_c=3.0`]);
+});
+
+Deno.test("policy-loss keys out of range are errors", () => {
+  const cases: [string[], string][] = [
+    [[`${A}.policy_loss.loss_mode=sapo`, `${A}.tau_neg=0`], `${A}.tau_neg`],
+    [
+      [`${A}.policy_loss.loss_mode=clip_cov`, `${A}.policy_loss.clip_cov_ratio=0`],
+      "clip_cov_ratio",
+    ],
+    [[`${A}.policy_loss.loss_mode=kl_cov`, `${A}.policy_loss.kl_cov_ratio=0`], "kl_cov_ratio"],
+    [[`${A}.policy_loss.loss_mode=kl_cov`, `${A}.policy_loss.kl_cov_ratio=1.5`], "kl_cov_ratio"],
+  ];
+  for (const [overrides, key] of cases) {
+    assert.throws(
+      () => load(overrides),
+      (e: Error) => e instanceof ConfigError && e.key.endsWith(key),
+      overrides.join(" "),
+    );
+  }
+});

@@ -3,7 +3,7 @@
 //   token-mean:               agg_j = sum_b c_j / N_tok * dp           N_tok = batch_tokens or sum count
 //   seq-mean-token-sum:       agg_j = sum_b c_j / G * dp               G = batch_seqs or #rows with count > 0
 //   seq-mean-token-mean:      agg_j = sum_b (c_j / count_b) / G * dp
-//   seq-mean-token-sum-norm:  agg_j = sum_b c_j / G * dp / horizon
+//   seq-mean-token-sum-norm:  agg_j = sum_b c_j / horizon                (neither G nor dp)
 //   row-mean (column 1 only): agg_1 = sum_b c_1 / G' * dp      G' = batch_seqs or every row, empty
 //                             ones included (geo_mean's c_1 is already its row loss)
 // Column 1 (the policy or value loss) is aggregated with its own mode (gspo's and sapo's pg loss is
@@ -60,7 +60,8 @@ fn row_factor(mode: u32, count: f32) -> f32 {
   return select(1.0, 1.0 / count, mode == 2u);
 }
 
-// dp / (denominator * horizon) of a mode, 0 when the denominator is 0.
+// dp / (denominator * horizon) of a mode (1 / horizon for seq-mean-token-sum-norm), 0 when a
+// denominator is 0.
 fn mode_scale(mode: u32, horizon: f32, tokens: f32, seqs: f32) -> f32 {
   var den = select(p.batch_seqs, seqs, p.batch_seqs < 0.0);
   if (mode == 0u) {
@@ -68,6 +69,10 @@ fn mode_scale(mode: u32, horizon: f32, tokens: f32, seqs: f32) -> f32 {
   }
   if (mode == 4u) {
     den = select(p.batch_seqs, f32(p.rows), p.batch_seqs < 0.0);
+  }
+  // seq-mean-token-sum-norm divides by the constant horizon alone (no row count, no dp).
+  if (mode == 3u) {
+    return select(0.0, 1.0 / horizon, horizon != 0.0);
   }
   return select(0.0, p.dp / (den * horizon), den != 0.0 && horizon != 0.0);
 }

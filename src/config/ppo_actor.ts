@@ -62,13 +62,21 @@ const actor = section("The PPO update of the policy.", {
   ),
   ppo_epochs: int(1, "Passes over each rollout batch.", { min: 1 }),
   shuffle: bool(false, "Shuffle samples before splitting them into mini-batches."),
-  clip_ratio: float(0.2, "PPO clip range, used where clip_ratio_low/high are not set.", {
+  clip_ratio: float(0.2, "PPO clip range; the default of clip_ratio_low and clip_ratio_high.", {
     min: 0,
   }),
-  clip_ratio_low: float(0.2, "Lower clip: ratio >= 1 - clip_ratio_low.", { min: 0 }),
-  clip_ratio_high: float(0.2, "Upper clip: ratio <= 1 + clip_ratio_high (DAPO raises it).", {
-    min: 0,
-  }),
+  // verl defaults both to 0.2 as well, which leaves clip_ratio with nothing to do; copying it
+  // makes `clip_ratio=0.3` move both bounds while explicit values still win.
+  clip_ratio_low: float(
+    ref("actor_rollout_ref.actor.clip_ratio"),
+    "Lower clip: ratio >= 1 - clip_ratio_low.",
+    { min: 0 },
+  ),
+  clip_ratio_high: float(
+    ref("actor_rollout_ref.actor.clip_ratio"),
+    "Upper clip: ratio <= 1 + clip_ratio_high (DAPO raises it).",
+    { min: 0 },
+  ),
   clip_ratio_c: float(3.0, "Dual-clip bound for negative advantages (vanilla); must be > 1."),
   tau_pos: float(1.0, "sapo: gate temperature for tokens with A > 0; must be > 0.", { min: 0 }),
   tau_neg: float(1.05, "sapo: gate temperature for tokens with A <= 0; must be > 0.", { min: 0 }),

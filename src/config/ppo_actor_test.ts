@@ -72,3 +72,12 @@ Deno.test("policy-loss keys out of range are errors", () => {
     );
   }
 });
+
+Deno.test("clip_ratio sets both clip bounds unless they are given", () => {
+  const a = (o: string[]) => load(o).actor_rollout_ref.actor;
+  assert.deepEqual([a([]).clip_ratio_low, a([]).clip_ratio_high], [0.2, 0.2]);
+  const moved = a([`${A}.clip_ratio=0.3`]);
+  assert.deepEqual([moved.clip_ratio_low, moved.clip_ratio_high], [0.3, 0.3]);
+  const dapo = a([`${A}.clip_ratio=0.3`, `${A}.clip_ratio_high=0.28`]);
+  assert.deepEqual([dapo.clip_ratio_low, dapo.clip_ratio_high], [0.3, 0.28]);
+});

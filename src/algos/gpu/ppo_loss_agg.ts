@@ -96,7 +96,8 @@ export function aggregate(
     if (dp > 1 && m === "token-mean" && options.batchNumTokens === undefined) {
       throw new Error(`${op}: token-mean with dpSize > 1 needs the global batchNumTokens`);
     }
-    if (dp > 1 && m !== "token-mean" && options.globalBatchSize === undefined) {
+    const needsRows = m !== "token-mean" && m !== "seq-mean-token-sum-norm";
+    if (dp > 1 && needsRows && options.globalBatchSize === undefined) {
       throw new Error(`${op}: ${m} with dpSize > 1 needs the global globalBatchSize`);
     }
   }

@@ -27,8 +27,8 @@ export function updateActorStage(
     loss: {
       policyLoss: a.policy_loss.loss_mode,
       clipRatio: a.clip_ratio,
-      clipRatioLow: a.clip_ratio_low ?? a.clip_ratio,
-      clipRatioHigh: a.clip_ratio_high ?? a.clip_ratio,
+      clipRatioLow: a.clip_ratio_low,
+      clipRatioHigh: a.clip_ratio_high,
       clipRatioC: a.clip_ratio_c,
       lossAggMode: a.loss_agg_mode,
       entropyCoeff: a.entropy_coeff,

@@ -14,6 +14,7 @@ import {
   float,
   type Infer,
   int,
+  isRef,
   map,
   oneOf,
   ref,
@@ -141,12 +142,18 @@ function keyValue(a: ActorConfig, key: PolicyLossKey): number {
     : a.policy_loss[leaf as keyof ActorConfig["policy_loss"]] as number;
 }
 
-function keyDefault(key: PolicyLossKey): number {
+/** A key's default; one that copies another actor key (`${...actor.clip_ratio}`) reads it. */
+function keyDefault(a: ActorConfig, key: PolicyLossKey): number {
   const [head, leaf] = key.split(".");
   const f = leaf === undefined
     ? actor.fields[head as keyof typeof actor.fields]
     : actor.fields.policy_loss.fields[leaf as keyof typeof actor.fields.policy_loss.fields];
-  return (f as Field<number>).spec.default as number;
+  const def = (f as Field<number>).spec.default;
+  const prefix = "actor_rollout_ref.actor.";
+  if (isRef(def) && def.ref.startsWith(prefix)) {
+    return a[def.ref.slice(prefix.length) as keyof ActorConfig] as number;
+  }
+  return def as number;
 }
 
 /**
@@ -158,7 +165,7 @@ export function checkPolicyLoss(a: ActorConfig): void {
   const mode = a.policy_loss.loss_mode, reads = POLICY_LOSSES.get(mode).keys;
   const P = "actor_rollout_ref.actor";
   for (const key of POLICY_LOSS_KEYS) {
-    if (reads.includes(key) || keyValue(a, key) === keyDefault(key)) continue;
+    if (reads.includes(key) || keyValue(a, key) === keyDefault(a, key)) continue;
     const readers = POLICY_LOSSES.names().filter((n) => POLICY_LOSSES.get(n).keys.includes(key));
     throw new ConfigError(
       `${P}.${key}`,

@@ -21,6 +21,11 @@ const model = section("The policy model (a Hugging Face folder).", {
   lora_alpha: float(16, "LoRA scaling numerator (scale = alpha / rank)."),
   target_modules: str("all-linear", "Modules that get LoRA adapters."),
   override_config: map("Entries that replace those of the model's config.json."),
+  custom_chat_template: str(
+    null,
+    "A Jinja chat template used instead of the tokenizer's; saved with the checkpoints as " +
+      "chat_template.jinja.",
+  ),
 });
 
 const actor = section("The PPO update of the policy.", {

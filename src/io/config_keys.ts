@@ -1,11 +1,20 @@
 /**
- * Typed reading of JSON config files with messages that name the file and the key, and the
- * checks that refuse config.json features our decoder cannot honour (sliding-window attention
- * in use, mixture-of-experts, another activation, quantized weights).
+ * Typed reading of JSON config files with messages that name the file and the key; the readers of
+ * the keys transformers 4.x and 5.x spell differently (RoPE's base and scaling, the dtype); and
+ * the checks that refuse config.json features our decoder cannot honour (sliding-window
+ * attention in use, mixture-of-experts, another activation, quantized weights).
  */
 import type { ArchitectureSpec } from "./architectures.ts";
 
 type Json = Record<string, unknown>;
+
+/** Which keys a config.json spells RoPE's base and the weights' dtype with. */
+export interface ConfigSpelling {
+  /** `rope_theta` (+ `rope_scaling`) as 4.x writes, `rope_parameters` as 5.x writes, or both. */
+  rope: "rope_theta" | "rope_parameters" | "both";
+  /** `torch_dtype` (4.x), `dtype` (5.x) or both. */
+  dtype: "torch_dtype" | "dtype" | "both";
+}
 
 /** Parses JSON text (or takes an object) that must be an object; `file` names it in errors. */
 export function parseJsonObject(source: string | object, file: string): Record<string, unknown> {
@@ -85,6 +94,50 @@ export class KeyReader {
     }
     return v as Json | null;
   }
+}
+
+/** RoPE's base, scaling entries (rope_theta taken out) and spelling from either layout. */
+export function readRope(json: Json, r: KeyReader, file: string) {
+  const scaling = r.objectOrNull("rope_scaling");
+  const params = r.objectOrNull("rope_parameters");
+  if (params !== null && scaling !== null && JSON.stringify(params) !== JSON.stringify(scaling)) {
+    throw new Error(
+      `${file}: both "rope_scaling" and "rope_parameters" are set and differ; keep one ` +
+        "(rope_parameters as transformers 5 writes it, or rope_theta + rope_scaling as 4.x does)",
+    );
+  }
+  if (params === null) {
+    const spelling: ConfigSpelling["rope"] = "rope_theta";
+    return { theta: r.positiveNumber("rope_theta", 10000), scaling, spelling };
+  }
+  if (params.full_attention !== undefined || params.sliding_attention !== undefined) {
+    throw new Error(`${file}: key "rope_parameters" holds per-layer-type entries; not supported`);
+  }
+  const { rope_theta: inner, ...rest } = params;
+  // transformers 5 takes rope_parameters.rope_theta first, then a top-level rope_theta.
+  const theta = new KeyReader({ rope_theta: inner ?? json.rope_theta }, file)
+    .positiveNumber("rope_theta", 10000);
+  const spelling: ConfigSpelling["rope"] = json.rope_theta === undefined
+    ? "rope_parameters"
+    : "both";
+  return { theta, scaling: Object.keys(rest).length > 0 ? rest : null, spelling };
+}
+
+/** The weights' dtype from `torch_dtype` or `dtype`, and which of the two the file spells. */
+export function readDtype(json: Json, r: KeyReader, file: string) {
+  const hasOld = json.torch_dtype != null, hasNew = json.dtype != null;
+  if (hasOld && hasNew && json.torch_dtype !== json.dtype) {
+    throw new Error(
+      `${file}: "torch_dtype" (${JSON.stringify(json.torch_dtype)}) and "dtype" ` +
+        `(${JSON.stringify(json.dtype)}) disagree`,
+    );
+  }
+  const spelling: ConfigSpelling["dtype"] = hasOld && hasNew
+    ? "both"
+    : hasNew
+    ? "dtype"
+    : "torch_dtype";
+  return { dtype: r.string(hasNew ? "dtype" : "torch_dtype", "float32"), spelling };
 }
 
 function refuse(file: string, key: string, value: unknown, why: string): never {

@@ -162,6 +162,9 @@ export class DecoderTrunk {
         h = next;
       }
     });
+    // A per-forward dynamic table: inference is done with it; on the tape the backward still
+    // rotates with it, and the caller's scope frees it.
+    if (inference && rope.invFreq && rope.invFreq !== this.#ropeTable) rope.invFreq.dispose();
     return rmsNorm(h, this.weights.get("model.norm.weight")!, { eps: this.config.rmsNormEps });
   }
 

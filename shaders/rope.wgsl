@@ -4,7 +4,9 @@
 //   out[i + D/2] = x[i + D/2] * cos(a_i) + x[i] * sin(a_i),   a_i = f32(pos) * inv_freq[i]
 // The angle is the same f32 product HF forms. GPU sin/cos are only specified near [-pi, pi] and
 // positions reach tens of thousands, so the angle is reduced by pi/2 in extended precision and
-// evaluated with polynomials. sign = -1 rotates by the negative angle (the backward).
+// evaluated with polynomials. sign = -1 rotates by the negative angle (the backward). cos and sin
+// are multiplied by `scale` first, as HF multiplies them by its attention scaling (YaRN's factor;
+// 1 otherwise); the backward applies the same factor.
 // One invocation per pair (flat_index of grid.wgsl).
 
 #include "grid.wgsl"
@@ -16,6 +18,7 @@ struct Params {
   heads: u32,
   half: u32, // D / 2
   sign: f32,
+  scale: f32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -76,8 +79,8 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let bt = row / p.heads;
   let base = row * 2u * p.half + d;
   let cs = cos_sin(f32(pos[bt]) * inv_freq[d]);
-  let c = cs.x;
-  let s = cs.y * p.sign;
+  let c = cs.x * p.scale;
+  let s = cs.y * p.scale * p.sign;
   let x1 = x[base];
   let x2 = x[base + p.half];
   out[base] = x1 * c - x2 * s;

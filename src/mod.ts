@@ -33,8 +33,8 @@ export interface Model {
   config: ModelConfig;
   network: CausalLM;
   tokenizer: HfTokenizer;
-  /** The folder's tokenizer files, written back by `saveModel`. */
-  tokenizerFiles: Record<string, string>;
+  /** The folder's companion files (tokenizer, chat template, generation config), kept verbatim. */
+  files: Record<string, string>;
 }
 
 /** Reads config.json, the safetensors weights and the tokenizer files of a folder. */
@@ -46,7 +46,7 @@ export async function loadModel(path: string): Promise<Model> {
     config: w.config,
     network: CausalLM.fromTensors(w.config, w.tensors),
     tokenizer: tokenizerFromFiles(w.tokenizerFiles, path),
-    tokenizerFiles: w.tokenizerFiles,
+    files: w.files,
   };
 }
 
@@ -55,12 +55,15 @@ export function chatPromptIds(model: Model, messages: ChatMessage[]): number[] {
   return renderPrompt(messages, model.tokenizer);
 }
 
-/** Writes the model as a Hugging Face folder (config.json, model.safetensors, tokenizer files). */
+/**
+ * Writes the model as a Hugging Face folder in the dtype it came in (config.json, model.safetensors,
+ * the companion files).
+ */
 export async function saveModel(model: Model, dir: string): Promise<void> {
   await writeModel(dir, {
     config: model.config,
     model: model.network,
-    tokenizerFiles: model.tokenizerFiles,
+    files: model.files,
   });
 }
 

@@ -28,7 +28,8 @@ export async function main(args: string[]): Promise<void> {
       const tok = tokenizerFromFiles(tokenizerFiles, "char tokenizer");
       const config = tinyModelConfig({ vocabSize: tok.vocabSize, eosTokenId: tok.eosTokenId });
       const tensors = tinyWeights(config, { seed: cfg.trainer.seed });
-      return { config, tensors, tokenizerFiles: tokenizerFiles as Record<string, string> };
+      const files = tokenizerFiles as Record<string, string>;
+      return { config, tensors, tokenizerFiles: files, files };
     })();
   const tokenizer = tokenizerFromFiles(start.tokenizerFiles, "model folder");
   const d = cfg.data;
@@ -78,7 +79,7 @@ export async function main(args: string[]): Promise<void> {
         await writeModel(`${dir}/huggingface`, {
           config: start.config,
           model,
-          tokenizerFiles: start.tokenizerFiles,
+          files: start.files,
         });
       }, { maxToKeep: t.max_ckpt_to_keep }).then(() => {}),
   });

@@ -47,6 +47,11 @@ const model = section("The policy model (a Hugging Face folder).", {
   override_config: map("Entries that replace those of the model's config.json.").unsupported(
     "edit the model folder's config.json instead",
   ),
+  custom_chat_template: str(
+    null,
+    "A Jinja chat template used instead of the tokenizer's; saved with the checkpoints as " +
+      "chat_template.jinja.",
+  ),
 });
 
 const actor = section("The PPO update of the policy.", {

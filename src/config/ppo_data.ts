@@ -1,11 +1,16 @@
 /** `data.*` of the PPO/GRPO trainer: which parquet files, which columns, batch and length limits. */
 import { TRUNCATIONS } from "../data/mod.ts";
-import { bool, int, oneOf, paths, ref, section, str } from "./schema.ts";
+import { bool, int, map, oneOf, paths, ref, section, str } from "./schema.ts";
 
 export const ppoData = section("Prompts: files, columns, lengths and batch sizes.", {
   tokenizer: str(
     null,
-    "Tokenizer folder (tokenizer.json + tokenizer_config.json); null uses the actor model's.",
+    "Tokenizer folder (tokenizer.json, tokenizer_config.json, chat_template.jinja); null uses " +
+      "the actor model's. Its files are saved with the checkpoints.",
+    { isPath: true },
+  ),
+  apply_chat_template_kwargs: map(
+    "Variables every chat template render sees, e.g. {enable_thinking: false} for Qwen3.",
   ),
   train_files: paths(
     "data/arithmetic/train.parquet",

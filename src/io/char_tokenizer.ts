@@ -1,7 +1,11 @@
 /**
  * The character-level tokenizer of the synthetic tasks, written as standard Hugging Face files: a
- * BPE model without merges behind a pre-tokenizer that splits every character, so each character
- * is one token. The same {@link HfTokenizer} (and `transformers`' PreTrainedTokenizerFast) loads it.
+ * byte-level BPE model without merges, so each (ASCII) character is one token and any other byte
+ * is `<unk>`. The same {@link HfTokenizer} and `transformers`' fast tokenizer
+ * (PreTrainedTokenizerFast in 4.x, TokenizersBackend in 5.x) load it to the same ids. The vocabulary
+ * is spelled in GPT-2's byte alphabet (space as "Ġ", newline as "Ċ"), so a loader that rebuilds a
+ * byte-level pipeline of its own from the vocabulary (transformers 5 does this for Qwen2 folders)
+ * still maps every alphabet character to its id.
  *
  * Regenerate the committed copy with `deno run -A src/io/char_tokenizer.ts [dir]`.
  */
@@ -31,6 +35,19 @@ export const CHAR_CHAT_TEMPLATE = "{%- for message in messages %}" +
   "{%- endfor %}" +
   "{%- if add_generation_prompt %}{{- '<|assistant|>' }}{%- endif %}";
 
+/**
+ * GPT-2's reversible byte -> character map (what the ByteLevel pre-tokenizer emits): printable
+ * Latin-1 bytes stand for themselves, the others for code points from 256 up, in byte order.
+ */
+export function byteLevelChar(byte: number): string {
+  const printable = (b: number) =>
+    (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff);
+  if (printable(byte)) return String.fromCharCode(byte);
+  let n = 0;
+  for (let b = 0; b < byte; b++) if (!printable(b)) n++;
+  return String.fromCharCode(256 + n);
+}
+
 export interface CharTokenizerFiles {
   tokenizerJson: Record<string, unknown>;
   tokenizerConfig: Record<string, unknown>;
@@ -40,6 +57,10 @@ export interface CharTokenizerFiles {
 export function charTokenizerFiles(options: { alphabet?: string } = {}): CharTokenizerFiles {
   const chars = [...(options.alphabet ?? CHAR_ALPHABET)];
   if (new Set(chars).size !== chars.length) throw new Error("alphabet has repeated characters");
+  const wide = chars.find((c) => c.charCodeAt(0) >= 0x80);
+  if (wide !== undefined) {
+    throw new Error(`alphabet character ${JSON.stringify(wide)} is not ASCII (one byte per token)`);
+  }
   const vocab: Record<string, number> = {};
   const added = CHAR_SPECIAL_TOKENS.map((content, id) => {
     vocab[content] = id;
@@ -53,23 +74,29 @@ export function charTokenizerFiles(options: { alphabet?: string } = {}): CharTok
       special: true,
     };
   });
-  chars.forEach((c, i) => (vocab[c] = CHAR_SPECIAL_TOKENS.length + i));
+  chars.forEach((c, i) => (vocab[byteLevelChar(c.charCodeAt(0))] = CHAR_SPECIAL_TOKENS.length + i));
+  const byteLevel = {
+    type: "ByteLevel",
+    add_prefix_space: false,
+    trim_offsets: true,
+    use_regex: false,
+  };
   const tokenizerJson = {
     version: "1.0",
     truncation: null,
     padding: null,
     added_tokens: added,
     normalizer: null,
-    // "[\s\S]" rather than "." so newlines split too (Oniguruma's "." excludes "\n").
     pre_tokenizer: {
-      type: "Split",
-      pattern: { Regex: "[\\s\\S]" },
-      behavior: "Isolated",
-      invert: false,
+      type: "Sequence",
+      pretokenizers: [
+        // "[\s\S]" rather than "." so newlines split too (Oniguruma's "." excludes "\n").
+        { type: "Split", pattern: { Regex: "[\\s\\S]" }, behavior: "Isolated", invert: false },
+        byteLevel,
+      ],
     },
     post_processor: null,
-    // Without a decoder, tokenizers joins tokens with spaces; Fuse concatenates them.
-    decoder: { type: "Fuse" },
+    decoder: byteLevel,
     model: {
       type: "BPE",
       dropout: null,

@@ -1,8 +1,10 @@
 import assert from "node:assert/strict";
 import {
+  byteLevelChar,
   CHAR_ALPHABET,
   CHAR_SPECIAL_TOKENS,
   charTokenizer,
+  charTokenizerFiles,
   charTokenizerTexts,
 } from "./char_tokenizer.ts";
 import { loadTokenizer } from "./hf_folder.ts";
@@ -33,8 +35,26 @@ Deno.test("char tokenizer: loads through the HF loader and round-trips", async (
     assert.equal(tok.decode(ids), text);
   }
   assert.deepEqual(tok.encode("0+"), [8, 18]);
-  // Characters outside the alphabet become <unk> rather than vanishing.
+  // Characters outside the alphabet become <unk> rather than vanishing: one per UTF-8 byte.
   assert.deepEqual(tok.encode("A9"), [2, 17]);
+  assert.deepEqual(tok.encode("\t#### 6"), [2, 23, 23, 23, 23, 7, 14]);
+  assert.deepEqual(tok.encode("é"), [2, 2]);
+});
+
+Deno.test("char tokenizer: the vocabulary is spelled in GPT-2's byte alphabet", () => {
+  // The reversible map byte-level BPE uses (transformers' bytes_to_unicode), spot checks.
+  assert.equal(byteLevelChar(0x20), "\u0120"); // space -> "Ġ"
+  assert.equal(byteLevelChar(0x0a), "\u010a"); // newline -> "Ċ"
+  assert.equal(byteLevelChar(0x09), "\u0109"); // tab -> "ĉ"
+  assert.equal(byteLevelChar(0x00), "\u0100");
+  assert.equal(byteLevelChar(0x7f), "\u0121");
+  assert.equal(byteLevelChar(0xad), "\u0143");
+  for (const c of "AZaz09!~") assert.equal(byteLevelChar(c.charCodeAt(0)), c);
+  const model = charTokenizerFiles().tokenizerJson.model as { vocab: Record<string, number> };
+  assert.equal(model.vocab["\u0120"], 7);
+  assert.equal(model.vocab["\u010a"], 6);
+  assert.equal(model.vocab[" "], undefined);
+  assert.throws(() => charTokenizer({ alphabet: "ab\u00e9" }), /"\u00e9" is not ASCII/);
 });
 
 Deno.test("char tokenizer: chat template and special tokens", () => {

@@ -1,11 +1,23 @@
 /**
- * `config.json` of the Qwen2 / Llama family, typed and checked, and
- * written back in the shape `transformers` loads. Pure: callers pass text or parsed objects.
+ * `config.json` of the Qwen2 / Qwen3 / Llama / Mistral families, typed and checked, and written
+ * back in the shape `transformers` loads. Both spellings are read: 4.x (`rope_theta`,
+ * `rope_scaling`, `torch_dtype`) and 5.x (`rope_parameters`, `dtype`); a rewrite keeps the
+ * spelling the file came with, so it gains no key that contradicts the ones it had. Pure:
+ * callers pass text or parsed objects.
  */
 
 import { architecture, type ModelType, SUPPORTED_MODEL_TYPES } from "./architectures.ts";
+import {
+  type ConfigSpelling,
+  KeyReader,
+  parseJsonObject,
+  readDtype,
+  readRope,
+  refuseUnsupported,
+} from "./config_keys.ts";
+import { parseRopeScaling, type RopeScaling } from "./rope_config.ts";
 
-export { type ModelType, SUPPORTED_MODEL_TYPES };
+export { type ConfigSpelling, type ModelType, parseJsonObject, SUPPORTED_MODEL_TYPES };
 
 export interface ModelConfig {
   modelType: ModelType;
@@ -17,18 +29,25 @@ export interface ModelConfig {
   numKeyValueHeads: number;
   headDim: number;
   rmsNormEps: number;
+  /** RoPE's base (`rope_theta`, or `rope_parameters.rope_theta`). */
   ropeTheta: number;
-  /** `rope_scaling` as written (null when absent); the model decides whether it supports it. */
+  /**
+   * The scaling entries as written: `rope_scaling`'s object, or `rope_parameters` without its
+   * `rope_theta`; null when absent. {@link ropeScalingOf} gives the checked, typed view.
+   */
   ropeScaling: Record<string, unknown> | null;
   vocabSize: number;
   tieWordEmbeddings: boolean;
-  /** Bias on q/k/v (and, for Llama, o) projections: always present in Qwen2 checkpoints. */
+  /** Bias on q/k/v (and, where the family says so, o) projections. */
   attentionBias: boolean;
+  /** Bias on gate/up/down (Llama's `mlp_bias`). */
+  mlpBias: boolean;
   maxPositionEmbeddings: number;
   bosTokenId: number | null;
   eosTokenId: number | number[];
   torchDtype: string;
   hiddenAct: string;
+  spelling: ConfigSpelling;
   /** Keys not interpreted above, kept so a read-then-write round trip loses nothing. */
   extra: Record<string, unknown>;
 }
@@ -46,9 +65,11 @@ const TYPED_KEYS = new Set([
   "rms_norm_eps",
   "rope_theta",
   "rope_scaling",
+  "rope_parameters",
   "vocab_size",
   "tie_word_embeddings",
   "attention_bias",
+  "mlp_bias",
   "max_position_embeddings",
   "bos_token_id",
   "eos_token_id",
@@ -59,75 +80,13 @@ const TYPED_KEYS = new Set([
 
 type Json = Record<string, unknown>;
 
-/** Parses JSON text (or takes an object) that must be an object; `file` names it in errors. */
-export function parseJsonObject(source: string | object, file: string): Record<string, unknown> {
-  let raw: unknown = source;
-  if (typeof source === "string") {
-    try {
-      raw = JSON.parse(source);
-    } catch (e) {
-      throw new Error(`${file}: not valid JSON (${(e as Error).message})`);
-    }
-  }
-  if (raw === null || typeof raw !== "object" || Array.isArray(raw)) {
-    throw new Error(`${file}: expected a JSON object`);
-  }
-  return raw as Json;
-}
-
-/** Reads typed keys with messages that name the file and the key. */
-class KeyReader {
-  constructor(private readonly json: Json, private readonly file: string) {}
-
-  private fail(key: string, want: string): never {
-    const got = this.json[key];
-    const shown = got === undefined ? "it is missing" : `got ${JSON.stringify(got)}`;
-    throw new Error(`${this.file}: key "${key}" must be ${want}; ${shown}`);
-  }
-
-  positiveInt(key: string, fallback?: number): number {
-    const v = this.json[key] ?? fallback;
-    if (typeof v !== "number" || !Number.isSafeInteger(v) || v <= 0) {
-      this.fail(key, "a positive integer");
-    }
-    return v;
-  }
-
-  positiveNumber(key: string, fallback: number): number {
-    const v = this.json[key] ?? fallback;
-    if (typeof v !== "number" || !(v > 0) || !Number.isFinite(v)) {
-      this.fail(key, "a positive number");
-    }
-    return v;
-  }
-
-  bool(key: string, fallback: boolean): boolean {
-    const v = this.json[key] ?? fallback;
-    if (typeof v !== "boolean") this.fail(key, "true or false");
-    return v;
-  }
-
-  tokenId(key: string): number | null {
-    const v = this.json[key] ?? null;
-    if (v !== null && (typeof v !== "number" || !Number.isSafeInteger(v) || v < 0)) {
-      this.fail(key, "a token id or null");
-    }
-    return v;
-  }
-
-  tokenIds(key: string): number | number[] {
-    const v = this.json[key];
-    const ok = (x: unknown) => typeof x === "number" && Number.isSafeInteger(x) && x >= 0;
-    if (ok(v)) return v as number;
-    if (Array.isArray(v) && v.length > 0 && v.every(ok)) return v as number[];
-    return this.fail(key, "a token id or a non-empty list of them");
-  }
-
-  string(key: string, fallback: string): string {
-    const v = this.json[key] ?? fallback;
-    if (typeof v !== "string") this.fail(key, "a string");
-    return v;
-  }
+/** The checked rope type and its numbers (throws naming the key when unsupported). */
+export function ropeScalingOf(config: ModelConfig, file = "config.json"): RopeScaling {
+  return parseRopeScaling(config.ropeScaling, {
+    file,
+    key: config.spelling.rope === "rope_theta" ? "rope_scaling" : "rope_parameters",
+    maxPositionEmbeddings: config.maxPositionEmbeddings,
+  });
 }
 
 /** Parses `config.json` text or object; `file` names it in errors. */
@@ -146,6 +105,7 @@ export function parseModelConfig(
     );
   }
   const type = modelType as ModelType;
+  const spec = architecture(type);
   const hiddenSize = r.positiveInt("hidden_size");
   const numAttentionHeads = r.positiveInt("num_attention_heads");
   const numKeyValueHeads = r.positiveInt("num_key_value_heads", numAttentionHeads);
@@ -155,47 +115,63 @@ export function parseModelConfig(
         `num_key_value_heads (${numKeyValueHeads})`,
     );
   }
-  if (json.head_dim == null && hiddenSize % numAttentionHeads !== 0) {
+  if (json.head_dim == null && spec.headDim === null && hiddenSize % numAttentionHeads !== 0) {
     throw new Error(
       `${file}: hidden_size (${hiddenSize}) is not divisible by num_attention_heads ` +
         `(${numAttentionHeads}) and no head_dim is given`,
     );
   }
-  const ropeScaling = json.rope_scaling ?? null;
-  if (ropeScaling !== null && (typeof ropeScaling !== "object" || Array.isArray(ropeScaling))) {
-    throw new Error(`${file}: key "rope_scaling" must be an object or null`);
+  const numHiddenLayers = r.positiveInt("num_hidden_layers");
+  const maxPositionEmbeddings = r.positiveInt(
+    "max_position_embeddings",
+    spec.maxPositionEmbeddings,
+  );
+  refuseUnsupported(json, spec, { file, numHiddenLayers, maxPositionEmbeddings });
+  const attentionBias = r.bool("attention_bias", spec.attentionBias);
+  if (attentionBias && !spec.readsAttentionBias && !spec.attentionBias) {
+    throw new Error(
+      `${file}: key "attention_bias" is true, but ${spec.className} has no attention bias`,
+    );
   }
-  const spec = architecture(type);
+  const mlpBias = spec.readsMlpBias ? r.bool("mlp_bias", false) : false;
+  if (!spec.readsMlpBias && json.mlp_bias === true) {
+    throw new Error(`${file}: key "mlp_bias" is true, but ${spec.className} has no MLP bias`);
+  }
   const architectures = json.architectures ?? [spec.className];
   if (!Array.isArray(architectures) || !architectures.every((a) => typeof a === "string")) {
     throw new Error(`${file}: key "architectures" must be a list of strings`);
   }
+  const rope = readRope(json, r, file);
+  const dtype = readDtype(json, r, file);
   const extra: Json = {};
   for (const [k, v] of Object.entries(json)) if (!TYPED_KEYS.has(k)) extra[k] = v;
-  return {
+  const config: ModelConfig = {
     modelType: type,
     architectures: [...architectures],
     hiddenSize,
     intermediateSize: r.positiveInt("intermediate_size"),
-    numHiddenLayers: r.positiveInt("num_hidden_layers"),
+    numHiddenLayers,
     numAttentionHeads,
     numKeyValueHeads,
-    headDim: r.positiveInt("head_dim", hiddenSize / numAttentionHeads),
+    headDim: r.positiveInt("head_dim", spec.headDim ?? hiddenSize / numAttentionHeads),
     rmsNormEps: r.positiveNumber("rms_norm_eps", 1e-6),
-    ropeTheta: r.positiveNumber("rope_theta", 10000),
-    ropeScaling: ropeScaling as Record<string, unknown> | null,
+    ropeTheta: rope.theta,
+    ropeScaling: rope.scaling,
     vocabSize: r.positiveInt("vocab_size"),
-    // Both transformers classes default to untied embeddings.
+    // Every supported transformers class defaults to untied embeddings.
     tieWordEmbeddings: r.bool("tie_word_embeddings", false),
-    attentionBias: r.bool("attention_bias", spec.attentionBias),
-    maxPositionEmbeddings: r.positiveInt("max_position_embeddings", spec.maxPositionEmbeddings),
+    attentionBias,
+    mlpBias,
+    maxPositionEmbeddings,
     bosTokenId: r.tokenId("bos_token_id"),
     eosTokenId: r.tokenIds("eos_token_id"),
-    // Newer transformers write "dtype" instead of "torch_dtype".
-    torchDtype: r.string(json.torch_dtype === undefined ? "dtype" : "torch_dtype", "float32"),
+    torchDtype: dtype.dtype,
     hiddenAct: r.string("hidden_act", "silu"),
+    spelling: { rope: rope.spelling, dtype: dtype.spelling },
     extra,
   };
+  ropeScalingOf(config, file); // refuses unknown rope types now rather than at the first forward
+  return config;
 }
 
 /** What a caller must choose for a fresh model; everything else has the transformers default. */
@@ -214,26 +190,42 @@ export type ModelConfigInit =
 
 /** Builds a validated config for a new model (e.g. the tiny one the synthetic tasks train). */
 export function makeModelConfig(init: ModelConfigInit): ModelConfig {
-  const base = parseModelConfig(
+  const spec = architecture(init.modelType);
+  return parseModelConfig(
     modelConfigToJson({
-      architectures: [architecture(init.modelType).className],
+      architectures: [spec.className],
       numKeyValueHeads: init.numAttentionHeads,
       headDim: init.hiddenSize / init.numAttentionHeads,
       rmsNormEps: 1e-6,
       ropeTheta: 10000,
       ropeScaling: null,
       tieWordEmbeddings: false,
-      attentionBias: architecture(init.modelType).attentionBias,
+      attentionBias: spec.attentionBias,
+      mlpBias: false,
       maxPositionEmbeddings: 2048,
       bosTokenId: null,
       torchDtype: "float32",
       hiddenAct: "silu",
+      spelling: { rope: "rope_theta", dtype: "torch_dtype" },
       extra: {},
       ...init,
     }),
     { file: "<new config>" },
   );
-  return base;
+}
+
+/** The RoPE and dtype keys in the spelling the config came with. */
+function spelledKeys(c: ModelConfig): Json {
+  const out: Json = {};
+  if (c.spelling.rope !== "rope_parameters") out.rope_theta = c.ropeTheta;
+  if (c.spelling.rope === "rope_theta") out.rope_scaling = c.ropeScaling;
+  else {
+    const entries = Object.entries({ ...c.ropeScaling ?? {}, rope_theta: c.ropeTheta });
+    out.rope_parameters = Object.fromEntries(entries.sort(([a], [b]) => (a < b ? -1 : 1)));
+  }
+  if (c.spelling.dtype !== "dtype") out.torch_dtype = c.torchDtype;
+  if (c.spelling.dtype !== "torch_dtype") out.dtype = c.torchDtype;
+  return out;
 }
 
 /** The config as `transformers` writes it (sorted keys), ready for JSON.stringify. */
@@ -255,14 +247,12 @@ export function modelConfigToJson(config: ModelConfig): Record<string, unknown> 
     num_key_value_heads: c.numKeyValueHeads,
     head_dim: c.headDim,
     rms_norm_eps: c.rmsNormEps,
-    rope_theta: c.ropeTheta,
-    rope_scaling: c.ropeScaling,
+    ...spelledKeys(c),
     vocab_size: c.vocabSize,
     tie_word_embeddings: c.tieWordEmbeddings,
     max_position_embeddings: c.maxPositionEmbeddings,
     bos_token_id: c.bosTokenId,
     eos_token_id: c.eosTokenId,
-    torch_dtype: c.torchDtype,
     hidden_act: c.hiddenAct,
   };
   // A family whose transformers class ignores attention_bias (Qwen2) gets the key only when it
@@ -270,6 +260,7 @@ export function modelConfigToJson(config: ModelConfig): Record<string, unknown> 
   if (spec.readsAttentionBias || c.attentionBias !== spec.attentionBias) {
     typed.attention_bias = c.attentionBias;
   }
+  if (spec.readsMlpBias) typed.mlp_bias = c.mlpBias;
   const merged: Json = { ...defaults, ...c.extra, ...typed };
   return Object.fromEntries(Object.entries(merged).sort(([a], [b]) => (a < b ? -1 : 1)));
 }

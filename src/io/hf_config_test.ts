@@ -67,7 +67,13 @@ Deno.test("config: Llama with an eos list, rope scaling and no bias", () => {
     vocab_size: 100,
     eos_token_id: [1, 2],
     bos_token_id: 0,
-    rope_scaling: { rope_type: "llama3", factor: 8.0 },
+    rope_scaling: {
+      rope_type: "llama3",
+      factor: 8.0,
+      low_freq_factor: 1.0,
+      high_freq_factor: 4.0,
+      original_max_position_embeddings: 8192,
+    },
     dtype: "float16",
   });
   assert.equal(c.attentionBias, false);
@@ -78,7 +84,9 @@ Deno.test("config: Llama with an eos list, rope scaling and no bias", () => {
   const json = modelConfigToJson(c);
   assert.equal(json.attention_bias, false);
   assert.equal(json.mlp_bias, false);
-  assert.equal(json.torch_dtype, "float16");
+  // Written back in the spelling it came with: dtype, not torch_dtype.
+  assert.equal(json.dtype, "float16");
+  assert.equal("torch_dtype" in json, false);
 });
 
 Deno.test("config: errors name the file and the key", () => {
@@ -89,7 +97,10 @@ Deno.test("config: errors name the file and the key", () => {
       /m\/config\.json: key "hidden_size" must be a positive integer; it is missing/,
     ],
     [bad({ vocab_size: "big" }), /key "vocab_size" must be a positive integer; got "big"/],
-    [bad({ model_type: "gpt2" }), /key "model_type" must be one of qwen2, llama; got "gpt2"/],
+    [
+      bad({ model_type: "gpt2" }),
+      /key "model_type" must be one of qwen2, qwen3, llama, mistral; got "gpt2"/,
+    ],
     [
       bad({ num_key_value_heads: 3 }),
       /num_attention_heads \(14\) is not divisible by num_key_value_heads \(3\)/,

@@ -13,7 +13,11 @@ import {
 import { checkModelTensors, expectedTensorShapes, type HfTensor } from "./hf_weights.ts";
 import type { RawTensor } from "./safetensors.ts";
 import { joinPath, readSafetensorsFolder, writeSafetensorsFolder } from "./safetensors_fs.ts";
-import { HfTokenizer } from "./tokenizer.ts";
+import {
+  type HfTokenizer,
+  tokenizerFromFiles,
+  type TokenizerFromFilesOptions,
+} from "./tokenizer.ts";
 
 /** Tokenizer-related files copied along with a model when present. */
 export const TOKENIZER_FILE_NAMES = [
@@ -26,6 +30,9 @@ export const TOKENIZER_FILE_NAMES = [
   "merges.txt",
 ] as const;
 
+/** Every file that travels with the weights, verbatim: the tokenizer's and generation_config.json. */
+export const COMPANION_FILE_NAMES = [...TOKENIZER_FILE_NAMES, "generation_config.json"] as const;
+
 export interface ModelFolder {
   path: string;
   config: ModelConfig;
@@ -33,6 +40,8 @@ export interface ModelFolder {
   tensors: Map<string, HfTensor>;
   /** Text of each tokenizer file present, keyed by file name. */
   tokenizerFiles: Record<string, string>;
+  /** Text of each {@link COMPANION_FILE_NAMES} file present: what a save copies along. */
+  files: Record<string, string>;
   generationConfig: GenerationConfig | null;
 }
 
@@ -66,13 +75,11 @@ export async function readModelFolder(
   if (configText === null) throw new Error(`missing ${configPath}`);
   const config = parseModelConfig(configText, { file: configPath });
 
+  const files = await readCompanionFiles(path);
   const tokenizerFiles: Record<string, string> = {};
-  for (const name of TOKENIZER_FILE_NAMES) {
-    const text = await readTextIfPresent(joinPath(path, name));
-    if (text !== null) tokenizerFiles[name] = text;
-  }
+  for (const name of TOKENIZER_FILE_NAMES) if (name in files) tokenizerFiles[name] = files[name];
   const genPath = joinPath(path, "generation_config.json");
-  const genText = await readTextIfPresent(genPath);
+  const genText = files["generation_config.json"] ?? null;
   const generationConfig = genText === null
     ? null
     : parseGenerationConfig(genText, { file: genPath });
@@ -84,21 +91,37 @@ export async function readModelFolder(
     }
     checkModelTensors(config, tensors, path);
   }
-  return { path, config, tensors, tokenizerFiles, generationConfig };
+  return { path, config, tensors, tokenizerFiles, files, generationConfig };
 }
 
-/** Builds the tokenizer of a model folder (tokenizer.json, tokenizer_config.json, chat_template.jinja). */
-export async function loadTokenizer(folder: string): Promise<HfTokenizer> {
-  const jsonPath = joinPath(folder, "tokenizer.json");
-  const json = await readTextIfPresent(jsonPath);
-  if (json === null) throw new Error(`missing ${jsonPath}`);
-  const config = await readTextIfPresent(joinPath(folder, "tokenizer_config.json"));
-  // transformers now saves the template beside the config instead of inside it.
-  const template = await readTextIfPresent(joinPath(folder, "chat_template.jinja"));
-  return new HfTokenizer(json, config ?? "{}", {
-    source: folder,
-    ...(template === null ? {} : { chatTemplate: template }),
-  });
+/** The {@link COMPANION_FILE_NAMES} files present in `folder`, as text. */
+export async function readCompanionFiles(folder: string): Promise<Record<string, string>> {
+  const files: Record<string, string> = {};
+  for (const name of COMPANION_FILE_NAMES) {
+    const text = await readTextIfPresent(joinPath(folder, name));
+    if (text !== null) files[name] = text;
+  }
+  return files;
+}
+
+/**
+ * Builds the tokenizer of a folder (a model folder or a tokenizer-only one, as `data.tokenizer`
+ * names): tokenizer.json, tokenizer_config.json, and chat_template.jinja, which transformers 5
+ * writes beside the config and which wins over the config's template.
+ */
+export async function loadTokenizer(
+  folder: string,
+  options: Omit<TokenizerFromFilesOptions, "source"> = {},
+): Promise<HfTokenizer> {
+  try {
+    if (!(await Deno.stat(folder)).isDirectory) throw new Error(`${folder} is not a directory`);
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound) {
+      throw new Error(`tokenizer folder ${folder} does not exist`);
+    }
+    throw e;
+  }
+  return tokenizerFromFiles(await readCompanionFiles(folder), { ...options, source: folder });
 }
 
 export interface WriteModelFolderOptions {
@@ -108,6 +131,12 @@ export interface WriteModelFolderOptions {
   dtype?: TorchFloatDtype;
   /** File name -> text or JSON object, e.g. from {@link ModelFolder.tokenizerFiles}. */
   tokenizerFiles?: Readonly<Record<string, string | object>>;
+  /**
+   * More files written verbatim, e.g. {@link ModelFolder.files} (tokenizer files and
+   * generation_config.json as they came); these win over `tokenizerFiles` of the same name.
+   */
+  files?: Readonly<Record<string, string>>;
+  /** Written as generation_config.json when `files` holds none. */
   generationConfig?: GenerationConfig | null;
   /** Split the weights into shards of at most this many bytes (default: one file). */
   maxShardBytes?: number;
@@ -175,11 +204,12 @@ export async function writeModelFolder(
       // transformers refuses safetensors weights whose metadata lacks a known format.
       metadata: { format: "pt" },
     });
-    for (const [name, content] of Object.entries(options.tokenizerFiles ?? {})) {
+    const files = { ...options.tokenizerFiles, ...options.files };
+    for (const [name, content] of Object.entries(files)) {
       const text = typeof content === "string" ? content : JSON.stringify(content, null, 2) + "\n";
       await Deno.writeTextFile(joinPath(tmp, plainName(name)), text);
     }
-    if (options.generationConfig) {
+    if (options.generationConfig && !("generation_config.json" in files)) {
       const json = generationConfigToJson(options.generationConfig);
       await Deno.writeTextFile(
         joinPath(tmp, "generation_config.json"),

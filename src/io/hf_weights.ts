@@ -1,7 +1,9 @@
 /**
- * The tensor names and shapes of a Qwen2 / Llama checkpoint in Hugging Face's naming, and checks
- * of a set of tensors against a config. Pure: shared by the Deno folder reader and the browser.
+ * The tensor names and shapes of a Qwen2 / Qwen3 / Llama / Mistral checkpoint in Hugging Face's
+ * naming, and checks of a set of tensors against a config. Pure: shared by the Deno folder reader
+ * and the browser.
  */
+import { architecture } from "./architectures.ts";
 import { type Dtype, fromFloat32, isFloatDtype, toFloat32 } from "./dtype.ts";
 import type { ModelConfig } from "./hf_config.ts";
 import { elementCount } from "./safetensors.ts";
@@ -27,39 +29,53 @@ export function tensorToFloat32(tensor: HfTensor): Float32Array {
   return toFloat32(tensor.data, tensor.dtype);
 }
 
+/** Whether o_proj has a bias: the families whose attention bias covers all four projections. */
+export function hasOutputBias(config: ModelConfig): boolean {
+  return config.attentionBias && architecture(config.modelType).outputBias;
+}
+
 /**
  * Every tensor the model needs, in model order (the order shards are filled in), with its shape.
  * `lm_head.weight` is absent when embeddings are tied, as in the checkpoints transformers writes.
  */
 export function expectedTensorShapes(config: ModelConfig): Map<string, number[]> {
   const c = config;
-  const q = c.numAttentionHeads * c.headDim;
-  const kv = c.numKeyValueHeads * c.headDim;
+  const C = c.hiddenSize, I = c.intermediateSize, D = c.headDim;
+  const q = c.numAttentionHeads * D;
+  const kv = c.numKeyValueHeads * D;
+  const qkNorm = architecture(c.modelType).qkNorm;
   const out = new Map<string, number[]>();
-  out.set("model.embed_tokens.weight", [c.vocabSize, c.hiddenSize]);
+  out.set("model.embed_tokens.weight", [c.vocabSize, C]);
   for (let i = 0; i < c.numHiddenLayers; i++) {
     const p = `model.layers.${i}`;
-    out.set(`${p}.input_layernorm.weight`, [c.hiddenSize]);
-    out.set(`${p}.self_attn.q_proj.weight`, [q, c.hiddenSize]);
-    out.set(`${p}.self_attn.k_proj.weight`, [kv, c.hiddenSize]);
-    out.set(`${p}.self_attn.v_proj.weight`, [kv, c.hiddenSize]);
+    out.set(`${p}.input_layernorm.weight`, [C]);
+    out.set(`${p}.self_attn.q_proj.weight`, [q, C]);
+    out.set(`${p}.self_attn.k_proj.weight`, [kv, C]);
+    out.set(`${p}.self_attn.v_proj.weight`, [kv, C]);
     if (c.attentionBias) {
       out.set(`${p}.self_attn.q_proj.bias`, [q]);
       out.set(`${p}.self_attn.k_proj.bias`, [kv]);
       out.set(`${p}.self_attn.v_proj.bias`, [kv]);
     }
-    out.set(`${p}.self_attn.o_proj.weight`, [c.hiddenSize, q]);
-    // Qwen2 has no output-projection bias; Llama's attention_bias covers all four projections.
-    if (c.attentionBias && c.modelType === "llama") {
-      out.set(`${p}.self_attn.o_proj.bias`, [c.hiddenSize]);
+    out.set(`${p}.self_attn.o_proj.weight`, [C, q]);
+    if (hasOutputBias(c)) out.set(`${p}.self_attn.o_proj.bias`, [C]);
+    if (qkNorm) {
+      // Qwen3: one RMSNorm weight over head_dim, shared by every head.
+      out.set(`${p}.self_attn.q_norm.weight`, [D]);
+      out.set(`${p}.self_attn.k_norm.weight`, [D]);
     }
-    out.set(`${p}.post_attention_layernorm.weight`, [c.hiddenSize]);
-    out.set(`${p}.mlp.gate_proj.weight`, [c.intermediateSize, c.hiddenSize]);
-    out.set(`${p}.mlp.up_proj.weight`, [c.intermediateSize, c.hiddenSize]);
-    out.set(`${p}.mlp.down_proj.weight`, [c.hiddenSize, c.intermediateSize]);
+    out.set(`${p}.post_attention_layernorm.weight`, [C]);
+    out.set(`${p}.mlp.gate_proj.weight`, [I, C]);
+    out.set(`${p}.mlp.up_proj.weight`, [I, C]);
+    out.set(`${p}.mlp.down_proj.weight`, [C, I]);
+    if (c.mlpBias) {
+      out.set(`${p}.mlp.gate_proj.bias`, [I]);
+      out.set(`${p}.mlp.up_proj.bias`, [I]);
+      out.set(`${p}.mlp.down_proj.bias`, [C]);
+    }
   }
-  out.set("model.norm.weight", [c.hiddenSize]);
-  if (!c.tieWordEmbeddings) out.set("lm_head.weight", [c.vocabSize, c.hiddenSize]);
+  out.set("model.norm.weight", [C]);
+  if (!c.tieWordEmbeddings) out.set("lm_head.weight", [c.vocabSize, C]);
   return out;
 }
 

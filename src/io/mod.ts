@@ -11,6 +11,7 @@ export * from "./safetensors.ts";
 export * from "./shards.ts";
 export * from "./safetensors_fs.ts";
 export * from "./hf_config.ts";
+export * from "./rope_config.ts";
 export * from "./generation_config.ts";
 export * from "./hf_weights.ts";
 export * from "./hf_folder.ts";

@@ -12,6 +12,11 @@ type Json = Record<string, unknown>;
 export interface HfTokenizerOptions {
   /** A template that overrides the config's (e.g. from a separate `chat_template.jinja`). */
   chatTemplate?: string;
+  /**
+   * Variables every template render sees (verl's `data.apply_chat_template_kwargs`, e.g.
+   * `{ enable_thinking: false }`); a call's own `extra` wins.
+   */
+  templateVariables?: Record<string, unknown>;
   /** Names the source in error messages. */
   source?: string;
 }
@@ -66,6 +71,7 @@ export class HfTokenizer implements Tokenizer {
   readonly padToken: string;
   readonly bosToken: string | null;
   readonly chatTemplate: string | null;
+  private readonly templateVariables: Record<string, unknown>;
   private readonly core: CoreTokenizer;
   private readonly config: Json;
   private compiled: Template | null = null;
@@ -111,6 +117,7 @@ export class HfTokenizer implements Tokenizer {
     this.bosToken = bos?.[0] ?? null;
     this.bosTokenId = bos?.[1] ?? null;
     this.chatTemplate = options.chatTemplate ?? templateFrom(config.chat_template);
+    this.templateVariables = { ...options.templateVariables };
   }
 
   /** Token ids of `text`; `addSpecialTokens` (default true, as in transformers) runs the post-processor. */
@@ -152,7 +159,32 @@ export class HfTokenizer implements Tokenizer {
       unk_token: special("unk_token"),
       additional_special_tokens: this.config.additional_special_tokens,
       tools: undefined,
+      ...this.templateVariables,
       ...options.extra,
     });
   }
+}
+
+export interface TokenizerFromFilesOptions extends HfTokenizerOptions {
+  /** Names the folder in error messages. */
+  source: string;
+}
+
+/**
+ * The tokenizer of a folder's files (name -> text): tokenizer.json, tokenizer_config.json, and
+ * chat_template.jinja when present (transformers 5 keeps the template there, and it wins over the
+ * config's). `chatTemplate` (verl's `custom_chat_template`) wins over both.
+ */
+export function tokenizerFromFiles(
+  files: Readonly<Record<string, string>>,
+  options: TokenizerFromFilesOptions,
+): HfTokenizer {
+  const where = options.source;
+  const json = files["tokenizer.json"];
+  if (json === undefined) throw new Error(`${where}: tokenizer.json is missing`);
+  const template = options.chatTemplate ?? files["chat_template.jinja"];
+  return new HfTokenizer(json, files["tokenizer_config.json"] ?? "{}", {
+    ...options,
+    ...(template === undefined ? {} : { chatTemplate: template }),
+  });
 }

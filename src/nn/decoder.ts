@@ -1,10 +1,11 @@
 /**
- * The Qwen2 / Llama causal LM on the GPU: a training forward through autograd (`forward`,
- * `hidden`) and an inference path with a KV cache (`prefill`, `decodeStep`). Parameters live in a
- * map under Hugging Face names, so loading and saving a folder is a rename-free copy.
+ * The Qwen2 / Qwen3 / Llama / Mistral causal LM on the GPU: a training forward through autograd
+ * (`forward`, `hidden`) and an inference path with a KV cache (`prefill`, `decodeStep`).
+ * Parameters live in a map under Hugging Face names, so loading and saving a folder is a
+ * rename-free copy.
  */
 import { gpu } from "../gpu/mod.ts";
-import type { ModelConfig } from "../io/mod.ts";
+import { type ModelConfig, type RopeScaling, ropeScalingOf } from "../io/mod.ts";
 import { isGradEnabled, noGrad } from "../tensor/mod.ts";
 import { scope } from "../tensor/mod.ts";
 import { attention } from "../tensor/mod.ts";
@@ -12,9 +13,16 @@ import { cast } from "../tensor/mod.ts";
 import { embedding } from "../tensor/mod.ts";
 import { linear } from "../tensor/mod.ts";
 import { rmsNorm } from "../tensor/mod.ts";
-import { f16BitsToF32, fmtShape, Tensor } from "../tensor/mod.ts";
+import { f16BitsToF32, fmtShape, ropeDynamicInvFreq, Tensor } from "../tensor/mod.ts";
 import { KvCache, lastStep } from "./kv_cache.ts";
-import { type Attend, decoderLayer, type LayerParams, layerParams } from "./layers.ts";
+import {
+  type Attend,
+  decoderLayer,
+  type LayerParams,
+  layerParams,
+  type RopeCall,
+} from "./layers.ts";
+import { ropeFrequencies } from "./rope_scaling.ts";
 import { checkWeights, initWeights, weightShapes } from "./weights.ts";
 
 export interface ForwardOptions {
@@ -61,6 +69,9 @@ export function uploadWeights(
 /** The shared trunk of the LM and the critic: embedding, layers and final norm. */
 export class DecoderTrunk {
   protected readonly layers: LayerParams[];
+  /** The scaled RoPE table [D/2] of linear / llama3 / yarn (null: theta's own, or dynamic). */
+  readonly #ropeTable: Tensor | null;
+  readonly #rope: RopeScaling;
 
   protected constructor(
     readonly config: ModelConfig,
@@ -70,6 +81,33 @@ export class DecoderTrunk {
       { length: config.numHiddenLayers },
       (_, l) => layerParams(config, weights, l),
     );
+    this.#rope = ropeScalingOf(config);
+    const fixed = this.#rope.type !== "default" && this.#rope.type !== "dynamic";
+    this.#ropeTable = fixed
+      ? Tensor.from(ropeFrequencies(config).invFreq, [config.headDim / 2], "f32", "rope.inv_freq")
+        .keep()
+      : null;
+  }
+
+  /**
+   * The rotation of one forward. `longest` bounds max(position) + 1 (the sequence length, or the
+   * cache length in decoding): dynamic NTK changes the table only past max_position_embeddings,
+   * and then builds it on the GPU from the positions, as transformers does per forward.
+   */
+  #ropeCall(positions: Tensor, longest: number): RopeCall {
+    const c = this.config, s = this.#rope;
+    const call: RopeCall = { theta: c.ropeTheta, scale: s.attentionScaling };
+    if (this.#ropeTable) return { ...call, invFreq: this.#ropeTable };
+    if (s.type === "dynamic" && longest > c.maxPositionEmbeddings) {
+      const invFreq = ropeDynamicInvFreq(positions, {
+        theta: c.ropeTheta,
+        headDim: c.headDim,
+        factor: s.factor,
+        maxPositionEmbeddings: c.maxPositionEmbeddings,
+      });
+      return { ...call, invFreq };
+    }
+    return call;
   }
 
   /** Every parameter under its HF name (the same tensors, so the trainer can set requiresGrad). */
@@ -101,12 +139,21 @@ export class DecoderTrunk {
     }
   }
 
-  /** Runs the layers with the given attention; returns the final-norm hidden states [B, T, C]. */
-  protected trunk(ids: Tensor, positions: Tensor, attend: (l: number) => Attend): Tensor {
+  /**
+   * Runs the layers with the given attention; returns the final-norm hidden states [B, T, C].
+   * `longest` bounds the forward's max(position) + 1 (see {@link DecoderTrunk.#ropeCall}).
+   */
+  protected trunk(
+    ids: Tensor,
+    positions: Tensor,
+    attend: (l: number) => Attend,
+    longest = ids.shape[1],
+  ): Tensor {
     let h = embedding(ids, this.weights.get(EMBED)!);
     const inference = !isGradEnabled();
+    const rope = this.#ropeCall(positions, longest);
     this.layers.forEach((w, l) => {
-      const ctx = { config: this.config, positions, attend: attend(l) };
+      const ctx = { config: this.config, positions, attend: attend(l), rope };
       if (!inference) h = decoderLayer(h, w, ctx);
       else {
         // Off the tape nothing needs a layer's intermediates: free them before the next layer.
@@ -115,6 +162,9 @@ export class DecoderTrunk {
         h = next;
       }
     });
+    // A per-forward dynamic table: inference is done with it; on the tape the backward still
+    // rotates with it, and the caller's scope frees it.
+    if (inference && rope.invFreq && rope.invFreq !== this.#ropeTable) rope.invFreq.dispose();
     return rmsNorm(h, this.weights.get("model.norm.weight")!, { eps: this.config.rmsNormEps });
   }
 
@@ -133,10 +183,11 @@ export class DecoderTrunk {
 
   dispose(): void {
     for (const t of this.weights.values()) t.dispose();
+    this.#ropeTable?.dispose();
   }
 }
 
-/** Qwen2ForCausalLM / LlamaForCausalLM. */
+/** Qwen2ForCausalLM / Qwen3ForCausalLM / LlamaForCausalLM / MistralForCausalLM. */
 export class CausalLM extends DecoderTrunk {
   /** The lm_head matrix: the embedding table when tied (both uses' gradients add up). */
   #head: Tensor;
@@ -220,7 +271,7 @@ export class CausalLM extends DecoderTrunk {
           kvLength,
           causal: false,
         });
-      });
+      }, kvLength);
       cache.advance(1);
       return linear(h, this.#head).reshape([cache.batch, this.config.vocabSize]);
     });

@@ -1,9 +1,10 @@
 /**
- * One decoder layer of the Qwen2 / Llama family built from the tensor ops (pre-norm attention and
- * SwiGLU MLP with residuals). Attention itself is a callback so that training (whole sequences)
+ * One decoder layer of the Qwen2 / Qwen3 / Llama / Mistral family built from the tensor ops
+ * (pre-norm attention and SwiGLU MLP with residuals; Qwen3's per-head q/k RMSNorm; optional
+ * attention and MLP biases). Attention itself is a callback so that training (whole sequences)
  * and cached decoding (append to the KV cache, attend over it) share everything else.
  */
-import type { ModelConfig } from "../io/mod.ts";
+import { architecture, type ModelConfig } from "../io/mod.ts";
 import { record, registerOp } from "../tensor/mod.ts";
 import { add } from "../tensor/mod.ts";
 import { linear } from "../tensor/mod.ts";
@@ -31,10 +32,23 @@ export interface LayerParams {
   vBias: Tensor | null;
   o: Tensor;
   oBias: Tensor | null;
+  /** Qwen3: RMSNorm weights [D] over each head of q and k, before RoPE. */
+  qNorm: Tensor | null;
+  kNorm: Tensor | null;
   postNorm: Tensor;
   gate: Tensor;
   up: Tensor;
   down: Tensor;
+  gateBias: Tensor | null;
+  upBias: Tensor | null;
+  downBias: Tensor | null;
+}
+
+/** How q and k are rotated in a forward: theta's table, or a given one, and the cos/sin factor. */
+export interface RopeCall {
+  theta: number;
+  invFreq?: Tensor; // [D/2]
+  scale: number;
 }
 
 /** Picks layer `l`'s tensors out of a map keyed by HF names. */
@@ -50,6 +64,8 @@ export function layerParams(
     return t;
   };
   const bias = config.attentionBias;
+  const qkNorm = architecture(config.modelType).qkNorm;
+  const mlp = config.mlpBias;
   return {
     inputNorm: w("input_layernorm.weight"),
     q: w("self_attn.q_proj.weight"),
@@ -60,10 +76,15 @@ export function layerParams(
     vBias: bias ? w("self_attn.v_proj.bias") : null,
     o: w("self_attn.o_proj.weight"),
     oBias: hasOutputBias(config) ? w("self_attn.o_proj.bias") : null,
+    qNorm: qkNorm ? w("self_attn.q_norm.weight") : null,
+    kNorm: qkNorm ? w("self_attn.k_norm.weight") : null,
     postNorm: w("post_attention_layernorm.weight"),
     gate: w("mlp.gate_proj.weight"),
     up: w("mlp.up_proj.weight"),
     down: w("mlp.down_proj.weight"),
+    gateBias: mlp ? w("mlp.gate_proj.bias") : null,
+    upBias: mlp ? w("mlp.up_proj.bias") : null,
+    downBias: mlp ? w("mlp.down_proj.bias") : null,
   };
 }
 
@@ -74,21 +95,25 @@ export type Attend = (q: Tensor, k: Tensor, v: Tensor) => Tensor;
 export function decoderLayer(
   h: Tensor,
   w: LayerParams,
-  ctx: { config: ModelConfig; positions: Tensor; attend: Attend },
+  ctx: { config: ModelConfig; positions: Tensor; attend: Attend; rope: RopeCall },
 ): Tensor {
   const c = ctx.config;
   const [B, T] = h.shape;
   const D = c.headDim, Hq = c.numAttentionHeads, Hkv = c.numKeyValueHeads;
   const eps = c.rmsNormEps;
   const x = rmsNorm(h, w.inputNorm, { eps });
-  const q = view(linear(x, w.q, w.qBias), [B, T, Hq, D]);
-  const k = view(linear(x, w.k, w.kBias), [B, T, Hkv, D]);
+  let q = view(linear(x, w.q, w.qBias), [B, T, Hq, D]);
+  let k = view(linear(x, w.k, w.kBias), [B, T, Hkv, D]);
   const v = view(linear(x, w.v, w.vBias), [B, T, Hkv, D]);
-  const qr = rope(q, ctx.positions, { theta: c.ropeTheta });
-  const kr = rope(k, ctx.positions, { theta: c.ropeTheta });
+  if (w.qNorm && w.kNorm) {
+    q = rmsNorm(q, w.qNorm, { eps });
+    k = rmsNorm(k, w.kNorm, { eps });
+  }
+  const qr = rope(q, ctx.positions, ctx.rope);
+  const kr = rope(k, ctx.positions, ctx.rope);
   const att = view(ctx.attend(qr, kr, v), [B, T, Hq * D]);
   const h1 = add(h, linear(att, w.o, w.oBias));
   const x2 = rmsNorm(h1, w.postNorm, { eps });
-  const mlp = linear(swiglu(linear(x2, w.gate), linear(x2, w.up)), w.down);
-  return add(h1, mlp);
+  const act = swiglu(linear(x2, w.gate, w.gateBias), linear(x2, w.up, w.upBias));
+  return add(h1, linear(act, w.down, w.downBias));
 }

@@ -3,6 +3,8 @@ export { CausalLM, type ForwardOptions } from "./decoder.ts";
 export { AdamW } from "./optim.ts";
 export { Critic } from "./critic.ts";
 export { positionIdsFromMask, refLogits, type RefWeights } from "./ref_model.ts";
+export { type RopeFrequencies, ropeFrequencies } from "./rope_scaling.ts";
+export { TINY_FAMILIES } from "./tiny_families.ts";
 export {
   TINY_LLAMA,
   TINY_QWEN2,

@@ -1,11 +1,15 @@
 /**
- * Plain-TS reference forward of the Qwen2 / Llama decoder with Hugging Face semantics: RMSNorm
- * computed in float and scaled by its weight, RoPE with the rotate_half convention, grouped-query
- * attention masked causally and by the attention mask (left padding), SwiGLU MLP, optional q/k/v
- * (and Llama o) bias, tied or untied lm_head. Activations are f64 so that finite differences of
- * this forward are accurate enough to check GPU gradients. Slow on purpose: readable loops only.
+ * Plain-TS reference forward of the Qwen2 / Qwen3 / Llama / Mistral decoder with Hugging Face
+ * semantics: RMSNorm computed in float and scaled by its weight, Qwen3's RMSNorm over each head
+ * of q and k, RoPE with the rotate_half convention and the config's rope scaling (its frequency
+ * table and cos/sin factor; dynamic NTK from the batch's largest position), grouped-query
+ * attention masked causally and by the attention mask (left padding), SwiGLU MLP, optional
+ * attention and MLP biases, tied or untied lm_head. Activations are f64 so that finite
+ * differences of this forward are accurate enough to check GPU gradients. Slow on purpose:
+ * readable loops only.
  */
-import type { ModelConfig } from "../io/mod.ts";
+import { architecture, type ModelConfig } from "../io/mod.ts";
+import { ropeFrequencies } from "./rope_scaling.ts";
 import { hasOutputBias, VALUE_HEAD_BIAS, VALUE_HEAD_WEIGHT } from "./weights.ts";
 
 export type RefWeights = ReadonlyMap<string, ArrayLike<number>>;
@@ -71,26 +75,26 @@ function rmsNorm(x: Float64Array, w: ArrayLike<number>, n: number, c: number, ep
   return out;
 }
 
-/** In-place rotary embedding, rotate_half convention: pairs (i, i + D/2). x [B, T, H, D] */
+/**
+ * In-place rotary embedding, rotate_half convention: pairs (i, i + D/2), angle p * invFreq[i],
+ * cos and sin times `scale`. x [B, T, H, D]
+ */
 function rope(
   x: Float64Array,
   pos: Int32Array,
-  B: number,
-  T: number,
-  H: number,
-  D: number,
-  theta: number,
+  shape: [number, number, number, number],
+  table: { invFreq: Float32Array; attentionScaling: number },
 ): void {
+  const [B, T, H, D] = shape;
   const half = D / 2;
+  const scale = table.attentionScaling;
   for (let bt = 0; bt < B * T; bt++) {
     const p = pos[bt];
     for (let h = 0; h < H; h++) {
       const base = (bt * H + h) * D;
       for (let i = 0; i < half; i++) {
-        // Same f32 inverse frequency as HF's `1 / theta ** (arange(0, D, 2) / D)`.
-        const invFreq = Math.fround(1 / Math.pow(theta, (2 * i) / D));
-        const ang = p * invFreq;
-        const cos = Math.cos(ang), sin = Math.sin(ang);
+        const ang = p * table.invFreq[i];
+        const cos = Math.cos(ang) * scale, sin = Math.sin(ang) * scale;
         const x1 = x[base + i], x2 = x[base + i + half];
         x[base + i] = x1 * cos - x2 * sin;
         x[base + i + half] = x2 * cos + x1 * sin;
@@ -161,6 +165,9 @@ export function refHidden(config: ModelConfig, w: RefWeights, inputs: RefInputs)
   const I = c.intermediateSize, N = B * T;
   const mask = inputs.attentionMask ?? new Int32Array(N).fill(1);
   const pos = inputs.positionIds ?? positionIdsFromMask(mask, B, T);
+  // transformers sizes dynamic NTK by the forward's largest position.
+  const table = ropeFrequencies(c, { seqLen: pos.reduce((a, b) => Math.max(a, b), 0) + 1 });
+  const qkNorm = architecture(c.modelType).qkNorm;
   const emb = get(w, "model.embed_tokens.weight");
   const h = new Float64Array(N * C); // residual stream [B, T, C]
   for (let n = 0; n < N; n++) {
@@ -175,17 +182,24 @@ export function refHidden(config: ModelConfig, w: RefWeights, inputs: RefInputs)
     const q = linear(x, get(w, `${p}.self_attn.q_proj.weight`), bias("q_proj.bias"), N, C, Hq * D);
     const k = linear(x, get(w, `${p}.self_attn.k_proj.weight`), bias("k_proj.bias"), N, C, Hkv * D);
     const v = linear(x, get(w, `${p}.self_attn.v_proj.weight`), bias("v_proj.bias"), N, C, Hkv * D);
-    rope(q, pos, B, T, Hq, D, c.ropeTheta);
-    rope(k, pos, B, T, Hkv, D, c.ropeTheta);
+    if (qkNorm) {
+      // One weight [D] over every head: rows of the [N * H, D] views.
+      q.set(rmsNorm(q, get(w, `${p}.self_attn.q_norm.weight`), N * Hq, D, c.rmsNormEps));
+      k.set(rmsNorm(k, get(w, `${p}.self_attn.k_norm.weight`), N * Hkv, D, c.rmsNormEps));
+    }
+    rope(q, pos, [B, T, Hq, D], table);
+    rope(k, pos, [B, T, Hkv, D], table);
     const att = attention(q, k, v, mask, B, T, Hq, Hkv, D); // [B, T, Hq, D]
     const oBias = hasOutputBias(c) ? get(w, `${p}.self_attn.o_proj.bias`) : undefined;
     const o = linear(att, get(w, `${p}.self_attn.o_proj.weight`), oBias, N, Hq * D, C);
     for (let i = 0; i < N * C; i++) h[i] += o[i];
     const x2 = rmsNorm(h, get(w, `${p}.post_attention_layernorm.weight`), N, C, c.rmsNormEps);
-    const gate = linear(x2, get(w, `${p}.mlp.gate_proj.weight`), undefined, N, C, I);
-    const up = linear(x2, get(w, `${p}.mlp.up_proj.weight`), undefined, N, C, I);
+    const mlp = (name: string) => get(w, `${p}.mlp.${name}.weight`);
+    const mlpBias = (name: string) => (c.mlpBias ? get(w, `${p}.mlp.${name}.bias`) : undefined);
+    const gate = linear(x2, mlp("gate_proj"), mlpBias("gate_proj"), N, C, I);
+    const up = linear(x2, mlp("up_proj"), mlpBias("up_proj"), N, C, I);
     for (let i = 0; i < N * I; i++) gate[i] = (gate[i] / (1 + Math.exp(-gate[i]))) * up[i];
-    const down = linear(gate, get(w, `${p}.mlp.down_proj.weight`), undefined, N, I, C);
+    const down = linear(gate, mlp("down_proj"), mlpBias("down_proj"), N, I, C);
     for (let i = 0; i < N * C; i++) h[i] += down[i];
   }
   return rmsNorm(h, get(w, "model.norm.weight"), N, C, c.rmsNormEps);

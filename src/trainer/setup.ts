@@ -2,7 +2,14 @@
  * Deno side of the trainer: reads the config's files (model folder, tokenizer, parquet data,
  * custom reward module), resolves the resume checkpoint, and builds the parts `fit()` runs on.
  */
-import { HfTokenizer, readModelFolder, tensorToFloat32 } from "../io/mod.ts";
+import {
+  type HfTokenizer,
+  readCompanionFiles,
+  readModelFolder,
+  tensorToFloat32,
+  TOKENIZER_FILE_NAMES,
+  tokenizerFromFiles as tokenizerOfFiles,
+} from "../io/mod.ts";
 import { gpu } from "../gpu/mod.ts";
 import { createRewardManager } from "../reward/mod.ts";
 import {
@@ -21,32 +28,71 @@ import { FolderCheckpointStore } from "./checkpoint/store.ts";
 import type { GenerationRow, TrainerParts } from "./parts.ts";
 import { createTracking, runDirOf } from "../tracking/mod.ts";
 
+/** What a model folder holds for training: f32 weights and the files that travel with them. */
+export interface FolderWeights extends ModelWeights {
+  tokenizerFiles: Record<string, string>;
+  /** Tokenizer files and generation_config.json as read, written into every save. */
+  files: Record<string, string>;
+}
+
 /** Reads a Hugging Face folder's weights as f32 arrays; NaN or ±Infinity is an error. */
-export async function readWeights(
-  path: string,
-): Promise<ModelWeights & { tokenizerFiles: Record<string, string> }> {
+export async function readWeights(path: string): Promise<FolderWeights> {
   const folder = await readModelFolder(path);
   const tensors = new Map<string, Float32Array>();
   for (const [name, t] of folder.tensors) tensors.set(name, tensorToFloat32(t));
   checkFiniteWeights(path, tensors);
-  return { config: folder.config, tensors, tokenizerFiles: folder.tokenizerFiles };
+  return {
+    config: folder.config,
+    tensors,
+    tokenizerFiles: folder.tokenizerFiles,
+    files: folder.files,
+  };
 }
 
+/** The tokenizer of a folder's files (chat_template.jinja honoured); `where` names the folder. */
 export function tokenizerFromFiles(files: Record<string, string>, where: string): HfTokenizer {
-  const json = files["tokenizer.json"], cfg = files["tokenizer_config.json"];
-  if (!json) throw new Error(`${where}: tokenizer.json is missing`);
-  const parse = (text: string, name: string): object => {
-    try {
-      return JSON.parse(text);
-    } catch (e) {
-      throw new Error(`${where}/${name}: not valid JSON (${(e as Error).message})`);
-    }
-  };
-  return new HfTokenizer(
-    parse(json, "tokenizer.json"),
-    cfg ? parse(cfg, "tokenizer_config.json") : {},
-    { source: where },
-  );
+  return tokenizerOfFiles(files, { source: where });
+}
+
+/** Where a run's tokenizer comes from (verl's keys). */
+export interface TokenizerChoice {
+  /** `data.tokenizer`: a folder whose tokenizer files replace the model folder's. */
+  tokenizerDir: string | null;
+  /** `actor_rollout_ref.model.custom_chat_template`. */
+  customTemplate: string | null;
+  /** `data.apply_chat_template_kwargs`. */
+  templateVariables: Record<string, unknown>;
+}
+
+/**
+ * The run's tokenizer and the files each save carries: the tokenizer files of `data.tokenizer`
+ * (else the model folder's), the model's generation_config.json, and `custom_chat_template`
+ * (used instead of the tokenizer's, and saved as chat_template.jinja, which transformers reads
+ * before the config's template).
+ */
+export async function resolveTokenizer(
+  model: { path: string; files: Record<string, string> },
+  choice: TokenizerChoice,
+): Promise<{ tokenizer: HfTokenizer; files: Record<string, string> }> {
+  const dir = choice.tokenizerDir;
+  const tokFiles = dir ? await readCompanionFiles(dir) : model.files;
+  const isTokenizerFile = (name: string) =>
+    (TOKENIZER_FILE_NAMES as readonly string[]).includes(name);
+  const files: Record<string, string> = {};
+  for (const [name, text] of Object.entries(model.files)) {
+    if (!isTokenizerFile(name)) files[name] = text;
+  }
+  for (const [name, text] of Object.entries(tokFiles)) {
+    if (isTokenizerFile(name)) files[name] = text;
+  }
+  const custom = choice.customTemplate;
+  if (custom !== null) files["chat_template.jinja"] = custom;
+  const tokenizer = tokenizerOfFiles(tokFiles, {
+    source: dir ?? model.path,
+    templateVariables: choice.templateVariables,
+    ...(custom === null ? {} : { chatTemplate: custom }),
+  });
+  return { tokenizer, files };
 }
 
 function jsonlDumper(dir: string | null): ((step: number, rows: GenerationRow[]) => void) | null {
@@ -121,7 +167,11 @@ export async function setupTrainer(
     maxPositionEmbeddings: base.config.maxPositionEmbeddings,
     model: `${modelPath}/config.json`,
   });
-  const tokenizer = tokenizerFromFiles(base.tokenizerFiles, modelPath);
+  const { tokenizer, files } = await resolveTokenizer({ path: modelPath, files: base.files }, {
+    tokenizerDir: cfg.data.tokenizer,
+    customTemplate: cfg.actor_rollout_ref.model.custom_chat_template,
+    templateVariables: cfg.data.apply_chat_template_kwargs,
+  });
   const dataOpts = {
     maxPromptLength: cfg.data.max_prompt_length,
     promptKey: cfg.data.prompt_key,
@@ -161,7 +211,7 @@ export async function setupTrainer(
       config: actor.config,
       model: parts.actor.model,
       optimizer: parts.actor.optimizer,
-      tokenizerFiles: base.tokenizerFiles,
+      files,
     },
     critic: parts.critic
       ? {

@@ -1,14 +1,19 @@
 import { gpu, packParams } from "../../gpu/mod.ts";
 import { record, registerOp } from "../autograd.ts";
+import { noGrad } from "../grad_mode.ts";
+import { scope } from "../scope.ts";
 import { fmtShape, Tensor } from "../tensor.ts";
+import { addScalar, cast, exp, log, mul, mulScalar, powScalar, relu } from "./elementwise.ts";
 import { grid1d } from "./grid.ts";
+import { max } from "./reduce.ts";
 
 const WG = 256;
 
 registerOp(
   "rope",
   "x [B, T, H, D], positions i32 [B, T] -> rotary embedding with HF's rotate_half pairing " +
-    "(i, i + D/2), inv_freq = theta^(-2i/D); grad for x (rotation by the negative angle)",
+    "(i, i + D/2), inv_freq = theta^(-2i/D) or a given table, cos/sin times scale; grad for x " +
+    "(rotation by the negative angle, same scale)",
 );
 
 export interface RopeOptions {
@@ -16,9 +21,12 @@ export interface RopeOptions {
   theta: number;
   /**
    * Precomputed inverse frequencies [D/2] overriding theta's (HF rope_scaling variants such as
-   * llama3 or linear compute their own inv_freq).
+   * llama3 or linear compute their own inv_freq). An array is uploaded for this call; a tensor
+   * (e.g. a model's table, or {@link ropeDynamicInvFreq}'s) is used as is and stays the caller's.
    */
-  invFreq?: Float32Array;
+  invFreq?: Float32Array | Tensor;
+  /** Factor on cos and sin (HF's attention scaling: YaRN's mscale; default 1). */
+  scale?: number;
 }
 
 /** HF's inv_freq in f32: 1 / theta^(2i / D), each step rounded to f32 as torch does it. */
@@ -34,13 +42,13 @@ export function ropeInvFreq(theta: number, D: number): Float32Array {
 const invFreqCache = new Map<string, Tensor>();
 
 function invFreqTensor(D: number, options: RopeOptions): Tensor {
-  if (options.invFreq) {
-    if (options.invFreq.length !== D / 2) {
-      throw new Error(
-        `rope: invFreq has ${options.invFreq.length} values, expected D/2 = ${D / 2}`,
-      );
+  const given = options.invFreq;
+  if (given) {
+    const n = given instanceof Tensor ? given.size : given.length;
+    if (n !== D / 2 || (given instanceof Tensor && given.dtype !== "f32")) {
+      throw new Error(`rope: invFreq has ${n} values, expected D/2 = ${D / 2} (f32)`);
     }
-    return Tensor.from(options.invFreq, [D / 2], "f32", "rope.inv_freq");
+    return given instanceof Tensor ? given : Tensor.from(given, [D / 2], "f32", "rope.inv_freq");
   }
   const key = `${options.theta}:${D}`;
   let t = invFreqCache.get(key);
@@ -68,15 +76,19 @@ function check(x: Tensor, positions: Tensor, options: RopeOptions): void {
   if (!options.invFreq && !(options.theta > 0)) {
     throw new Error(`rope: theta must be a positive number, got ${options.theta}`);
   }
+  const scale = options.scale ?? 1;
+  if (!(scale > 0) || !Number.isFinite(scale)) {
+    throw new Error(`rope: scale must be a positive number, got ${scale}`);
+  }
 }
 
-function rotate(x: Tensor, positions: Tensor, invFreq: Tensor, sign: number): Tensor {
+function rotate(x: Tensor, positions: Tensor, invFreq: Tensor, sign: number, scale: number) {
   const [, , H, D] = x.shape;
   const out = Tensor.empty(x.shape, "f32", "rope");
   const n = x.size / 2;
   if (n > 0) {
     gpu().dispatch({ shader: "rope", defines: { WG } }, {
-      params: packParams([n, H, D / 2, { f32: sign }]),
+      params: packParams([n, H, D / 2, { f32: sign }, { f32: scale }]),
       buffers: [x.buffer, positions.buffer, invFreq.buffer, out.buffer],
       workgroups: grid1d(n, WG),
     });
@@ -93,13 +105,52 @@ function rotate(x: Tensor, positions: Tensor, invFreq: Tensor, sign: number): Te
 export function rope(x: Tensor, positions: Tensor, options: RopeOptions): Tensor {
   check(x, positions, options);
   const invFreq = invFreqTensor(x.shape[3], options);
-  const out = rotate(x, positions, invFreq, 1);
-  const owned = options.invFreq !== undefined; // a per-call upload, not the cached table
+  const scale = options.scale ?? 1;
+  const out = rotate(x, positions, invFreq, 1, scale);
+  // A per-call upload, not the cached table or the caller's tensor.
+  const owned = options.invFreq !== undefined && !(options.invFreq instanceof Tensor);
   const result = record("rope", [x, positions], out, (g) => {
-    const gx = rotate(g, positions, invFreq, -1);
+    const gx = rotate(g, positions, invFreq, -1, scale);
     if (owned) invFreq.dispose();
     return [gx, null];
   });
   if (owned && !result.node) invFreq.dispose();
   return result;
+}
+
+/** What dynamic NTK scaling needs besides the positions (HF's `rope_type: dynamic`). */
+export interface DynamicRopeOptions {
+  theta: number;
+  /** Head dim D; the table has D/2 entries. */
+  headDim: number;
+  factor: number;
+  maxPositionEmbeddings: number;
+}
+
+/**
+ * HF's dynamic NTK inverse frequencies [D/2] for a forward over `positions` [B, T] (i32), on the
+ * GPU so that no readback is needed: with L = max(positions) + 1 (at least
+ * max_position_embeddings M), base = theta * (factor * L / M - (factor - 1))^(D / (D - 2)) and
+ * inv_freq_i = base^(-2i/D). Up to L = M this is theta's own table. The f32 steps follow
+ * transformers' order; pow is computed as exp(log), within a few f32 ulps of torch's.
+ */
+export function ropeDynamicInvFreq(positions: Tensor, o: DynamicRopeOptions): Tensor {
+  const D = o.headDim, M = o.maxPositionEmbeddings;
+  if (positions.dtype !== "i32" || D % 2 !== 0 || D <= 2 || !(o.factor > 0) || !(M > 0)) {
+    throw new Error(
+      `ropeDynamicInvFreq: expected i32 positions, even D > 2, positive factor and ` +
+        `max_position_embeddings; got positions ${positions.dtype}, D ${D}, factor ${o.factor}, M ${M}`,
+    );
+  }
+  const exponents = Float32Array.from({ length: D / 2 }, (_, i) => -Math.fround((2 * i) / D));
+  return noGrad(() =>
+    scope(() => {
+      const seq = addScalar(max(cast(positions, "f32")), 1); // [] L
+      const len = addScalar(relu(addScalar(seq, -M)), M); // max(L, M), exact for integers
+      const ratio = addScalar(mulScalar(mulScalar(len, o.factor), 1 / M), -(o.factor - 1));
+      const base = mulScalar(powScalar(ratio, D / (D - 2)), o.theta); // []
+      const e = Tensor.from(exponents, [D / 2], "f32", "rope.exponents");
+      return exp(mul(log(base), e)); // [D/2]
+    })
+  );
 }

@@ -2,8 +2,8 @@ import assert from "node:assert/strict";
 import { assertClose, finiteDiff, gpuTest, randomArray, rng } from "../../testing/mod.ts";
 import { backward } from "../autograd.ts";
 import { Tensor } from "../tensor.ts";
-import { ropeInvFreqRef, ropeRef } from "../ref/rope.ts";
-import { rope, ropeInvFreq } from "./rope.ts";
+import { ropeDynamicInvFreqRef, ropeInvFreqRef, ropeRef } from "../ref/rope.ts";
+import { rope, ropeDynamicInvFreq, ropeInvFreq } from "./rope.ts";
 
 type Shape4 = [number, number, number, number];
 
@@ -91,6 +91,46 @@ gpuTest("rope takes precomputed inverse frequencies", async () => {
   assertClose(await y.toArray(), expected, { atol: 2e-6, rtol: 0 });
 });
 
+gpuTest("rope scales cos and sin, forward and backward, with a kept table", async () => {
+  const shape: Shape4 = [2, 3, 2, 8];
+  const xs = randomArray(96, 12), gs = randomArray(96, 13);
+  const ps = Int32Array.from([0, 5, 77, 1, 2, 3]);
+  const table = ropeInvFreq(1e4, 8);
+  const kept = Tensor.from(table, [4], "f32", "table").keep();
+  const x = Tensor.from(xs, shape);
+  x.requiresGrad = true;
+  const y = rope(x, Tensor.from(ps, [2, 3], "i32"), { theta: 0, invFreq: kept, scale: 1.25 });
+  const expected = ropeRef(xs, ps, shape, { theta: 0, invFreq: table, scale: 1.25 });
+  assertClose(await y.toArray(), expected, { atol: 2e-6, rtol: 0 });
+  // Scaling both rotations by s multiplies the plain rotation by s.
+  const plain = ropeRef(xs, ps, shape, { theta: 1e4 });
+  assertClose(expected, plain.map((v) => v * 1.25), { atol: 1e-6, rtol: 0, label: "ref scale" });
+  backward(y, Tensor.from(gs, shape));
+  const gExpected = ropeRef(gs, ps, shape, { theta: 1e4, inverse: true, scale: 1.25 });
+  assertClose(await x.grad!.toArray(), gExpected, { atol: 2e-6, rtol: 0 });
+  assert.equal(kept.disposed, false, "a caller's table is not disposed by rope");
+  kept.dispose();
+});
+
+gpuTest("dynamic NTK table matches the f32 reference and the formula", async () => {
+  const o = { theta: 1e4, headDim: 16, factor: 4, maxPositionEmbeddings: 32 };
+  // Longest sequence 100 > 32: the base grows; within 32 it is theta's table.
+  for (const [ps, label] of [[[3, 99, 40, 0], "L=100"], [[5, 31, 2, 0], "L<=M"]] as const) {
+    const got = await ropeDynamicInvFreq(Tensor.from(ps, [2, 2], "i32"), o).toArray();
+    const ref = ropeDynamicInvFreqRef(ps, o);
+    assertClose(got, ref, { atol: 0, rtol: 3e-6, label });
+  }
+  // The reference against the formula in f64, written out.
+  const L = 100, base = 1e4 * Math.pow((4 * L) / 32 - 3, 16 / 14);
+  const direct = Array.from({ length: 8 }, (_, i) => 1 / Math.pow(base, (2 * i) / 16));
+  assertClose(ropeDynamicInvFreqRef([99], o), direct, { atol: 0, rtol: 2e-6, label: "formula" });
+  assert.deepEqual(ropeDynamicInvFreqRef([31], o), ropeInvFreqRef(1e4, 16));
+  assert.throws(
+    () => ropeDynamicInvFreq(Tensor.from([1], [1, 1], "f32"), o),
+    /expected i32 positions/,
+  );
+});
+
 gpuTest("rope rejects bad shapes and dtypes, naming them", () => {
   const ps = Tensor.empty([2, 3], "i32");
   assert.throws(
@@ -114,4 +154,5 @@ gpuTest("rope rejects bad shapes and dtypes, naming them", () => {
     () => rope(Tensor.empty([2, 3, 1, 8]), ps, { theta: 1, invFreq: new Float32Array(3) }),
     /invFreq has 3 values, expected D\/2 = 4/,
   );
+  assert.throws(() => rope(Tensor.empty([2, 3, 1, 8]), ps, { theta: 1, scale: 0 }), /scale must/);
 });

@@ -31,6 +31,8 @@ export const RESUME_HARD_KEYS: Record<string, string> = {
   "data.max_response_length": "other shapes",
   "data.prompt_key": "other prompts",
   "data.tokenizer": "other token ids",
+  "data.apply_chat_template_kwargs": "other prompts",
+  "actor_rollout_ref.model.custom_chat_template": "other prompts",
   "data.truncation": "other prompts",
   "data.filter_overlong_prompts": "other prompts",
   "trainer.seed": "other samples and shuffles",

@@ -1,14 +1,18 @@
 /**
  * Checkpoints of a PPO run on disk: `global_step_N/actor/` (and `critic/`) are Hugging Face
- * folders that `transformers` loads as they are, plus `optimizer.safetensors` (AdamW moments and
- * step); `global_step_N/extra_state.json` holds the step, the loader position, the KL controller
- * and the resolved config.
+ * folders that `transformers` loads as they are, in the dtype the model came in (a bf16 model is
+ * saved bf16), with its tokenizer files and generation_config.json; `optimizer.safetensors` holds
+ * AdamW's moments and step, and, when the folder's dtype is not f32, the f32 master weights, so a
+ * resume continues from the exact weights; `global_step_N/extra_state.json` holds the step, the
+ * loader position, the KL controller and the resolved config.
  */
+import { gpu } from "../../gpu/mod.ts";
 import {
   floatTensor,
   type ModelConfig,
   readSafetensorsFile,
   tensorToFloat32,
+  type TorchFloatDtype,
   writeModelFolder,
   writeSafetensorsFile,
 } from "../../io/mod.ts";
@@ -23,8 +27,21 @@ export interface SavedModel {
   config: ModelConfig;
   model: TrainableModel;
   optimizer: Optimizer;
-  /** Extra files written into the folder (tokenizer.json, tokenizer_config.json). */
-  tokenizerFiles?: Record<string, string>;
+  /**
+   * Files written into the folder verbatim: tokenizer.json, tokenizer_config.json,
+   * chat_template.jinja, generation_config.json (as read from the model folder).
+   */
+  files?: Record<string, string>;
+}
+
+const WRITABLE: readonly string[] = ["float32", "float16", "bfloat16"];
+
+/**
+ * The dtype a model's folder is saved in: the one its config.json names (`torch_dtype` or
+ * `dtype`), rounded to nearest even from the f32 parameters; f32 for any other name.
+ */
+export function saveDtype(config: ModelConfig): TorchFloatDtype {
+  return WRITABLE.includes(config.torchDtype) ? config.torchDtype as TorchFloatDtype : "float32";
 }
 
 /** Throws naming `what` and the first non-finite tensor, if any. */
@@ -51,15 +68,17 @@ export async function writeModel(dir: string, m: Omit<SavedModel, "optimizer">):
   await writeModelFolder(dir, {
     config: m.config,
     tensors,
-    dtype: "float32",
-    tokenizerFiles: m.tokenizerFiles,
+    dtype: saveDtype(m.config),
+    files: m.files,
     overwrite: true,
   });
 }
 
-async function writeOptimizer(path: string, opt: Optimizer, part: string): Promise<void> {
+/** AdamW's state, and the f32 master weights `w.i` when the folder holds them rounded. */
+async function writeOptimizer(path: string, part: SavedModel, name: string): Promise<void> {
+  const opt = part.optimizer;
   const state = await opt.adamw.state();
-  assertFinite(`${part} optimizer state`, [
+  assertFinite(`${name} optimizer state`, [
     ...state.m.map((m, i): [string, Float32Array] => [`m.${i}`, m]),
     ...state.v.map((v, i): [string, Float32Array] => [`v.${i}`, v]),
   ]);
@@ -67,9 +86,13 @@ async function writeOptimizer(path: string, opt: Optimizer, part: string): Promi
     const t = floatTensor([x.length], x);
     return { name, dtype: t.dtype, shape: t.shape, bytes: t.data };
   };
+  const master = saveDtype(part.config) === "float32"
+    ? []
+    : await gpu().read(opt.params.map((p) => ({ buffer: p.buffer, size: p.byteSize })));
   const tensors = [
     ...state.m.map((m, i) => raw(`m.${i}`, m)),
     ...state.v.map((v, i) => raw(`v.${i}`, v)),
+    ...master.map((w, i) => raw(`w.${i}`, new Float32Array(w))),
   ];
   await writeSafetensorsFile(path, tensors, { metadata: { step: String(state.step) } });
 }
@@ -93,6 +116,15 @@ async function readOptimizer(path: string, opt: Optimizer): Promise<void> {
     m: Array.from({ length: n }, (_, i) => get(`m.${i}`)),
     v: Array.from({ length: n }, (_, i) => get(`v.${i}`)),
   });
+  // The folder's weights were rounded to its dtype; the master copies continue exactly.
+  if (!byName.has("w.0")) return;
+  opt.params.forEach((p, i) => {
+    const w = get(`w.${i}`);
+    if (w.length !== p.size || p.dtype !== "f32") {
+      throw new Error(`${path}: master weight w.${i} has ${w.length} values, the model ${p.size}`);
+    }
+    gpu().upload(p.buffer, w);
+  });
 }
 
 export class FolderCheckpointStore implements CheckpointStore {
@@ -115,7 +147,7 @@ export class FolderCheckpointStore implements CheckpointStore {
       for (const [name, part] of [["actor", this.o.actor], ["critic", this.o.critic]] as const) {
         if (!part) continue;
         await writeModel(`${dir}/${name}`, part);
-        await writeOptimizer(`${dir}/${name}/optimizer.safetensors`, part.optimizer, name);
+        await writeOptimizer(`${dir}/${name}/optimizer.safetensors`, part, name);
       }
       await Deno.writeTextFile(
         `${dir}/extra_state.json`,

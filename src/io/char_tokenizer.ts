@@ -1,7 +1,8 @@
 /**
  * The character-level tokenizer of the synthetic tasks, written as standard Hugging Face files: a
- * byte-level BPE model without merges, so each (ASCII) character is one token and any other byte
- * is `<unk>`. The same {@link HfTokenizer} and `transformers`' fast tokenizer
+ * byte-level BPE model without merges and without an unknown token, so each character of the
+ * alphabet is one token and any other character is dropped (as transformers drops it with these
+ * files, whichever tokenizer class it picks). The same {@link HfTokenizer} and `transformers`' fast tokenizer
  * (PreTrainedTokenizerFast in 4.x, TokenizersBackend in 5.x) load it to the same ids. The vocabulary
  * is spelled in GPT-2's byte alphabet (space as "Ġ", newline as "Ċ"), so a loader that rebuilds a
  * byte-level pipeline of its own from the vocabulary (transformers 5 does this for Qwen2 folders)
@@ -23,7 +24,7 @@ export const CHAR_SPECIAL_TOKENS = [
 
 /**
  * Characters after the special tokens: enough for arithmetic prompts and short lowercase words, and
- * 64 ids in total, a friendly size for GPU tiles. Anything else encodes as `<unk>`.
+ * 64 ids in total, a friendly size for GPU tiles. Anything else is dropped when encoding.
  */
 export const CHAR_ALPHABET = "\n 0123456789+-*/=#().,?:!'%<>_^|abcdefghijklmnopqrstuvwxyz";
 
@@ -100,7 +101,7 @@ export function charTokenizerFiles(options: { alphabet?: string } = {}): CharTok
     model: {
       type: "BPE",
       dropout: null,
-      unk_token: "<unk>",
+      unk_token: null,
       continuing_subword_prefix: null,
       end_of_word_suffix: null,
       fuse_unk: false,

@@ -53,12 +53,20 @@ Deno.test("network and storage throw PermissionDenied inside the sandbox", async
       if (sol === "fetch") await fetch("http://127.0.0.1:9/");
       if (sol === "ws") new WebSocket("ws://127.0.0.1:9/");
       if (sol === "storage") await navigator.storage.getDirectory();
+      if (sol === "proto") {
+        await Object.getOwnPropertyDescriptor(Object.getPrototypeOf(self), "fetch")?.get?.();
+        let o = self;
+        while (o && !Object.hasOwn(o, "fetch")) o = Object.getPrototypeOf(o);
+        await Object.getOwnPropertyDescriptor(o, "fetch").get.call(self)("http://127.0.0.1:9/");
+      }
       return 1;
     }`,
     { timeoutS: 5, workerUrl },
   );
   try {
-    const out = await s.scoreBatch([sample("fetch"), sample("ws"), sample("storage")]);
+    const out = await s.scoreBatch(
+      [sample("fetch"), sample("ws"), sample("storage"), sample("proto")],
+    );
     for (const o of out) {
       assert.equal(o.ok, false);
       assert.equal(!o.ok && o.kind, "permission_denied", JSON.stringify(o));

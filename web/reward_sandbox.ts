@@ -27,26 +27,29 @@ function denied(what: string): Error {
   return e;
 }
 
-function lockDown(): void {
-  const g = globalThis as unknown as Record<string, unknown>;
-  for (const name of BLOCKED) {
-    const thrower = () => {
-      throw denied(name);
-    };
-    Object.defineProperty(g, name, { get: thrower, configurable: false });
+/**
+ * Replaces `name` on `target` and on every prototype of it that holds its own copy, so neither
+ * `fetch(...)` nor `WorkerGlobalScope.prototype.fetch.call(self, ...)` reaches the original.
+ */
+function block(target: object, name: string, label: string): void {
+  const get = () => {
+    throw denied(label);
+  };
+  for (let o: object | null = target; o; o = Object.getPrototypeOf(o)) {
+    if (o !== target && !Object.hasOwn(o, name)) continue;
+    try {
+      Object.defineProperty(o, name, { get, configurable: false });
+    } catch {
+      // a non-configurable property this browser does not let us replace
+    }
   }
+}
+
+function lockDown(): void {
+  for (const name of BLOCKED) block(globalThis, name, name);
   // navigator.storage reaches the origin's private file system; navigator.gpu the device.
   for (const name of ["storage", "gpu", "locks", "serviceWorker"]) {
-    try {
-      Object.defineProperty(navigator, name, {
-        get: () => {
-          throw denied(`navigator.${name}`);
-        },
-        configurable: false,
-      });
-    } catch {
-      // not present in this browser
-    }
+    block(navigator, name, `navigator.${name}`);
   }
 }
 

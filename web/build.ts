@@ -1,6 +1,8 @@
 /**
- * Bundles the browser demo into a static folder (default `dist/web/`): index.html, main.js,
- * style.css (ours plus uPlot's) and the starting model (model/, listed in model/files.json).
+ * Bundles the browser trainer into a static folder (default `dist/web/`): index.html, main.js (the
+ * page), worker.js (the trainer's Web Worker), reward_sandbox.js (the worker a pasted reward
+ * function runs in), style.css (ours plus uPlot's) and the starting model (model/, listed in
+ * model/files.json).
  *
  *   deno run -A web/build.ts [--out dist/web] [--dev]
  *
@@ -89,8 +91,8 @@ function throwingModule(module: string, names: string[]): string {
 
 /**
  * `node:` built-ins that browser-reachable modules import for their Deno-only paths:
- * src/trainer/config/load.ts checks data paths (skipped in the tab), src/reward/sandbox.ts
- * resolves custom reward files (the tab uses the built-in scorers).
+ * src/config/load.ts checks data paths (skipped in the tab), src/reward/sandbox.ts resolves
+ * custom reward files (the tab runs pasted reward code in web/reward_sandbox.ts instead).
  */
 const STUBS: Record<string, string> = {
   "node:fs": "export function existsSync() { return false; }\nexport default {};\n",
@@ -145,12 +147,16 @@ export async function buildWeb(options: BuildOptions = {}): Promise<string> {
   await Deno.remove(out, { recursive: true }).catch(() => {});
   await Deno.mkdir(`${out}/model`, { recursive: true });
   const result = await esbuild.build({
-    entryPoints: [entry],
+    entryPoints: {
+      main: entry,
+      worker: `${WEB}worker.ts`,
+      reward_sandbox: `${WEB}reward_sandbox.ts`,
+    },
     bundle: true,
     format: "esm",
     platform: "browser",
     target: "es2022",
-    outfile: `${out}/main.js`,
+    outdir: out,
     minify: options.minify ?? false,
     sourcemap: "linked",
     nodePaths: [nodeModules],

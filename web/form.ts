@@ -1,7 +1,18 @@
 /// <reference lib="dom" />
-/** The settings form: URL presets in, typed run settings out. */
-import type { Operator } from "../src/data/mod.ts";
-import { DEFAULT_SETTINGS, type RunSettings } from "./session.ts";
+/**
+ * The settings form: URL presets in, run settings out (numbers as typed, NaN where a field is
+ * empty or not a number, so the worker's validation names the field), errors shown next to the
+ * fields they name, and the whole form locked while a run owns it.
+ */
+import {
+  BUILTIN_REWARDS,
+  type BuiltinReward,
+  DEFAULT_SETTINGS,
+  type FieldError,
+  REWARD_TEMPLATE,
+  type RunSettings,
+  type TaskOperator,
+} from "./settings.ts";
 
 export function $(id: string): HTMLElement {
   const el = document.getElementById(id);
@@ -10,22 +21,62 @@ export function $(id: string): HTMLElement {
 }
 
 function field(form: HTMLFormElement, name: string): HTMLInputElement | HTMLSelectElement {
-  return form.elements.namedItem(name) as HTMLInputElement | HTMLSelectElement;
+  const el = form.elements.namedItem(name);
+  if (!el) throw new Error(`the form has no field "${name}"`);
+  return el as HTMLInputElement | HTMLSelectElement;
 }
 
 /** URL parameters that preset form fields of the same name. */
-const PRESETS = ["steps", "lr", "n", "prompts", "temperature", "digits", "operands", "testFreq"];
+const PRESETS = [
+  "steps",
+  "lr",
+  "n",
+  "prompts",
+  "temperature",
+  "digits",
+  "operands",
+  "testFreq",
+  "saveFreq",
+  "maxResponseLength",
+  "reward",
+];
 
-/** Fills the form from the URL; `tiny` also shrinks the run to a few seconds of work per step. */
-export function presetForm(
-  form: HTMLFormElement,
-  params: URLSearchParams,
-  tiny: RunSettings | null,
-): void {
+/** Fills the form from settings (a saved run's, or the defaults). */
+export function applySettings(form: HTMLFormElement, s: RunSettings): void {
+  const set = (name: string, v: string | number) => (field(form, name).value = String(v));
+  set("digits", s.task.digits);
+  set("operands", s.task.operands);
+  for (const el of form.querySelectorAll<HTMLInputElement>("input[name=op]")) {
+    el.checked = s.task.operators.includes(el.value as TaskOperator);
+  }
+  (form.querySelector(`input[name=algorithm][value=${s.algorithm}]`) as HTMLInputElement)
+    .checked = true;
+  set("lr", s.lr);
+  set("n", s.n);
+  set("prompts", s.promptsPerStep);
+  set("temperature", s.temperature);
+  set("steps", s.steps);
+  set("testFreq", s.testFreq);
+  set("saveFreq", s.saveFreq);
+  set("maxResponseLength", s.maxResponseLength);
+  (field(form, "useKlLoss") as HTMLInputElement).checked = s.useKlLoss;
+  set("klLossCoef", s.klLossCoef);
+  set("reward", s.reward.kind === "custom" ? "custom" : s.reward.name);
+  if (s.reward.kind === "custom") {
+    set("rewardCode", s.reward.code);
+    set("rewardTimeout", s.reward.timeoutS);
+  }
+}
+
+/** Fills the form from the URL; `tiny` shrinks the run to a few seconds of work per step. */
+export function presetForm(form: HTMLFormElement, params: URLSearchParams, tiny: boolean): void {
+  applySettings(form, DEFAULT_SETTINGS);
+  field(form, "rewardCode").value = REWARD_TEMPLATE;
   if (tiny) {
     field(form, "n").value = "2";
     field(form, "prompts").value = "2";
     field(form, "testFreq").value = "1";
+    field(form, "saveFreq").value = "1";
   }
   for (const name of PRESETS) {
     const v = params.get(name);
@@ -36,37 +87,89 @@ export function presetForm(
     (form.querySelector(`input[name=algorithm][value=${algorithm}]`) as HTMLInputElement)
       .checked = true;
   }
+  if (params.get("kl") === "1") (field(form, "useKlLoss") as HTMLInputElement).checked = true;
 }
 
-function num(form: HTMLFormElement, name: string, fallback: number): number {
-  const v = Number(field(form, name).value);
-  return Number.isFinite(v) && field(form, name).value !== "" ? v : fallback;
+/** The number typed into a field; NaN when it is empty or not a number. */
+function num(form: HTMLFormElement, name: string): number {
+  const raw = field(form, name).value.trim();
+  return raw === "" ? NaN : Number(raw);
 }
 
 /** The run settings the form describes (`tiny` keeps validation to two prompts). */
 export function formSettings(form: HTMLFormElement, tiny: boolean): RunSettings {
-  const d = DEFAULT_SETTINGS;
   const ops = [...form.querySelectorAll<HTMLInputElement>("input[name=op]:checked")]
-    .map((el) => el.value as Operator);
+    .map((el) => el.value as TaskOperator);
   const algorithm = (form.querySelector("input[name=algorithm]:checked") as HTMLInputElement)
       ?.value === "gae"
     ? "gae"
     : "grpo";
+  const reward = field(form, "reward").value;
   return {
-    task: {
-      digits: Math.round(num(form, "digits", d.task.digits)),
-      operands: Math.round(num(form, "operands", d.task.operands)),
-      operators: ops.length > 0 ? ops : ["+"],
-    },
+    task: { digits: num(form, "digits"), operands: num(form, "operands"), operators: ops },
     algorithm,
-    lr: num(form, "lr", d.lr),
-    n: Math.max(1, Math.round(num(form, "n", d.n))),
-    temperature: num(form, "temperature", d.temperature),
-    steps: Math.max(1, Math.round(num(form, "steps", d.steps))),
-    promptsPerStep: Math.max(1, Math.round(num(form, "prompts", d.promptsPerStep))),
-    maxResponseLength: d.maxResponseLength,
-    testFreq: Math.max(1, Math.round(num(form, "testFreq", d.testFreq))),
-    valPrompts: tiny ? 2 : d.valPrompts,
-    seed: d.seed,
+    lr: num(form, "lr"),
+    n: num(form, "n"),
+    temperature: num(form, "temperature"),
+    steps: num(form, "steps"),
+    promptsPerStep: num(form, "prompts"),
+    maxResponseLength: num(form, "maxResponseLength"),
+    testFreq: num(form, "testFreq"),
+    saveFreq: num(form, "saveFreq"),
+    useKlLoss: (field(form, "useKlLoss") as HTMLInputElement).checked,
+    klLossCoef: num(form, "klLossCoef"),
+    valPrompts: tiny ? 2 : DEFAULT_SETTINGS.valPrompts,
+    seed: DEFAULT_SETTINGS.seed,
+    reward: reward === "custom"
+      ? {
+        kind: "custom",
+        code: field(form, "rewardCode").value,
+        timeoutS: num(form, "rewardTimeout"),
+      }
+      : {
+        kind: "builtin",
+        name: (BUILTIN_REWARDS as readonly string[]).includes(reward)
+          ? reward as BuiltinReward
+          : "auto",
+      },
   };
+}
+
+/**
+ * Shows each error under the field it names (its label gets `invalid`); errors naming no field go
+ * to `general`. Earlier errors are cleared first.
+ */
+export function showFieldErrors(
+  form: HTMLFormElement,
+  errors: FieldError[],
+  general: HTMLElement,
+): void {
+  for (const el of form.querySelectorAll(".field-error")) el.remove();
+  for (const el of form.querySelectorAll(".invalid")) el.classList.remove("invalid");
+  const loose: FieldError[] = [];
+  for (const e of errors) {
+    const input = e.field ? form.querySelector(`[name="${e.field}"]`) : null;
+    const host = input?.closest("label, .field, .ops") as HTMLElement | null;
+    if (!host) {
+      loose.push(e);
+      continue;
+    }
+    host.classList.add("invalid");
+    const note = document.createElement("small");
+    note.className = "field-error";
+    note.dataset.field = e.field;
+    note.dataset.key = e.key;
+    note.textContent = e.message;
+    host.after(note);
+  }
+  general.textContent = loose.map((e) => e.message).join("\n");
+  general.hidden = loose.length === 0;
+}
+
+/** Locks (or unlocks) the settings: every fieldset marked `data-lock`. */
+export function lockForm(form: HTMLFormElement, locked: boolean): void {
+  for (const fs of form.querySelectorAll<HTMLFieldSetElement>("fieldset[data-lock]")) {
+    fs.disabled = locked;
+  }
+  form.classList.toggle("locked", locked);
 }

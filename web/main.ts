@@ -1,195 +1,273 @@
 /// <reference lib="dom" />
 /**
- * The browser demo: trains a small model on the synthetic arithmetic task with the project's
- * PPO/GRPO controller, on the tab's WebGPU device. URL parameters preset the form (`steps`, `lr`,
- * `n`, `prompts`, `algorithm`, `temperature`, `digits`), `tiny=1` shrinks the run for tests and
- * `autostart=1` starts it at once. `globalThis.webrl` exposes the run's state to the page test.
+ * The page: draws what the trainer worker (web/worker.ts) reports and sends it the user's choices.
+ * URL parameters preset the form (`steps`, `lr`, `n`, `prompts`, `algorithm`, `temperature`,
+ * `digits`, `operands`, `testFreq`, `saveFreq`, `maxResponseLength`, `reward`, `kl=1`); `tiny=1`
+ * shrinks the run for tests; `fail_at_step=N` makes step N fail (the test of a mid-run failure).
+ * `globalThis.webrl` exposes the page's state to the page test.
  */
-import { initGpu } from "../src/gpu/mod.ts";
-import { registerShaderSources } from "../src/gpu/mod.ts";
-import type { GenerationRow } from "../src/trainer/mod.ts";
 import { ChartBoard } from "./charts.ts";
-import {
-  download,
-  fetchModelFolder,
-  type ModelFolder,
-  randomFolder,
-  readModelFolder,
-  zipModelFolder,
-} from "./model_files.ts";
-import { DEFAULT_SETTINGS, type RunSettings, TrainingRun } from "./session.ts";
-import { SHADERS } from "./shaders.ts";
+import { adapterText, explainModel, explainTask } from "./explain.ts";
+import { $, applySettings, formSettings, presetForm, showFieldErrors } from "./form.ts";
+import { download, droppedFiles, metricsJsonl, pickedFiles } from "./page_files.ts";
+import { BUSY, render as renderView, state, type Status } from "./page_view.ts";
+import type { DataInfo, FromWorker, MetricPoint, SavedRunInfo, ToWorker } from "./protocol.ts";
 import { SamplesTable } from "./samples.ts";
-import { $, formSettings, presetForm } from "./form.ts";
-
-/** What the page test reads. */
-interface PageState {
-  status: "loading" | "ready" | "running" | "paused" | "done" | "error" | "no-webgpu";
-  error: string | null;
-  adapter: string;
-  f16: boolean;
-  steps: number;
-  metrics: { step: number; metrics: Record<string, number> }[];
-  samples: number;
-  model: string;
-  chartPoints: () => Record<string, number>;
-}
-
-const state: PageState = {
-  status: "loading",
-  error: null,
-  adapter: "",
-  f16: false,
-  steps: 0,
-  metrics: [],
-  samples: 0,
-  model: "",
-  chartPoints: () => ({}),
-};
-(globalThis as { webrl?: PageState }).webrl = state;
-
-const logEl = $("log");
-function print(line: string): void {
-  logEl.textContent += line + "\n";
-  logEl.scrollTop = logEl.scrollHeight;
-}
-
-function setStatus(status: PageState["status"], text?: string): void {
-  state.status = status;
-  const el = $("status");
-  el.textContent = text ?? status;
-  el.className = `badge status ${status === "done" ? "done" : status === "error" ? "error" : ""}`;
-  const running = status === "running" || status === "paused";
-  ($("start") as HTMLButtonElement).disabled = running || status === "loading" ||
-    status === "no-webgpu" || (status === "error" && !folder);
-  ($("pause") as HTMLButtonElement).disabled = status !== "running";
-  ($("resume") as HTMLButtonElement).disabled = status !== "paused";
-  ($("stop") as HTMLButtonElement).disabled = !running;
-  ($("download") as HTMLButtonElement).disabled = !folder || status === "running";
-}
-
-function fail(e: unknown): void {
-  const msg = e instanceof Error ? e.message : String(e);
-  state.error = msg;
-  print(`error: ${msg}`);
-  $("error-line").textContent = msg;
-  $("error-line").hidden = false;
-  if (e instanceof Error && e.stack) console.error(e.stack);
-  setStatus("error", "error");
-}
-
-let folder: ModelFolder | null = null;
-let run: TrainingRun | null = null;
-const charts = new ChartBoard($("charts"));
-const samples = new SamplesTable($("samples").querySelector("tbody")!, { keep: 60 });
-state.chartPoints = () => charts.points();
-
-function showModel(f: ModelFolder): void {
-  const c = f.config;
-  state.model = f.source;
-  $("model-source").textContent = `${f.source} · ${c.modelType}, ${c.numHiddenLayers} layers, ` +
-    `hidden ${c.hiddenSize}, vocab ${c.vocabSize}`;
-}
-
-async function startRun(): Promise<void> {
-  if (!folder) return;
-  const settings: RunSettings = formSettings($("settings") as HTMLFormElement, tiny);
-  charts.reset();
-  samples.clear();
-  state.metrics = [];
-  state.steps = 0;
-  state.error = null;
-  $("error-line").hidden = true;
-  $("step-line").textContent = `step 0 / ${settings.steps}: validating the starting model…`;
-  const started = performance.now();
-  run = new TrainingRun(folder, settings, {
-    onMetrics: (step, metrics) => {
-      state.metrics.push({ step, metrics });
-      state.steps = Math.max(state.steps, step);
-      charts.add(step, metrics);
-      const secs = ((performance.now() - started) / 1000).toFixed(0);
-      const score = metrics["critic/score/mean"];
-      $("step-line").textContent = `step ${step} / ${settings.steps} · ${secs} s` +
-        (Number.isFinite(score) ? ` · score ${score.toFixed(3)}` : "");
-    },
-    onGenerations: (kind, step, rows: GenerationRow[]) => {
-      samples.add(kind, step, rows.slice(0, kind === "train" ? 8 : 6));
-      state.samples = samples.size;
-    },
-    print,
-  });
-  setStatus("running");
-  print(`run: ${JSON.stringify({ ...settings, task: settings.task })}`);
-  try {
-    const result = await run.start();
-    if (state.status !== "error") setStatus("done", `done: ${result.globalStep} steps`);
-  } catch (e) {
-    fail(e);
-  }
-}
 
 const params = new URLSearchParams(location.search);
 const tiny = params.get("tiny") === "1";
+const form = $("settings") as HTMLFormElement;
+const button = (id: string) => $(id) as HTMLButtonElement;
+const render = () => renderView(form);
+const charts = new ChartBoard($("charts"));
+const samples = new SamplesTable($("samples").querySelector("tbody")!, { keep: 60 });
+state.chartPoints = () => charts.points();
+let builtinData: DataInfo | null = null;
+let userData: DataInfo | null = null;
+let started = 0;
 
-async function main(): Promise<void> {
-  presetForm($("settings") as HTMLFormElement, params, tiny ? { ...DEFAULT_SETTINGS } : null);
-  registerShaderSources(SHADERS);
-  const nav = navigator as Navigator & { gpu?: GPU };
-  const adapter = await nav.gpu?.requestAdapter().catch(() => null);
-  if (!adapter) {
-    $("no-webgpu").hidden = false;
-    if (nav.gpu) {
-      $("no-webgpu-detail").textContent =
-        "navigator.gpu exists but returned no adapter (blocklisted GPU or WebGPU disabled).";
-    }
-    setStatus("no-webgpu", "no WebGPU");
-    return;
-  }
-  const g = await initGpu({ adapter });
-  state.adapter = g.adapterName;
-  state.f16 = g.hasF16;
-  $("adapter").textContent = `adapter: ${g.adapterName}`;
-  $("f16").textContent = g.hasF16 ? "f16: available (weights f32)" : "f16: not available (f32)";
-  folder = await fetchModelFolder("model") ?? randomFolder({ seed: 1 });
-  showModel(folder);
-  setStatus("ready");
+const worker = new Worker(new URL("./worker.js", import.meta.url), { type: "module" });
+const send = (m: ToWorker) => worker.postMessage(m);
 
-  $("start").addEventListener("click", () => void startRun());
-  $("pause").addEventListener("click", () => {
-    run?.pause();
-    setStatus("paused", "paused (after this step)");
-  });
-  $("resume").addEventListener("click", () => {
-    run?.resume();
-    setStatus("running");
-  });
-  $("stop").addEventListener("click", () => {
-    run?.resume();
-    run?.stop();
-    $("status").textContent = "stopping after this step";
-  });
-  $("download").addEventListener("click", async () => {
-    try {
-      const trained = run ? await run.trainedFolder() : folder!;
-      download(zipModelFolder(trained, { name: "webrl-model" }), "webrl-model.zip");
-    } catch (e) {
-      fail(e);
-    }
-  });
-  $("upload").addEventListener("change", async (ev) => {
-    const files = (ev.target as HTMLInputElement).files;
-    if (!files || files.length === 0) return;
-    try {
-      folder = await readModelFolder(files);
-      run = null;
-      showModel(folder);
-      print(`loaded ${folder.source}`);
-      setStatus("ready");
-    } catch (e) {
-      fail(e);
-    }
-  });
-  if (params.get("autostart") === "1") void startRun();
+function print(line: string): void {
+  const log = $("log");
+  log.textContent += line + "\n";
+  log.scrollTop = log.scrollHeight;
 }
 
-main().catch(fail);
+function setStatus(s: Status): void {
+  state.status = s;
+  render();
+}
+
+function showError(message: string | null): void {
+  state.error = message;
+  $("error-line").textContent = message ?? "";
+  $("error-line").hidden = message === null;
+}
+
+function explain(): void {
+  const data = userData ?? builtinData;
+  explainTask($("task-explain"), data, formSettings(form, tiny), userData === null);
+}
+
+let checkId = 0;
+let checkTimer: ReturnType<typeof setTimeout> | undefined;
+/** Asks the worker to validate the form (debounced); its answer marks the fields. */
+function check(): void {
+  clearTimeout(checkTimer);
+  checkTimer = setTimeout(
+    () => send({ type: "check", settings: formSettings(form, tiny), id: ++checkId }),
+    120,
+  );
+  $("custom-reward").hidden = (form.elements.namedItem("reward") as HTMLSelectElement).value !==
+    "custom";
+}
+
+function addPoint(p: MetricPoint): void {
+  const last = state.metrics.at(-1);
+  if (last && last.step === p.step) Object.assign(last.metrics, p.metrics);
+  else state.metrics.push({ step: p.step, metrics: { ...p.metrics } });
+  state.steps = Math.max(state.steps, p.step);
+  charts.add(p.step, p.metrics);
+  const m = last?.step === p.step ? last.metrics : p.metrics;
+  const score = m["critic/score/mean"];
+  const val = Object.entries(m).find(([k]) => k.startsWith("val-core/"))?.[1];
+  const secs = ((performance.now() - started) / 1000).toFixed(0);
+  $("step-line").textContent = `step ${p.step} of ${state.totalSteps} · ${secs} s` +
+    (Number.isFinite(score) ? ` · reward ${score.toFixed(3)}` : "") +
+    (val !== undefined ? ` · validation ${val.toFixed(3)}` : "");
+}
+
+function showSaved(run: SavedRunInfo | null): void {
+  state.saved = run;
+  $("saved-run").hidden = run === null;
+  if (run) {
+    const when = new Date(run.savedAt).toLocaleString();
+    const finished = run.step >= run.totalSteps;
+    $("saved-text").textContent = `A run started ${when} is saved in this browser at step ` +
+      `${run.step} of ${run.totalSteps} (${run.settings.algorithm.toUpperCase()}, model ` +
+      `${run.model}, prompts ${run.data})` +
+      (finished ? ": finished; Download hands out its model." : ".");
+    $("resume-saved").hidden = finished;
+  }
+}
+
+function onMessage(m: FromWorker): void {
+  switch (m.type) {
+    case "ready": {
+      const a = adapterText(m.adapter);
+      state.adapter = m.adapter.name;
+      state.f16 = m.adapter.f16;
+      $("adapter").textContent = a.name;
+      $("adapter").title = a.title;
+      $("f16").textContent = a.f16;
+      state.model = m.model.source;
+      explainModel($("model-info"), m.model);
+      setStatus("ready");
+      return check();
+    }
+    case "no-webgpu":
+      $("no-webgpu").hidden = false;
+      $("no-webgpu-detail").textContent = m.message;
+      return setStatus("no-webgpu");
+    case "checked":
+      if (m.id !== checkId || BUSY.includes(state.status)) return;
+      state.fieldErrors = m.errors;
+      showFieldErrors(form, m.errors, $("form-errors"));
+      builtinData = m.data ?? builtinData;
+      explain();
+      return render();
+    case "model":
+      state.model = m.model.source;
+      state.trained = false;
+      $("model-error").hidden = true;
+      explainModel($("model-info"), m.model);
+      print(`model: ${m.model.source}`);
+      render();
+      return check();
+    case "model-error":
+    case "data-error": {
+      const el = $(m.type);
+      el.textContent = m.message;
+      el.hidden = false;
+      print(`${m.type}: ${m.message}`);
+      if (m.type === "data-error") ($("data-file") as HTMLInputElement).value = "";
+      return;
+    }
+    case "data":
+      userData = m.data;
+      state.data = m.data?.source ?? "built-in";
+      $("data-error").hidden = true;
+      $("builtin-task").hidden = m.data !== null;
+      $("builtin-data").hidden = m.data === null;
+      $("data-source").textContent = m.data
+        ? `${m.data.source}: ${m.data.train} training, ${m.data.val} held-out prompts.`
+        : "Built-in arithmetic task.";
+      if (m.data && m.data.rewarded.auto !== null) {
+        (form.elements.namedItem("reward") as HTMLSelectElement).value = "auto";
+      }
+      return check();
+    case "saved":
+      showSaved(m.run);
+      return render();
+    case "refused":
+      state.fieldErrors = m.errors;
+      showFieldErrors(form, m.errors, $("form-errors"));
+      showError("Not started: fix the fields marked in red.");
+      return setStatus("ready");
+    case "started":
+      charts.reset();
+      samples.clear();
+      state.metrics = [];
+      state.steps = m.fromStep;
+      state.totalSteps = m.settings.steps;
+      state.trained = false;
+      started = performance.now();
+      if (m.fromStep > 0) applySettings(form, m.settings);
+      for (const p of m.history) addPoint(p);
+      $("step-line").textContent = m.fromStep > 0
+        ? `resumed at step ${m.fromStep} of ${m.settings.steps}`
+        : `step 0 of ${m.settings.steps}: validating the starting model…`;
+      return setStatus("running");
+    case "metrics":
+      addPoint(m.point);
+      return render();
+    case "samples":
+      samples.add(m.kind, m.step, m.rows);
+      state.samples = samples.size;
+      return;
+    case "log":
+      return print(m.line);
+    case "paused":
+      state.steps = m.step;
+      state.trained = m.step > 0;
+      return setStatus("paused");
+    case "running":
+      if (state.status === "paused") setStatus("running");
+      return;
+    case "ended":
+      state.steps = m.step;
+      state.trained = m.step > 0;
+      print(`run ${m.how} at step ${m.step}${m.checkpointed ? " (checkpoint kept)" : ""}`);
+      return setStatus(m.how === "finished" ? "done" : "stopped");
+    case "failed":
+      showError(m.message);
+      print(`error: ${m.message}`);
+      state.trained = false;
+      return setStatus("error");
+    case "zip":
+      state.downloads.push(`${m.name}.zip`);
+      return download(m.bytes, `${m.name}.zip`);
+  }
+}
+
+worker.onmessage = (e: MessageEvent<FromWorker>) => onMessage(e.data);
+worker.onerror = (e) => {
+  showError(`the trainer worker failed: ${e.message}`);
+  setStatus("error");
+};
+
+function wire(): void {
+  form.addEventListener("input", check);
+  form.addEventListener("change", check);
+  button("start").addEventListener("click", () => {
+    showError(null);
+    setStatus("starting");
+    send({ type: "start", settings: formSettings(form, tiny) });
+  });
+  button("pause").addEventListener("click", () => {
+    send({ type: "pause" });
+    setStatus("pausing");
+  });
+  button("resume").addEventListener("click", () => send({ type: "resume" }));
+  button("stop").addEventListener("click", () => {
+    send({ type: "stop" });
+    setStatus("stopping");
+  });
+  button("download").addEventListener("click", () => send({ type: "export" }));
+  button("resume-saved").addEventListener("click", () => {
+    showError(null);
+    setStatus("starting");
+    send({ type: "resume-saved" });
+  });
+  button("discard-saved").addEventListener("click", () => send({ type: "discard-saved" }));
+  button("export-jsonl").addEventListener("click", () => {
+    download(
+      new Blob([metricsJsonl(state.metrics)], { type: "application/jsonl" }),
+      "metrics.jsonl",
+    );
+    state.downloads.push("metrics.jsonl");
+  });
+  button("export-png").addEventListener("click", async () => {
+    download(await charts.png(), "charts.png");
+    state.downloads.push("charts.png");
+  });
+  $("upload").addEventListener("change", (ev) => {
+    const files = (ev.target as HTMLInputElement).files;
+    if (files && files.length > 0) send({ type: "model", files: pickedFiles(files) });
+  });
+  $("data-file").addEventListener("change", (ev) => {
+    const file = (ev.target as HTMLInputElement).files?.[0];
+    if (file) send({ type: "data", file: { path: file.name, file } });
+  });
+  button("builtin-data").addEventListener("click", () => send({ type: "data", file: null }));
+  const drop = $("drop");
+  drop.addEventListener("dragover", (ev) => {
+    ev.preventDefault();
+    drop.classList.add("over");
+  });
+  drop.addEventListener("dragleave", () => drop.classList.remove("over"));
+  drop.addEventListener("drop", async (ev) => {
+    ev.preventDefault();
+    drop.classList.remove("over");
+    if (BUSY.includes(state.status) || !ev.dataTransfer) return;
+    send({ type: "model", files: await droppedFiles(ev.dataTransfer) });
+  });
+}
+
+presetForm(form, params, tiny);
+wire();
+render();
+const failAt = Number(params.get("fail_at_step"));
+send({ type: "init", failAtStep: Number.isInteger(failAt) && failAt > 0 ? failAt : undefined });

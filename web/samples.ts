@@ -1,34 +1,38 @@
 /// <reference lib="dom" />
-/** The table of recent prompts, responses and scores, newest first. */
-import type { GenerationRow } from "../src/trainer/mod.ts";
+/** The table of recent prompts, answers and scores, newest first. */
+import type { SampleRow } from "./protocol.ts";
 
 /** Role markers and padding make prompts hard to read; show the user's text only. */
 function promptText(input: string): string {
-  return input.replace(/<\|user\|>|<\|assistant\|>|<eos>|<pad>/g, "").trim();
+  return input.replace(/<\|[a-z_]+\|>|<eos>|<pad>|<bos>/g, " ").replace(/\s+/g, " ").trim();
 }
 
 export class SamplesTable {
   #rows = 0;
+  readonly #empty: HTMLTableRowElement | null;
 
-  constructor(readonly body: HTMLTableSectionElement, readonly options: { keep: number }) {}
+  constructor(readonly body: HTMLTableSectionElement, readonly options: { keep: number }) {
+    this.#empty = body.querySelector("tr.empty-row");
+  }
 
   get size(): number {
     return this.#rows;
   }
 
   clear(): void {
-    this.body.replaceChildren();
+    this.body.replaceChildren(...(this.#empty ? [this.#empty] : []));
     this.#rows = 0;
   }
 
-  add(kind: "train" | "val", step: number, rows: GenerationRow[]): void {
+  add(kind: "train" | "val", step: number, rows: SampleRow[]): void {
+    this.#empty?.remove();
     const frag = document.createDocumentFragment();
     for (const r of rows) {
       const tr = document.createElement("tr");
       tr.className = kind;
       const cells: [string, string][] = [
         [String(step), ""],
-        [kind, ""],
+        [kind === "val" ? "held out" : "train", ""],
         [promptText(r.input), "text"],
         [r.output.replaceAll("\n", "\u21b5"), "text"],
         [r.ground_truth, "text"],

@@ -1,150 +1,187 @@
 /**
- * One training run in the tab: the page's settings become config overrides, the project's
- * `buildTrainerParts` builds the same parts Deno uses, and `fit()` runs them. Pause and stop act
- * between steps through the controller's `shouldContinue` hook.
+ * One training run in the trainer worker: the page's settings become a verl config (checked by the
+ * shared loadConfig), the project's `buildTrainerParts` builds the same parts Deno uses, and
+ * `fit()` runs them. Pause and stop act between steps through the controller's `shouldContinue`
+ * hook; a stopped run validates the step it stopped at and keeps a checkpoint, as a finished one
+ * does. `prepare()` refuses bad settings, data or reward code with field errors before any work.
  */
-import type { Operator } from "../src/data/mod.ts";
-import { loadConfig, type PpoConfig } from "../src/config/mod.ts";
-import { buildTrainerParts } from "../src/trainer/mod.ts";
-import type { GenerationRow, TrainerParts } from "../src/trainer/mod.ts";
-import { fit, type FitResult } from "../src/trainer/mod.ts";
+import { checkContextLength, ConfigError, type PpoConfig } from "../src/config/mod.ts";
 import { gpu } from "../src/gpu/mod.ts";
-import { RewardManager } from "../src/reward/mod.ts";
+import type { RewardManager } from "../src/reward/mod.ts";
+import { buildTrainerParts, fit, type TrainerParts, validate } from "../src/trainer/mod.ts";
+import { OpfsCheckpoints } from "./checkpoints.ts";
 import { folderTokenizer, type ModelFolder } from "./model_files.ts";
-import { arithmeticItems, type ArithmeticTask } from "./task.ts";
-
-/** What the page's form chooses. */
-export interface RunSettings {
-  task: ArithmeticTask;
-  /** `grpo` (group baseline, no critic) or `gae` (PPO with a critic). */
-  algorithm: "grpo" | "gae";
-  lr: number;
-  /** Samples per prompt (rollout.n). */
-  n: number;
-  temperature: number;
-  steps: number;
-  promptsPerStep: number;
-  maxResponseLength: number;
-  /** Validate every this many steps (and after the last). */
-  testFreq: number;
-  /** Held-out prompts per validation. */
-  valPrompts: number;
-  seed: number;
-}
-
-/** The embedded default of `deno task train` (configs/arithmetic_grpo.yaml), sized for a tab. */
-export const DEFAULT_SETTINGS: RunSettings = {
-  task: { digits: 1, operands: 4, operators: ["+", "-"] as Operator[] },
-  algorithm: "grpo",
-  lr: 5e-5,
-  n: 8,
-  temperature: 1,
-  steps: 80,
-  promptsPerStep: 16,
-  maxResponseLength: 10,
-  testFreq: 20,
-  valPrompts: 64,
-  seed: 1,
-};
+import type { Checkpoint, RunStore } from "./opfs.ts";
+import type { MetricPoint, RunEnd, SampleRow } from "./protocol.ts";
+import { rewardManager } from "./reward.ts";
+import { fieldError, runConfig } from "./run_config.ts";
+import type { FieldError, RunSettings } from "./settings.ts";
+import { promptItems, type PromptRows } from "./task.ts";
 
 export interface RunEvents {
-  onMetrics(step: number, metrics: Record<string, number>): void;
-  onGenerations(kind: "train" | "val", step: number, rows: GenerationRow[]): void;
+  metrics(point: MetricPoint): void;
+  samples(kind: "train" | "val", step: number, rows: SampleRow[]): void;
   print(line: string): void;
+  /** The run waits before step `step + 1` (pause took effect), or goes on. */
+  paused(step: number): void;
+  running(step: number): void;
 }
 
-/** The verl config of a run, as dotted overrides over the schema's defaults. */
-export function runConfig(s: RunSettings, options: { maxPromptLength: number }): PpoConfig {
-  const batch = s.promptsPerStep * s.n;
-  return loadConfig("ppo_trainer", {
-    skipPathChecks: true,
-    overrides: [
-      `data.train_batch_size=${s.promptsPerStep}`,
-      `data.max_prompt_length=${options.maxPromptLength}`,
-      `data.max_response_length=${s.maxResponseLength}`,
-      `data.seed=${s.seed}`,
-      `actor_rollout_ref.rollout.n=${s.n}`,
-      `actor_rollout_ref.rollout.temperature=${s.temperature}`,
-      `actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=${batch}`,
-      `actor_rollout_ref.actor.optim.lr=${s.lr}`,
-      `actor_rollout_ref.actor.ppo_mini_batch_size=${s.promptsPerStep}`,
-      `actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=${batch}`,
-      `critic.optim.lr=${s.lr * 3}`,
-      `critic.enable=${s.algorithm === "gae"}`,
-      `algorithm.adv_estimator=${s.algorithm}`,
-      `trainer.total_training_steps=${s.steps}`,
-      `trainer.test_freq=${s.testFreq}`,
-      `trainer.save_freq=-1`,
-      `trainer.val_before_train=true`,
-      `trainer.logger=[]`,
-      `trainer.seed=${s.seed}`,
-    ],
-  });
+export interface RunInputs {
+  settings: RunSettings;
+  /** The starting model (also the reference policy). */
+  base: ModelFolder;
+  rows: PromptRows;
+  /** Where checkpoints go (null: none are kept). */
+  store: RunStore | null;
+  /** A checkpoint to continue from. */
+  resume?: Checkpoint;
+  sandboxUrl: URL;
+  /** Fails the run when step `failAtStep` is about to start (the page test's mid-run failure). */
+  failAtStep?: number;
+}
+
+/** Settings, data or reward code the run cannot use; each names its form field. */
+export class Refusal extends Error {
+  constructor(readonly errors: FieldError[]) {
+    super(errors.map((e) => e.message).join("; "));
+    this.name = "Refusal";
+  }
 }
 
 export class TrainingRun {
-  readonly config: PpoConfig;
+  config!: PpoConfig;
+  /** Metrics logged so far (a resumed run starts with the checkpoint's). */
+  readonly history: MetricPoint[];
   #parts: TrainerParts | null = null;
+  #reward: RewardManager | null = null;
+  #checkpoints: OpfsCheckpoints | null = null;
   #paused = false;
   #stopped = false;
   #wake: (() => void) | null = null;
+  #step = 0;
 
-  constructor(
-    readonly folder: ModelFolder,
-    readonly settings: RunSettings,
-    readonly events: RunEvents,
-  ) {
-    this.config = runConfig(settings, { maxPromptLength: 64 });
+  constructor(readonly inputs: RunInputs, readonly events: RunEvents) {
+    this.history = inputs.resume ? [...inputs.resume.metrics] : [];
+    this.#step = inputs.resume?.step ?? 0;
   }
 
-  get paused(): boolean {
-    return this.#paused;
+  get step(): number {
+    return this.#step;
   }
 
-  /** Builds the parts and trains; resolves when the steps are done or the run is stopped. */
-  async start(): Promise<FitResult> {
-    const tokenizer = folderTokenizer(this.folder);
-    const items = arithmeticItems(this.settings.task, {
-      tokenizer,
-      seed: this.settings.seed,
-      maxVal: this.settings.valPrompts,
-    });
-    const longest = Math.max(...items.train.map((it) => it.inputIds.length));
-    this.config.data.max_prompt_length = Math.max(
-      longest,
-      ...items.val.map((it) => it.inputIds.length),
+  /** Checks everything and builds the parts; throws Refusal when something cannot be used. */
+  async prepare(): Promise<void> {
+    const { settings: s, base } = this.inputs;
+    const at = (field: string) => (e: unknown) => new Refusal([fieldError(e, field)]);
+    const tokenizer = folderTokenizer(base);
+    let items;
+    try {
+      items = promptItems(this.inputs.rows, tokenizer);
+    } catch (e) {
+      throw at("dataFile")(e);
+    }
+    const longest = Math.max(...[...items.train, ...items.val].map((it) => it.inputIds.length));
+    try {
+      this.config = runConfig(s, { maxPromptLength: longest });
+      checkContextLength({
+        maxPromptLength: longest,
+        maxResponseLength: s.maxResponseLength,
+        maxPositionEmbeddings: base.config.maxPositionEmbeddings,
+        model: `${base.source}/config.json`,
+        promptLabel: `the longest prompt (${longest} tokens)`,
+      });
+      if (items.train.length < s.promptsPerStep) {
+        throw new ConfigError(
+          "data.train_batch_size",
+          `${s.promptsPerStep} prompts per step, but ${this.inputs.rows.source} has only ` +
+            `${items.train.length} training prompts: lower it to ${items.train.length} or less`,
+        );
+      }
+    } catch (e) {
+      throw at("")(e);
+    }
+    const print = (line: string) => this.events.print(line);
+    try {
+      this.#reward = await rewardManager(s.reward, {
+        tokenizer,
+        print,
+        sandboxUrl: this.inputs.sandboxUrl,
+      });
+    } catch (e) {
+      throw at("rewardCode")(e);
+    }
+    print(
+      `${items.train.length} training and ${items.val.length} held-out prompts from ` +
+        `${this.inputs.rows.source}; model ${base.source}`,
     );
-    const promptsPerStep = Math.min(this.settings.promptsPerStep, items.train.length);
-    this.config.data.train_batch_size = promptsPerStep;
-    this.config.actor_rollout_ref.actor.ppo_mini_batch_size = promptsPerStep;
-    this.events.print(
-      `${items.train.length} training and ${items.val.length} validation prompts; ` +
-        `model from ${this.folder.source}`,
-    );
+    const resume = this.inputs.resume;
+    this.#checkpoints = this.inputs.store
+      ? new OpfsCheckpoints(this.inputs.store, { history: this.history, resume })
+      : null;
     this.#parts = buildTrainerParts({
       config: this.config,
       tokenizer,
-      actor: { config: this.folder.config, tensors: this.folder.tensors },
+      actor: { config: base.config, tensors: resume?.actor ?? base.tensors },
+      reference: { config: base.config, tensors: base.tensors },
+      critic: resume?.critic ? { config: base.config, tensors: resume.critic } : null,
       trainItems: items.train,
       valItems: items.val,
-      // build.ts's default manager has no tokenizer to decode responses with (see the report).
-      reward: new RewardManager({ tokenizer, log: (line) => this.events.print(line) }),
-      tracking: {
-        log: (step, metrics) => this.events.onMetrics(step, metrics),
-        close: () => {},
-      },
-      print: (line) => this.events.print(line),
-      onGenerations: (kind, step, rows) => this.events.onGenerations(kind, step, rows),
+      reward: this.#reward,
+      tracking: { log: (step, metrics) => this.#log(step, metrics), close: () => {} },
+      checkpoints: this.#checkpoints,
+      print,
+      onGenerations: (kind, step, rows) =>
+        this.events.samples(kind, step, rows.slice(0, kind === "train" ? 8 : 6)),
       shouldContinue: () => this.#gate(),
       peakMemoryBytes: () => gpu().pool.peakBytes,
     });
-    return await fit(this.#parts);
+    this.#checkpoints?.attach(this.#parts);
+  }
+
+  #log(step: number, metrics: Record<string, number>): void {
+    const last = this.history.at(-1);
+    // A second record of a step (the save's timing) joins the step's first one.
+    if (last && last.step === step) Object.assign(last.metrics, metrics);
+    else this.history.push({ step, metrics: { ...metrics } });
+    this.#step = Math.max(this.#step, step);
+    this.events.metrics({ step, metrics });
+  }
+
+  /** Trains to the end or until stopped; a stopped run is validated and checkpointed. */
+  async run(): Promise<{ how: RunEnd; step: number; checkpointed: boolean }> {
+    const parts = this.#parts!;
+    const result = await fit(parts);
+    const total = this.config.trainer.total_training_steps!;
+    const step = result.globalStep;
+    if (step >= total) {
+      return { how: "finished", step, checkpointed: this.#checkpoints?.savedStep === step };
+    }
+    const validated = this.history.some((p) =>
+      p.step === step && Object.keys(p.metrics).some((k) => k.startsWith("val-core/"))
+    );
+    if (!validated) this.#log(step, await validate(parts, step));
+    if (this.#checkpoints && this.#checkpoints.savedStep !== step) {
+      await this.#checkpoints.save(step, {
+        global_step: step,
+        data_loader: parts.trainLoader.state(),
+        kl_ctrl: parts.klCtrl?.state() ?? null,
+      });
+    }
+    return { how: "stopped", step, checkpointed: this.#checkpoints?.savedStep === step };
   }
 
   /** Resolves true to run the next step, false once stopped; waits while paused. */
   async #gate(): Promise<boolean> {
-    while (this.#paused && !this.#stopped) {
-      await new Promise<void>((resolve) => (this.#wake = resolve));
+    if (this.#paused && !this.#stopped) {
+      this.events.paused(this.#step);
+      while (this.#paused && !this.#stopped) {
+        await new Promise<void>((resolve) => (this.#wake = resolve));
+      }
+      if (!this.#stopped) this.events.running(this.#step);
+    }
+    if (this.inputs.failAtStep === this.#step + 1 && !this.#stopped) {
+      throw new Error(`step ${this.#step + 1} failed (fail_at_step=${this.inputs.failAtStep})`);
     }
     return !this.#stopped;
   }
@@ -163,12 +200,26 @@ export class TrainingRun {
     this.#wake?.();
   }
 
-  /** The actor's current weights as a model folder (one GPU round trip). */
-  async trainedFolder(): Promise<ModelFolder> {
-    if (!this.#parts) return this.folder;
+  /** The actor's current weights (one GPU round trip). */
+  async trainedWeights(): Promise<Map<string, Float32Array>> {
+    if (!this.#parts) return this.inputs.resume?.actor ?? this.inputs.base.tensors;
     const model = this.#parts.actor.model as unknown as {
       toArrays(): Promise<Map<string, Float32Array>>;
     };
-    return { ...this.folder, source: "trained in this tab", tensors: await model.toArrays() };
+    return await model.toArrays();
+  }
+
+  /** Frees the run's GPU buffers and its reward sandbox. */
+  dispose(): void {
+    this.#reward?.close();
+    const p = this.#parts;
+    this.#parts = null;
+    if (!p) return;
+    const free = (x: unknown) => (x as { dispose?: () => void } | null)?.dispose?.();
+    free(p.actor.model);
+    free(p.ref);
+    free(p.actor.optimizer.adamw);
+    free(p.critic?.optimizer.adamw);
+    gpu().pool.trim();
   }
 }

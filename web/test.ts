@@ -1,199 +1,247 @@
 /**
- * Drives the built page in Debian's headless Chromium (WebGPU on SwiftShader): a short training
- * run must finish with finite metrics, points on the charts and rows in the samples table, and no
- * request may leave the page's own origin. Saves a screenshot to dist/web-test/screenshot.png.
+ * Drives the built page in Debian's headless Chromium (WebGPU on SwiftShader, the trainer in its
+ * Web Worker), one scenario after another in one browser context (so OPFS outlives reloads):
  *
- *   deno run -A web/test.ts [--no-build] [--steps 2] [--algorithm grpo|gae] [--timeout 1200]
- *     [--chromium PATH]
+ *   explains:  the task, a rewarded answer (`#### n`), the model, the adapter; empty charts say so;
+ *              no request fails (favicon included); Download and exports wait for a trained model
+ *   refuses:   GRPO with n = 1 and a negative learning rate, each next to its field, before start
+ *   trains:    PPO with a critic and KL loss: pause holds, Stop finishes the step, validates and
+ *              keeps a checkpoint; every chart has points (kl_loss too), hover shows values;
+ *              metrics JSONL, charts PNG and the model zip download
+ *   resumes:   a reload offers the saved run; it resumes at the stopped step and finishes
+ *   fails:     a step that throws shows its error and leaves the page usable
+ *   byo:       web/test_byo.ts (own model folder, prompts, pasted reward, oversized folder)
+ *
+ * Screenshots go to dist/web-test/ and are checked for their key elements.
+ *
+ *   deno run -A web/test.ts [--no-build] [--only explains,trains,...] [--chromium PATH]
  */
 import assert from "node:assert/strict";
-import { chromium, type Page } from "playwright-core";
-import { unzipSync } from "fflate";
+import type { Page } from "playwright-core";
 import { buildWeb } from "./build.ts";
-import { serveStatic } from "./serve.ts";
+import {
+  checkScreenshot,
+  downloadOf,
+  Harness,
+  pngRows,
+  state,
+  waitStatus,
+  waitStep,
+} from "./test_page.ts";
+import { checkModelZip, testBringYourOwn } from "./test_byo.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
-
-const CHROMIUM_ARGS = [
-  "--headless=new",
-  "--no-sandbox",
-  "--enable-unsafe-webgpu",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-  "--no-first-run",
-  "--disable-quic",
-];
+export const OUT = `${ROOT}dist/web-test`;
+const TINY = "tiny=1";
 
 function arg(name: string): string | undefined {
   const i = Deno.args.indexOf(name);
   return i >= 0 ? Deno.args[i + 1] : undefined;
 }
 
-function findChromium(): string {
-  const given = arg("--chromium") ?? Deno.env.get("CHROMIUM");
-  for (const p of [given, "/usr/lib/chromium/chromium", "/usr/bin/chromium"]) {
-    try {
-      if (p && Deno.statSync(p).isFile) return p;
-    } catch {
-      // not there; try the next
-    }
+async function explains(h: Harness): Promise<void> {
+  const page = await h.open(TINY);
+  const s = await state(page);
+  const text = await page.locator("#task-explain").innerText();
+  assert.match(text, /#### (-?\d+)/, "the explanation shows a rewarded answer");
+  assert.match(text, /scores 0/, "the explanation shows a plain answer scoring 0");
+  assert.match(await page.locator("#model-info").innerText(), /parameters/);
+  assert.ok((await page.locator("#adapter").innerText()).includes(s.adapter), "adapter badge");
+  assert.match(await page.locator("#f16").innerText(), /^f16: (yes|no)/);
+  assert.equal(await page.locator(".chart.empty").count(), 8, "every chart starts empty");
+  assert.match(await page.locator(".chart .empty-note").first().innerText(), /No data yet/);
+  for (const id of ["#download", "#export-jsonl", "#export-png"]) {
+    assert.ok(await page.locator(id).isDisabled(), `${id} is enabled before any training`);
   }
-  throw new Error("Chromium not found: apt-get install -y chromium (or pass --chromium PATH)");
+  assert.match(await page.getAttribute("link[rel=icon]", "href") ?? "", /^data:image\/svg/);
+  await checkScreenshot(page, `${OUT}/1-start.png`, [
+    "#task-explain",
+    "#model-info",
+    "#adapter",
+    ".chart",
+    "#start",
+  ]);
+  await page.close();
 }
 
-interface PageState {
-  status: string;
-  error: string | null;
-  adapter: string;
-  f16: boolean;
-  steps: number;
-  metrics: { step: number; metrics: Record<string, number> }[];
-  samples: number;
-  /** Where the page's model came from. */
-  model: string;
+async function fieldError(page: Page, field: string): Promise<string> {
+  const sel = `.field-error[data-field="${field}"]`;
+  await page.waitForSelector(sel, { timeout: 20_000 });
+  return await page.locator(sel).innerText();
 }
 
-/** The page's `globalThis.webrl`. */
-type Win = { webrl?: PageState & { chartPoints(): Record<string, number> } };
-
-/** Metrics every finished step must carry, finite. */
-const STEP_METRICS = [
-  "critic/score/mean",
-  "actor/entropy",
-  "actor/ppo_kl",
-  "actor/pg_loss",
-  "response_length/mean",
-  "perf/throughput",
-];
-
-export async function runPageTest(
-  options: { steps: number; timeoutS: number; build: boolean; algorithm?: "grpo" | "gae" },
-) {
-  if (options.build) await buildWeb({ quiet: true });
-  const outDir = `${ROOT}dist/web-test`;
-  await Deno.mkdir(outDir, { recursive: true });
-  let origin = "";
-  const server = serveStatic({ port: 0, onListen: (url) => (origin = new URL(url).origin) });
-  await new Promise((r) => setTimeout(r, 50));
-  const browser = await chromium.launch({ executablePath: findChromium(), args: CHROMIUM_ARGS });
-  const foreign: string[] = [];
-  const pageErrors: string[] = [];
-  try {
-    const context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
-    // Every request goes through here: anything not from the page's own origin fails the test.
-    await context.route("**/*", (route) => {
-      const url = route.request().url();
-      if (url.startsWith(`${origin}/`) || url.startsWith("data:") || url.startsWith("blob:")) {
-        return route.continue();
-      }
-      foreign.push(url);
-      return route.abort("blockedbyclient");
-    });
-    const page = await context.newPage();
-    page.on("pageerror", (e) => pageErrors.push(e.message));
-    page.on("websocket", (ws) => foreign.push(ws.url()));
-    page.on("console", (m) => {
-      if (m.type() === "error") pageErrors.push(m.text());
-      console.log(`[page] ${m.text()}`);
-    });
-    await page.goto(
-      `${origin}/?steps=${options.steps}&tiny=1&algorithm=${options.algorithm ?? "grpo"}`,
-    );
-    await page.waitForFunction(
-      () =>
-        ["ready", "error", "no-webgpu"].includes(
-          (globalThis as unknown as Win).webrl?.status ?? "",
-        ),
-      null,
-      { timeout: 120_000 },
-    );
-    const ready = await page.evaluate(() =>
-      JSON.parse(JSON.stringify((globalThis as unknown as Win).webrl)) as PageState
-    );
-    assert.equal(ready.status, "ready", `page not ready: ${ready.status} ${ready.error ?? ""}`);
-    console.log(`adapter: ${ready.adapter}; f16: ${ready.f16}`);
-    const t0 = performance.now();
-    await page.click("#start");
-    // Paused right away, the run validates the starting model (step 0) and then must hold.
-    await page.click("#pause");
-    await page.waitForFunction(
-      () => ((globalThis as unknown as Win).webrl?.metrics.length ?? 0) > 0,
-      null,
-      { timeout: options.timeoutS * 1000, polling: 500 },
-    );
-    await page.waitForTimeout(2000);
-    const held = await page.evaluate(() => (globalThis as unknown as Win).webrl!.steps);
-    assert.equal(held, 0, "a paused run took a step");
-    await page.click("#resume");
-    await page.waitForFunction(
-      () => ["done", "error"].includes((globalThis as unknown as Win).webrl?.status ?? ""),
-      null,
-      { timeout: options.timeoutS * 1000, polling: 1000 },
-    );
-    const seconds = (performance.now() - t0) / 1000;
-    const s = await page.evaluate(() => {
-      const w = (globalThis as unknown as Win).webrl!;
-      return { ...w, chartPoints: w.chartPoints() };
-    });
-    await page.waitForTimeout(300);
-    await page.screenshot({ path: `${outDir}/screenshot.png`, fullPage: true });
-    console.log(
-      `run: ${s.status} after ${seconds.toFixed(1)} s; charts ${JSON.stringify(s.chartPoints)}`,
-    );
-    assert.equal(s.status, "done", `run ended with ${s.status}: ${s.error}`);
-    assert.equal(s.steps, options.steps, "every step completed");
-    const stepLogs = s.metrics.filter((m) => m.step > 0);
-    assert.equal(stepLogs.length, options.steps);
-    for (const { step, metrics } of stepLogs) {
-      for (const key of STEP_METRICS) {
-        assert.ok(Number.isFinite(metrics[key]), `step ${step}: ${key} = ${metrics[key]}`);
-      }
-    }
-    const val = Object.keys(s.metrics.at(-1)!.metrics).filter((k) => k.startsWith("val-core/"));
-    assert.ok(val.length > 0, "the last step validated");
-    for (const [title, n] of Object.entries(s.chartPoints)) {
-      assert.ok(n > 0, `chart "${title}" has no points`);
-    }
-    assert.ok(s.samples > 0, "the samples table has rows");
-    await checkDownloadAndUpload(page, outDir);
-    assert.deepEqual(foreign, [], "requests left the page's origin");
-    assert.deepEqual(pageErrors, [], "the page logged errors");
-    console.log(`ok: ${options.steps} steps in ${seconds.toFixed(1)} s on "${s.adapter}"`);
-  } finally {
-    await browser.close();
-    await server.shutdown();
-  }
+async function refuses(h: Harness): Promise<void> {
+  const page = await h.open(`${TINY}&algorithm=grpo`);
+  await page.fill("input[name=n]", "1");
+  const nMsg = await fieldError(page, "n");
+  assert.match(nMsg, /rollout\.n/, nMsg);
+  assert.match(nMsg, /2 or more/, nMsg);
+  assert.ok(await page.locator("#start").isDisabled(), "Start stays enabled with n = 1");
+  await page.fill("input[name=n]", "2");
+  await page.fill("input[name=lr]", "-1");
+  const lrMsg = await fieldError(page, "lr");
+  assert.match(lrMsg, /optim\.lr/, lrMsg);
+  assert.equal(await page.locator('.field-error[data-field="n"]').count(), 0, "stale n error");
+  await checkScreenshot(page, `${OUT}/2-refused.png`, ['.field-error[data-field="lr"]', "#start"]);
+  await page.fill("input[name=lr]", "0.0001");
+  await page.waitForFunction(() => document.querySelectorAll(".field-error").length === 0);
+  await page.waitForSelector("#start:not([disabled])");
+  assert.equal((await state(page)).status, "ready");
+  await page.close();
 }
 
-/** The trained model downloads as an HF folder zip, and that folder loads back into the page. */
-async function checkDownloadAndUpload(page: Page, outDir: string): Promise<void> {
-  const [dl] = await Promise.all([page.waitForEvent("download"), page.click("#download")]);
-  const zipPath = `${outDir}/webrl-model.zip`;
-  await dl.saveAs(zipPath);
-  const files = unzipSync(await Deno.readFile(zipPath));
-  for (const f of ["config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"]) {
-    assert.ok(files[`webrl-model/${f}`]?.byteLength > 0, `the zip lacks webrl-model/${f}`);
-  }
-  const dir = `${outDir}/webrl-model`;
-  await Deno.mkdir(dir, { recursive: true });
-  for (const [name, bytes] of Object.entries(files)) {
-    await Deno.writeFile(`${outDir}/${name}`, bytes);
-  }
-  await page.setInputFiles("#upload", dir);
+async function hoverValue(page: Page, chart: string): Promise<string> {
+  const over = page.locator(`.chart[data-title="${chart}"] .u-over`);
+  const box = (await over.boundingBox())!;
+  await over.hover({ position: { x: box.width - 4, y: box.height / 2 } });
+  const value = page.locator(`.chart[data-title="${chart}"] .u-legend .u-value`).nth(1);
   await page.waitForFunction(
-    () => /^webrl-model\//.test((globalThis as unknown as Win).webrl?.model ?? ""),
-    null,
-    { timeout: 60_000 },
+    (el) => /\d/.test(el!.textContent ?? ""),
+    await value.elementHandle(),
+    {
+      timeout: 5000,
+    },
+  ).catch(() => {});
+  return await value.innerText();
+}
+
+async function trains(h: Harness): Promise<void> {
+  // Validation every 5 steps, so the validation at the stopped step comes from Stop.
+  const page = await h.open(`${TINY}&algorithm=gae&kl=1&steps=3&testFreq=5&saveFreq=5`);
+  await page.click("#start");
+  await page.click("#pause");
+  await waitStatus(page, ["paused"], 180);
+  assert.match(await page.locator("#status").innerText(), /^paused after step 0/);
+  assert.ok(await page.locator("input[name=lr]").isDisabled(), "settings editable mid-run");
+  await page.waitForTimeout(1500);
+  assert.equal((await state(page)).steps, 0, "a paused run took a step");
+  await page.click("#resume");
+  await page.waitForFunction(() =>
+    !/^paused/.test(document.getElementById("status")!.textContent!)
   );
-  console.log(`download: ${Object.keys(files).length} files; uploaded back`);
+  await waitStep(page, 1, 240);
+  await page.click("#stop");
+  assert.match(await page.locator("#status").innerText(), /stopping/);
+  await waitStatus(page, ["stopped", "error"], 240);
+  const s = await state(page);
+  assert.equal(s.status, "stopped", `run ended with ${s.status}: ${s.error}`);
+  const last = s.metrics.at(-1)!;
+  assert.equal(last.step, s.steps);
+  assert.ok(s.steps >= 1 && s.steps < 3, `stopped at step ${s.steps}`);
+  assert.ok(Object.keys(last.metrics).some((k) => k.startsWith("val-core/")), "no validation");
+  assert.ok(s.saved && s.saved.step === s.steps, "Stop kept no checkpoint");
+  assert.match(await page.locator("#status").innerText(), /^stopped at step/);
+  for (const [title, series] of Object.entries(s.chartPoints)) {
+    for (const [label, n] of Object.entries(series)) {
+      assert.ok(n > 0, `chart "${title}" has no ${label} points`);
+    }
+  }
+  for (const m of s.metrics.filter((m) => m.step > 0)) {
+    for (const k of ["actor/kl_loss", "critic/vf_loss", "actor/grad_norm", "perf/throughput"]) {
+      assert.ok(Number.isFinite(m.metrics[k]), `step ${m.step}: ${k} = ${m.metrics[k]}`);
+    }
+  }
+  const hovered = await hoverValue(page, "Reward");
+  assert.match(hovered, /^-?\d/, `hover shows no value: ${JSON.stringify(hovered)}`);
+  assert.ok(!(await page.locator("#download").isDisabled()), "Download disabled after Stop");
+  const jsonl = new TextDecoder().decode(
+    await downloadOf(page, "#export-jsonl", `${OUT}/metrics.jsonl`),
+  );
+  const lines = jsonl.trim().split("\n").map((l) => JSON.parse(l));
+  assert.deepEqual(lines.map((l) => l.step), s.metrics.map((m) => m.step));
+  const png = pngRows(await downloadOf(page, "#export-png", `${OUT}/charts.png`));
+  assert.ok(png.width > 400 && png.height > 400, `charts.png is ${png.width}x${png.height}`);
+  assert.ok(new Set(png.rows.flatMap((r) => [...r.subarray(0, 400)])).size > 16, "blank PNG");
+  await checkModelZip(
+    await downloadOf(page, "#download", `${OUT}/trained.zip`),
+    { dtype: "F32", prefix: "built-in_tiny_arith-trained" },
+  );
+  await checkScreenshot(page, `${OUT}/3-stopped.png`, [
+    "#status",
+    '.chart[data-title="KL"] .u-over',
+    '.chart[data-title="Validation accuracy"] .u-over',
+    "#samples tbody tr",
+    "#download",
+  ]);
+  await page.close();
+  console.log(`trains: stopped at step ${s.steps}, ${s.metrics.length} records`);
+}
+
+async function resumes(h: Harness): Promise<void> {
+  const page = await h.open(TINY);
+  await page.waitForSelector("#saved-run:not([hidden])", { timeout: 30_000 });
+  const saved = (await state(page)).saved!;
+  assert.match(await page.locator("#saved-text").innerText(), /step \d+ of 3/);
+  await page.click("#resume-saved");
+  await waitStatus(page, ["done", "error"], 300);
+  const s = await state(page);
+  assert.equal(s.status, "done", `resumed run ended with ${s.status}: ${s.error}`);
+  assert.equal(s.steps, 3);
+  const steps = s.metrics.map((m) => m.step);
+  assert.deepEqual(steps, [...new Set(steps)], `a step was logged twice: ${steps}`);
+  const expected = Array.from({ length: 3 - saved.step }, (_, i) => saved.step + 1 + i);
+  assert.deepEqual(steps.filter((x) => x > saved.step), expected, `steps after resume: ${steps}`);
+  assert.ok(steps.includes(saved.step), "the resumed run lost the saved metrics");
+  assert.ok(
+    await page.locator("input[name=useKlLoss]").isChecked(),
+    "the form shows the resumed run's settings",
+  );
+  assert.equal(await page.inputValue("input[name=steps]"), "3");
+  await page.close();
+  console.log(`resumes: from step ${saved.step} to 3`);
+}
+
+async function fails(h: Harness): Promise<void> {
+  const page = await h.open(`${TINY}&steps=3&fail_at_step=2`);
+  await page.click("#start");
+  await waitStatus(page, ["error", "done"], 240);
+  const s = await state(page);
+  assert.equal(s.status, "error");
+  assert.match(s.error ?? "", /step 2 failed/);
+  assert.match(await page.locator("#error-line").innerText(), /step 2 failed/);
+  assert.ok(!(await page.locator("#start").isDisabled()), "Start disabled after a failure");
+  assert.ok(!(await page.locator("input[name=lr]").isDisabled()), "form locked after a failure");
+  // The step-1 checkpoint is still there to download.
+  assert.ok(!(await page.locator("#download").isDisabled()), "no checkpoint to download");
+  await page.fill("input[name=n]", "1");
+  await fieldError(page, "n");
+  await page.close();
+}
+
+const SCENARIOS: Record<string, (h: Harness) => Promise<void>> = {
+  explains,
+  refuses,
+  trains,
+  resumes,
+  fails,
+  byo: (h) => testBringYourOwn(h, OUT),
+};
+
+export async function runPageTest(o: { build: boolean; only?: string[]; chromium?: string }) {
+  const t0 = performance.now();
+  if (o.build) await buildWeb({ quiet: true });
+  await Deno.mkdir(OUT, { recursive: true });
+  const h = await Harness.start({ chromium: o.chromium });
+  try {
+    for (const [name, scenario] of Object.entries(SCENARIOS)) {
+      if (o.only && !o.only.includes(name)) continue;
+      const t = performance.now();
+      await scenario(h);
+      console.log(`ok ${name} (${((performance.now() - t) / 1000).toFixed(1)} s)`);
+    }
+    assert.deepEqual(h.foreign, [], "requests left the page's origin");
+    assert.deepEqual(h.failed, [], "requests failed");
+    assert.deepEqual(h.pageErrors, [], "the page logged errors");
+  } finally {
+    await h.close();
+  }
+  console.log(`web test: ${((performance.now() - t0) / 1000).toFixed(1)} s`);
 }
 
 if (import.meta.main) {
   await runPageTest({
-    steps: Number(arg("--steps") ?? 2),
-    timeoutS: Number(arg("--timeout") ?? 1200),
     build: !Deno.args.includes("--no-build"),
-    algorithm: arg("--algorithm") === "gae" ? "gae" : "grpo",
+    only: arg("--only")?.split(","),
+    chromium: arg("--chromium") ?? Deno.env.get("CHROMIUM"),
   });
 }

@@ -17,7 +17,7 @@ export {
 export { DataError } from "./errors.ts";
 export { type OverlongReport, PromptLengths, reportOverlong } from "./prompt_stats.ts";
 export { DataLoader, type DataLoaderOptions, type LoaderState } from "./loader.ts";
-export { readParquet, type Row, type WriteData, writeParquet } from "./parquet.ts";
+export { parquetRows, readParquet, type Row, type WriteData, writeParquet } from "./parquet.ts";
 export { parseChatMessages, parseRLRow, type RLRow, type RowPlace } from "./rows.ts";
 export {
   type ArithmeticOptions,

@@ -21,6 +21,18 @@ export async function readParquet(
   } catch (e) {
     throw new DataError(path, `cannot read: ${(e as Error).message}`);
   }
+  return await parquetRows(bytes, { ...opts, file: path });
+}
+
+/**
+ * The rows of a parquet file held in memory (a file picked in a browser); `file` names it in
+ * errors, as readParquet's path does.
+ */
+export async function parquetRows(
+  bytes: Uint8Array,
+  opts: { file: string; required?: string[] },
+): Promise<Row[]> {
+  const path = opts.file;
   const file = bytes.buffer.slice(
     bytes.byteOffset,
     bytes.byteOffset + bytes.byteLength,

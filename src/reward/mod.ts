@@ -15,6 +15,7 @@ export {
   gsm8kScore,
   SOLUTION_CLIP_CHARS,
 } from "./gsm8k.ts";
+export { type ExactMatchOptions, exactMatchScore } from "./exact_match.ts";
 export { InProcessScorer } from "./in_process.ts";
 export {
   type RewardBatch,

@@ -16,6 +16,8 @@ export { buildTrainerParts, makeOptimizer, type ModelWeights } from "./build.ts"
 export { readWeights, runFolder, setupTrainer, tokenizerFromFiles } from "./setup.ts";
 export { sftFit } from "./sft_trainer.ts";
 export { saveCheckpoint } from "./checkpoint/manager.ts";
+export { save as saveStep } from "./stages/save.ts";
+export { validate } from "./stages/validate.ts";
 export { writeModel } from "./checkpoint/store.ts";
 export { computeLogProbs } from "./actor.ts";
 export { type GenerationSummary, runGeneration } from "./main_generation.ts";

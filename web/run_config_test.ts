@@ -5,7 +5,8 @@ import assert from "node:assert/strict";
 import { loadConfig } from "../src/config/mod.ts";
 import { DEFAULT_CONFIG } from "../src/cli/mod.ts";
 import { readParquet } from "../src/data/mod.ts";
-import { DEFAULT_SETTINGS, runConfig } from "./session.ts";
+import { checkSettings, runConfig } from "./run_config.ts";
+import { DEFAULT_SETTINGS } from "./settings.ts";
 
 Deno.test("the tab's default settings follow configs/arithmetic_grpo.yaml", async () => {
   const cli = loadConfig("ppo_trainer", { files: [DEFAULT_CONFIG], skipPathChecks: true });
@@ -27,4 +28,18 @@ Deno.test("the tab's default settings follow configs/arithmetic_grpo.yaml", asyn
   const prompt = JSON.stringify(rows[0].prompt);
   const operands = prompt.match(/\d+(?:[+-]\d+)+=/)![0].split(/[+-]/).length;
   assert.equal(operands, DEFAULT_SETTINGS.task.operands, prompt);
+});
+
+Deno.test("the shared validation's errors land on the form fields that set the keys", () => {
+  const fields = (over: Partial<typeof DEFAULT_SETTINGS>) =>
+    checkSettings({ ...DEFAULT_SETTINGS, ...over }).map((e) => [e.field, e.key]);
+  assert.deepEqual(fields({}), []);
+  assert.deepEqual(fields({ n: 1 }), [["n", "actor_rollout_ref.rollout.n"]]);
+  assert.deepEqual(fields({ n: 1, algorithm: "gae" }), []);
+  assert.deepEqual(fields({ lr: -1 }), [["lr", "actor_rollout_ref.actor.optim.lr"]]);
+  assert.deepEqual(fields({ testFreq: 0 }), [["testFreq", "trainer.test_freq"]]);
+  assert.deepEqual(fields({ n: 2.5 }), [["n", "actor_rollout_ref.rollout.n"]]);
+  assert.deepEqual(fields({ steps: NaN, lr: NaN }), [["lr", "lr"], ["steps", "steps"]]);
+  const n1 = checkSettings({ ...DEFAULT_SETTINGS, n: 1 })[0].message;
+  assert.match(n1, /2 or more/);
 });

@@ -16,7 +16,8 @@ Deno.test("gpg: -A·logp in every agg mode, no metrics of its own", () => {
     "token-mean": [(2 + 4 - 0.5 + 1.5) / 4, [-2 / 4, -2 / 4, 1 / 4, -0.5 / 4]],
     "seq-mean-token-sum": [(5.5 + 1.5) / 2, [-1, -1, 0.5, -0.25]],
     "seq-mean-token-mean": [(5.5 / 3 + 1.5) / 2, [-1 / 3, -1 / 3, 1 / 6, -0.25]],
-    "seq-mean-token-sum-norm": [(5.5 + 1.5) / 2 / 3, [-1 / 3, -1 / 3, 1 / 6, -0.5 / 6]],
+    // divided by the horizon R = 3 alone, as verl's agg_loss
+    "seq-mean-token-sum-norm": [(5.5 + 1.5) / 3, [-2 / 3, -2 / 3, 1 / 3, -0.5 / 3]],
   } as const;
   for (const [lossAggMode, [loss, grad]] of Object.entries(cases)) {
     const out = computePolicyLoss("gpg", inputs, {

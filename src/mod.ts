@@ -13,7 +13,7 @@
  */
 import { initGpu } from "./gpu/mod.ts";
 import { renderPrompt } from "./data/mod.ts";
-import type { ChatMessage, HfTokenizer, ModelConfig } from "./io/mod.ts";
+import { type ChatMessage, type HfTokenizer, type ModelConfig, stopTokenIds } from "./io/mod.ts";
 import { CausalLM } from "./nn/mod.ts";
 import { generate } from "./rollout/mod.ts";
 import {
@@ -35,18 +35,25 @@ export interface Model {
   tokenizer: HfTokenizer;
   /** The folder's companion files (tokenizer, chat template, generation config), kept verbatim. */
   files: Record<string, string>;
+  /** Ids generation stops on: the tokenizer's EOS and every EOS id of the folder's configs. */
+  eosTokenIds: number[];
 }
 
 /** Reads config.json, the safetensors weights and the tokenizer files of a folder. */
 export async function loadModel(path: string): Promise<Model> {
   await initGpu();
   const w = await readWeights(path);
+  const tokenizer = tokenizerFromFiles(w.tokenizerFiles, path);
   return {
     path,
     config: w.config,
     network: CausalLM.fromTensors(w.config, w.tensors),
-    tokenizer: tokenizerFromFiles(w.tokenizerFiles, path),
+    tokenizer,
     files: w.files,
+    eosTokenIds: stopTokenIds(tokenizer.eosTokenId, {
+      generationConfig: w.generationConfig,
+      configEos: w.config.eosTokenId,
+    }),
   };
 }
 
@@ -134,7 +141,7 @@ export async function generateTokens(
     topP: options.topP ?? 1,
     doSample: temperature > 0,
     seed: options.seed ?? 0,
-    eosTokenIds: [model.tokenizer.eosTokenId],
+    eosTokenIds: model.eosTokenIds,
     padTokenId: model.tokenizer.padTokenId,
   });
   const R = options.maxNewTokens;

@@ -45,3 +45,19 @@ export function parseGenerationConfig(
   for (const [field, key] of GENERATION_KEYS) if (json[key] !== undefined) out[field] = json[key];
   return out as GenerationConfig;
 }
+
+/**
+ * The ids generation stops on: the tokenizer's EOS plus every `eos_token_id` of
+ * generation_config.json and config.json, as `transformers` and vLLM stop on any of them (Qwen
+ * instruct models list `<|im_end|>` and `<|endoftext|>`).
+ */
+export function stopTokenIds(
+  tokenizerEos: number,
+  sources: { generationConfig?: GenerationConfig | null; configEos?: number | number[] | null },
+): number[] {
+  const ids = new Set<number>([tokenizerEos]);
+  for (const src of [sources.generationConfig?.eosTokenId, sources.configEos]) {
+    for (const id of src === undefined || src === null ? [] : [src].flat()) ids.add(id);
+  }
+  return [...ids];
+}

@@ -1,5 +1,9 @@
 import assert from "node:assert/strict";
-import { generationConfigToJson, parseGenerationConfig } from "./generation_config.ts";
+import {
+  generationConfigToJson,
+  parseGenerationConfig,
+  stopTokenIds,
+} from "./generation_config.ts";
 
 Deno.test("generation config: written with HF keys, read back", () => {
   const g = {
@@ -28,4 +32,14 @@ Deno.test("generation config: bad JSON names the file", () => {
     () => parseGenerationConfig("[", { file: "m/generation_config.json" }),
     /m\/generation_config\.json: not valid JSON/,
   );
+});
+
+Deno.test("stopTokenIds: the tokenizer's EOS and every EOS id of both configs, once each", () => {
+  // Qwen2.5-Instruct: tokenizer EOS <|im_end|> 151645; generation_config [151645, 151643].
+  assert.deepEqual(
+    stopTokenIds(151645, { generationConfig: { eosTokenId: [151645, 151643] }, configEos: 151643 }),
+    [151645, 151643],
+  );
+  assert.deepEqual(stopTokenIds(1, { generationConfig: null, configEos: 2 }), [1, 2]);
+  assert.deepEqual(stopTokenIds(1, {}), [1]);
 });

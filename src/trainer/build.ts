@@ -30,6 +30,8 @@ export interface BuildOptions {
    * e.g. critic.model.path) lends its trunk to a fresh critic. Default: the actor's trunk.
    */
   critic?: ModelWeights | null;
+  /** Ids the rollout stops on; default the tokenizer's EOS (setup adds the folder's). */
+  eosTokenIds?: number[];
   trainItems: PromptItem[];
   valItems: PromptItem[];
   tracking: Logger;
@@ -59,7 +61,11 @@ export function makeOptimizer(
 }
 
 /** Wraps the generation engine into the controller's rollout function. */
-export function rolloutFor(model: CausalLM, tokenizer: Tokenizer): RolloutFn {
+export function rolloutFor(
+  model: CausalLM,
+  tokenizer: Tokenizer,
+  eosTokenIds: number[] = [tokenizer.eosTokenId],
+): RolloutFn {
   return async (prompts, o) => {
     const out = await generate(model, {
       inputIds: prompts.inputIds,
@@ -72,7 +78,7 @@ export function rolloutFor(model: CausalLM, tokenizer: Tokenizer): RolloutFn {
       topK: o.topK,
       topP: o.topP,
       doSample: o.doSample,
-      eosTokenIds: [tokenizer.eosTokenId],
+      eosTokenIds,
       padTokenId: tokenizer.padTokenId,
       seed: o.seed,
       returnLogProbs: o.returnLogProbs ?? false,
@@ -110,7 +116,7 @@ export function buildTrainerParts(o: BuildOptions): TrainerParts {
     actor: { model: actorModel, optimizer: makeOptimizer(actorModel.params(), a.actor.optim) },
     ref: refModel,
     critic,
-    rollout: rolloutFor(actorModel, o.tokenizer),
+    rollout: rolloutFor(actorModel, o.tokenizer, o.eosTokenIds),
     trainLoader: new DataLoader(o.trainItems, {
       batchSize: cfg.data.gen_batch_size,
       shuffle: cfg.data.shuffle,

@@ -5,7 +5,7 @@
  */
 import { initGpu } from "../gpu/mod.ts";
 import { loadTokenizer, readModelFolder } from "../io/mod.ts";
-import { tensorToFloat32 } from "../io/mod.ts";
+import { stopTokenIds, tensorToFloat32 } from "../io/mod.ts";
 import { charTokenizer } from "../io/mod.ts";
 import type { Tokenizer } from "../io/mod.ts";
 import { CausalLM } from "../nn/mod.ts";
@@ -70,12 +70,11 @@ async function loadModel(cfg: GenerationConfig): Promise<Loaded> {
   const tensors = new Map<string, Float32Array>();
   for (const [name, t] of folder.tensors) tensors.set(name, tensorToFloat32(t));
   const model = CausalLM.fromTensors(folder.config, tensors, { dtype });
-  // HF stops on any of the generation config's EOS ids (Qwen lists <|im_end|> and <|endoftext|>).
-  const eos = new Set<number>([tokenizer.eosTokenId]);
-  for (const src of [folder.generationConfig?.eosTokenId, folder.config.eosTokenId]) {
-    for (const id of src === undefined ? [] : [src].flat()) eos.add(id);
-  }
-  return { model, tokenizer, eosTokenIds: [...eos], source: `${path}/config.json` };
+  const eosTokenIds = stopTokenIds(tokenizer.eosTokenId, {
+    generationConfig: folder.generationConfig,
+    configEos: folder.config.eosTokenId,
+  });
+  return { model, tokenizer, eosTokenIds, source: `${path}/config.json` };
 }
 
 /** The prompts' token ids, cut as data.truncation says, with a line on what was cut. */

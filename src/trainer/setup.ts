@@ -3,9 +3,11 @@
  * custom reward module), resolves the resume checkpoint, and builds the parts `fit()` runs on.
  */
 import {
+  type GenerationConfig,
   type HfTokenizer,
   readCompanionFiles,
   readModelFolder,
+  stopTokenIds,
   tensorToFloat32,
   TOKENIZER_FILE_NAMES,
   tokenizerFromFiles as tokenizerOfFiles,
@@ -33,6 +35,7 @@ export interface FolderWeights extends ModelWeights {
   tokenizerFiles: Record<string, string>;
   /** Tokenizer files and generation_config.json as read, written into every save. */
   files: Record<string, string>;
+  generationConfig: GenerationConfig | null;
 }
 
 /** Reads a Hugging Face folder's weights as f32 arrays; NaN or ±Infinity is an error. */
@@ -46,6 +49,7 @@ export async function readWeights(path: string): Promise<FolderWeights> {
     tensors,
     tokenizerFiles: folder.tokenizerFiles,
     files: folder.files,
+    generationConfig: folder.generationConfig,
   };
 }
 
@@ -197,6 +201,11 @@ export async function setupTrainer(
     actor,
     reference: resumePath ? base : undefined,
     critic,
+    // vLLM (verl's rollout) stops on every EOS id of generation_config.json and config.json.
+    eosTokenIds: stopTokenIds(tokenizer.eosTokenId, {
+      generationConfig: base.generationConfig,
+      configEos: base.config.eosTokenId,
+    }),
     trainItems: train.items,
     valItems: val.items,
     tracking,

@@ -39,15 +39,23 @@ export interface Model {
   eosTokenIds: number[];
 }
 
-/** Reads config.json, the safetensors weights and the tokenizer files of a folder. */
-export async function loadModel(path: string): Promise<Model> {
+/**
+ * Reads config.json, the safetensors weights and the tokenizer files of a folder. `dtype`
+ * "float16" keeps the network's weights in f16 on the GPU (inference; f32 accumulation).
+ */
+export async function loadModel(
+  path: string,
+  options: { dtype?: "float32" | "float16" } = {},
+): Promise<Model> {
   await initGpu();
   const w = await readWeights(path);
   const tokenizer = tokenizerFromFiles(w.tokenizerFiles, path);
   return {
     path,
     config: w.config,
-    network: CausalLM.fromTensors(w.config, w.tensors),
+    network: CausalLM.fromTensors(w.config, w.tensors, {
+      dtype: options.dtype === "float16" ? "f16" : "f32",
+    }),
     tokenizer,
     files: w.files,
     eosTokenIds: stopTokenIds(tokenizer.eosTokenId, {

@@ -6,9 +6,15 @@
  *   deno task generate model.path=ckpt/actor data.path=val.parquet data.n_samples=4
  *   deno task generate gen.yaml rollout.temperature=0.6 rollout.response_length=256
  */
-import { formatConfig, loadConfig } from "../config/mod.ts";
+import { ConfigError, formatConfig, type GenerationConfig, loadConfig } from "../config/mod.ts";
+import { loadModel } from "../mod.ts";
 import { runCli, splitArgs } from "./run.ts";
-import { type GenerationSummary, runGeneration } from "../trainer/mod.ts";
+import {
+  type GenerationModel,
+  type GenerationSummary,
+  runGeneration,
+  tinyGenerationModel,
+} from "../trainer/mod.ts";
 
 const USAGE = `usage: deno task generate [config.yaml ...] [key=value ...]
 keys: data.{path,prompt_key,n_samples,output_path,batch_size,max_prompt_length,truncation},
@@ -23,12 +29,29 @@ export async function main(
   const print = options.print ?? console.log;
   const cfg = loadConfig("generation", splitArgs(args));
   print(formatConfig(cfg).trimEnd());
-  const s = await runGeneration(cfg, { print });
+  const s = await runGeneration(cfg, { print, loadModel: () => modelOf(cfg) });
   print(
     `wrote ${s.responses} responses for ${s.rows} prompts to ${s.outputPath} ` +
       `(${s.seconds.toFixed(1)} s, ${s.tokensPerSecond.toFixed(1)} tokens/s)`,
   );
   return s;
+}
+
+/** model.path through the library surface, or the built-in tiny model when it is null. */
+async function modelOf(cfg: GenerationConfig): Promise<GenerationModel> {
+  const path = cfg.model.path;
+  if (!path) return tinyGenerationModel(cfg);
+  try {
+    const m = await loadModel(path, { dtype: cfg.model.dtype });
+    return {
+      network: m.network,
+      tokenizer: m.tokenizer,
+      eosTokenIds: m.eosTokenIds,
+      source: `${path}/config.json`,
+    };
+  } catch (e) {
+    throw new ConfigError("model.path", `model.path=${path}: ${(e as Error).message}`);
+  }
 }
 
 if (import.meta.main) await runCli("generate", () => main(Deno.args), { usage: USAGE });

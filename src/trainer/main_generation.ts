@@ -4,8 +4,6 @@
  * left-padded in batches of `data.batch_size`, and generated with the KV-cache engine.
  */
 import { initGpu } from "../gpu/mod.ts";
-import { loadTokenizer, readModelFolder } from "../io/mod.ts";
-import { stopTokenIds, tensorToFloat32 } from "../io/mod.ts";
 import { charTokenizer } from "../io/mod.ts";
 import type { Tokenizer } from "../io/mod.ts";
 import { CausalLM } from "../nn/mod.ts";
@@ -34,47 +32,28 @@ export interface GenerationSummary {
   tokensPerSecond: number;
 }
 
-interface Loaded {
-  model: CausalLM;
+/** A model ready to generate with, and where its context length came from (for messages). */
+export interface GenerationModel {
+  network: CausalLM;
   tokenizer: Tokenizer;
   eosTokenIds: number[];
-  /** Where the model's max_position_embeddings came from, for messages. */
   source: string;
 }
 
-async function loadModel(cfg: GenerationConfig): Promise<Loaded> {
-  const path = cfg.model.path;
-  const dtype = cfg.model.dtype === "float16" ? "f16" : "f32";
-  if (!path) {
-    // No folder: the built-in tiny model (random weights) with the character tokenizer.
-    const tokenizer = charTokenizer();
-    const config = tinyModelConfig({
-      vocabSize: tokenizer.vocabSize,
-      eosTokenId: tokenizer.eosTokenId,
-    });
-    const model = CausalLM.random(config, { seed: cfg.trainer.seed, dtype });
-    return {
-      model,
-      tokenizer,
-      eosTokenIds: [tokenizer.eosTokenId],
-      source: "the built-in tiny model, model.path=null",
-    };
-  }
-  let folder, tokenizer;
-  try {
-    folder = await readModelFolder(path);
-    tokenizer = await loadTokenizer(path);
-  } catch (e) {
-    throw new ConfigError("model.path", `model.path=${path}: ${(e as Error).message}`);
-  }
-  const tensors = new Map<string, Float32Array>();
-  for (const [name, t] of folder.tensors) tensors.set(name, tensorToFloat32(t));
-  const model = CausalLM.fromTensors(folder.config, tensors, { dtype });
-  const eosTokenIds = stopTokenIds(tokenizer.eosTokenId, {
-    generationConfig: folder.generationConfig,
-    configEos: folder.config.eosTokenId,
+/** `model.path=null`: the built-in tiny model (random weights) with the character tokenizer. */
+export function tinyGenerationModel(cfg: GenerationConfig): GenerationModel {
+  const tokenizer = charTokenizer();
+  const config = tinyModelConfig({
+    vocabSize: tokenizer.vocabSize,
+    eosTokenId: tokenizer.eosTokenId,
   });
-  return { model, tokenizer, eosTokenIds, source: `${path}/config.json` };
+  const dtype = cfg.model.dtype === "float16" ? "f16" : "f32";
+  return {
+    network: CausalLM.random(config, { seed: cfg.trainer.seed, dtype }),
+    tokenizer,
+    eosTokenIds: [tokenizer.eosTokenId],
+    source: "the built-in tiny model, model.path=null",
+  };
 }
 
 /** The prompts' token ids, cut as data.truncation says, with a line on what was cut. */
@@ -135,7 +114,11 @@ async function checkOutputPath(path: string): Promise<void> {
 /** Runs the whole job; `print` receives progress lines. */
 export async function runGeneration(
   cfg: GenerationConfig,
-  options: { print?: (line: string) => void } = {},
+  options: {
+    print?: (line: string) => void;
+    /** Loads the model once the data is known good (the CLI reads folders through src/mod.ts). */
+    loadModel: () => Promise<GenerationModel>;
+  },
 ): Promise<GenerationSummary> {
   const print = options.print ?? console.log;
   await checkOutputPath(cfg.data.output_path);
@@ -144,7 +127,7 @@ export async function runGeneration(
     throw new DataError(cfg.data.path, "the file has no rows, so there is nothing to generate");
   }
   await initGpu();
-  const { model, tokenizer, eosTokenIds, source } = await loadModel(cfg);
+  const { network: model, tokenizer, eosTokenIds, source } = await options.loadModel();
   const r = cfg.rollout, n = cfg.data.n_samples;
   const responses: string[][] = [];
   let start = performance.now();

@@ -20,5 +20,10 @@ export { save as saveStep } from "./stages/save.ts";
 export { validate } from "./stages/validate.ts";
 export { writeModel } from "./checkpoint/store.ts";
 export { computeLogProbs } from "./actor.ts";
-export { type GenerationSummary, runGeneration } from "./main_generation.ts";
+export {
+  type GenerationModel,
+  type GenerationSummary,
+  runGeneration,
+  tinyGenerationModel,
+} from "./main_generation.ts";
 export { evaluateResponses, type EvaluationResult } from "./main_eval.ts";

@@ -210,7 +210,12 @@ export async function runAgentLoop(
       stats,
     });
     const added = texts.map((content) => ({ role: "tool", content }));
-    const delta = deltaTokens(tok, schemas, history, turnText, added);
+    const delta = deltaTokens(tok, schemas, {
+      history,
+      ids: [...s.promptIds, ...s.ids],
+      turnText,
+      added,
+    });
     // As verl: a tool reply that does not fit ends the conversation before it is appended.
     if (s.ids.length + delta.length >= R) return void (s.done = true);
     s.messages = [...history, ...added];

@@ -1,9 +1,7 @@
 /**
  * Turn-by-turn tokenization of a conversation. The tokens after an assistant turn are the chat
- * template's rendering of the conversation with the new messages, minus its rendering without
- * them: only the new text is tokenized and appended, so the policy's tokens are never re-encoded.
- * The template's own text after the assistant's stop token (Qwen's "\n" after <|im_end|>) comes
- * first. `checkTokenization` compares the result with one render of the whole conversation.
+ * template's rendering of the conversation with the new messages, minus what is already there:
+ * only the new text is tokenized and appended, so the policy's tokens are never re-encoded. `checkTokenization` compares the result with one render of the whole conversation.
  */
 import { type ChatMessage, type Tokenizer } from "../../io/mod.ts";
 import { renderChat } from "../../data/mod.ts";
@@ -18,30 +16,48 @@ const PROBE: ChatMessage[] = [
   { role: "assistant", content: "y" },
 ];
 
+/** What the loop knows when tool replies are to be appended. */
+export interface DeltaInput {
+  /** The conversation so far, ending with the assistant turn just generated. */
+  history: ChatMessage[];
+  /** Every token so far (prompt and response). */
+  ids: readonly number[];
+  /** The assistant turn decoded with its stop token. */
+  turnText: string;
+  /** The new messages (tool replies). */
+  added: ChatMessage[];
+}
+
 /**
- * Tokens that continue a conversation whose last message is the assistant turn just generated
- * (`turnText`: that turn decoded with its stop token) with `added` messages and the generation
- * prompt.
+ * Tokens that continue the conversation with `added` and the generation prompt. The render with
+ * the new messages normally starts with the text of every token so far (the template wrote the
+ * prompt, the policy wrote its turns): the rest is tokenized. Templates that render the latest
+ * assistant turn differently from earlier ones (Qwen3 adds an empty think block to the last)
+ * are handled by rendering the history without the new messages instead, and the template's text
+ * after the turn's stop token is kept.
  */
 export function deltaTokens(
   tokenizer: Tokenizer,
   tools: readonly unknown[],
-  history: ChatMessage[],
-  turnText: string,
-  added: ChatMessage[],
+  d: DeltaInput,
 ): number[] {
-  const base = renderChat(history, tokenizer, { addGenerationPrompt: false, tools });
-  const after = renderChat([...history, ...added], tokenizer, { addGenerationPrompt: true, tools });
+  const after = renderChat([...d.history, ...d.added], tokenizer, {
+    addGenerationPrompt: true,
+    tools,
+  });
+  const soFar = tokenizer.decode(d.ids);
+  const base = renderChat(d.history, tokenizer, { addGenerationPrompt: false, tools });
   let text: string;
-  if (after.startsWith(base)) {
-    const k = turnText === "" ? -1 : base.lastIndexOf(turnText);
-    const tail = k >= 0 ? base.slice(k + turnText.length) : "";
+  if (after.startsWith(soFar)) text = after.slice(soFar.length);
+  else if (after.startsWith(base)) {
+    const k = d.turnText === "" ? -1 : base.lastIndexOf(d.turnText);
+    const tail = k >= 0 ? base.slice(k + d.turnText.length) : "";
     text = tail + after.slice(base.length);
   } else {
-    // The template rewrites an earlier turn when one is added (e.g. drops old reasoning): render
-    // the new messages after a fixed history instead, as verl does.
+    // The template rewrites an earlier turn when one is added: render the new messages after a
+    // fixed history instead, as verl does.
     const b = renderChat(PROBE, tokenizer, { addGenerationPrompt: false, tools });
-    const a = renderChat([...PROBE, ...added], tokenizer, { addGenerationPrompt: true, tools });
+    const a = renderChat([...PROBE, ...d.added], tokenizer, { addGenerationPrompt: true, tools });
     if (!a.startsWith(b)) {
       throw new Error(
         "the chat template does not render a conversation as its earlier part plus the new " +

@@ -17,6 +17,13 @@ export {
 } from "./gsm8k.ts";
 export { InProcessScorer } from "./in_process.ts";
 export {
+  extractAnswer,
+  goldenAnswers,
+  normalizeAnswer,
+  QA_DATA_SOURCES,
+  qaEmScore,
+} from "./qa_em.ts";
+export {
   type RewardBatch,
   type RewardFailure,
   RewardManager,

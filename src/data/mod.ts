@@ -8,6 +8,8 @@ export {
   buildPrompt,
   type PromptItem,
   type PromptSource,
+  renderChat,
+  type RenderOptions,
   renderPrompt,
   rowsToPromptItems,
   truncate,

@@ -152,3 +152,17 @@ Deno.test("missing columns, malformed rows and corrupt bytes name file, row and 
   );
   await Deno.remove(dir, { recursive: true });
 });
+
+Deno.test("a struct ground_truth (Search-R1's {target: [...]}) reaches the scorer as JSON", async () => {
+  const { parseRLRow } = await import("./rows.ts");
+  const r = parseRLRow(
+    {
+      data_source: "nq",
+      prompt: [{ role: "user", content: "q" }],
+      reward_model: { style: "rule", ground_truth: { target: ["Paris", "City of Light"] } },
+    },
+    { file: "f.parquet", row: 0 },
+    { promptKey: "prompt", dataSourceKey: "data_source" },
+  );
+  assert.deepEqual(JSON.parse(r.groundTruth), { target: ["Paris", "City of Light"] });
+});

@@ -27,11 +27,41 @@ export interface PromptItem {
   dataSource: string;
   groundTruth: string;
   extraInfo: Record<string, unknown>;
+  /** The row's chat messages (the agent loop renders them again with the tools' schemas). */
+  rawPrompt?: ChatMessage[];
+  /** The row's `agent_name` column (`tool_agent` runs the agent loop). */
+  agentName?: string | null;
+}
+
+export interface RenderOptions {
+  /** Default true. */
+  addGenerationPrompt?: boolean;
+  /** OpenAI function schemas handed to the template as `tools` (tool-calling prompts). */
+  tools?: readonly unknown[];
+}
+
+/** The chat template's text for `messages` (tools go in the template's `tools` variable). */
+export function renderChat(
+  messages: ChatMessage[],
+  tokenizer: Tokenizer,
+  options: RenderOptions = {},
+): string {
+  const tools = options.tools?.length ? options.tools : undefined;
+  // Hugging Face tokenizers take further template variables in `extra`.
+  const templateOptions: { addGenerationPrompt: boolean; extra?: Record<string, unknown> } = {
+    addGenerationPrompt: options.addGenerationPrompt ?? true,
+    ...(tools ? { extra: { tools } } : {}),
+  };
+  return tokenizer.applyChatTemplate(messages, templateOptions);
 }
 
 /** Chat template (with the generation prompt) and tokenisation, untruncated. */
-export function renderPrompt(messages: ChatMessage[], tokenizer: Tokenizer): number[] {
-  const text = tokenizer.applyChatTemplate(messages, { addGenerationPrompt: true });
+export function renderPrompt(
+  messages: ChatMessage[],
+  tokenizer: Tokenizer,
+  options: RenderOptions = {},
+): number[] {
+  const text = renderChat(messages, tokenizer, options);
   // The template already wrote any special tokens as text.
   return tokenizer.encode(text, { addSpecialTokens: false });
 }
@@ -94,6 +124,8 @@ export function rowsToPromptItems(
       dataSource: r.dataSource,
       groundTruth: r.groundTruth,
       extraInfo: r.extraInfo,
+      rawPrompt: r.prompt,
+      agentName: r.agentName,
     };
   });
 }

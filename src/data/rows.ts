@@ -57,7 +57,9 @@ export function parseRLRow(
     fail("reward_model", `expected a struct {style, ground_truth}, got ${describe(rm)}`);
   }
   const gt = (rm as Row).ground_truth;
-  if (typeof gt !== "string" && typeof gt !== "number") {
+  // A struct or list (Search-R1's {target: [...]}) reaches the scorer as its JSON text.
+  const structured = typeof gt === "object" && gt !== null;
+  if (typeof gt !== "string" && typeof gt !== "number" && !structured) {
     fail("reward_model", `ground_truth should be a string, got ${describe(gt)}`);
   }
   const extra = row.extra_info ?? {};
@@ -77,12 +79,24 @@ export function parseRLRow(
     prompt: messages,
     dataSource: dataSource as string,
     ability: optStr("ability"),
-    groundTruth: String(gt),
+    groundTruth: structured ? jsonText(gt) : String(gt),
     rewardStyle: typeof (rm as Row).style === "string" ? (rm as Row).style as string : null,
     extraInfo: extra as Record<string, unknown>,
     agentName: optStr("agent_name"),
     interactionKwargs: ik as Record<string, unknown> | null,
   };
+}
+
+function jsonText(v: unknown): string {
+  return JSON.stringify(
+    v,
+    (_, x) =>
+      typeof x === "bigint"
+        ? Number(x)
+        : ArrayBuffer.isView(x) && !(x instanceof DataView)
+        ? Array.from(x as unknown as ArrayLike<number>)
+        : x,
+  );
 }
 
 function describe(v: unknown): string {

@@ -2,6 +2,7 @@
 import { ARITHMETIC_DATA_SOURCE, arithmeticScore } from "./arithmetic.ts";
 import { gsm8kScore } from "./gsm8k.ts";
 import { mathScore } from "./math.ts";
+import { QA_DATA_SOURCES, qaEmScore } from "./qa_em.ts";
 import type { ScoreValue } from "./types.ts";
 
 type Scorer = (solution: string, groundTruth: string, extraInfo?: unknown) => ScoreValue;
@@ -12,6 +13,9 @@ const SCORERS: Record<string, Scorer> = {
   "DigitalLearningGmbH/MATH-lighteval": (s, gt) => mathScore(s, gt),
   "HuggingFaceH4/MATH-500": (s, gt) => mathScore(s, gt),
   [ARITHMETIC_DATA_SOURCE]: (s, gt) => arithmeticScore(s, gt),
+  ...Object.fromEntries(
+    QA_DATA_SOURCES.map((d) => [d, (s: string, gt: string) => qaEmScore(s, gt)]),
+  ),
 };
 
 /** data_source values with a built-in scorer. */

@@ -18,6 +18,13 @@ export {
 export { type ExactMatchOptions, exactMatchScore } from "./exact_match.ts";
 export { InProcessScorer } from "./in_process.ts";
 export {
+  extractAnswer,
+  goldenAnswers,
+  normalizeAnswer,
+  QA_DATA_SOURCES,
+  qaEmScore,
+} from "./qa_em.ts";
+export {
   type RewardBatch,
   type RewardFailure,
   RewardManager,

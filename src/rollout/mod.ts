@@ -2,3 +2,4 @@
 export { generate } from "./generate.ts";
 export { SampleBuffers, sampleStep } from "./sampler.ts";
 export { logProbTemperature } from "./ref_sampler.ts";
+export * from "./agent/mod.ts";

@@ -9,6 +9,8 @@
  * a KL term, values without a critic) are present and undefined.
  */
 
+import type { ChatMessage } from "../io/mod.ts";
+
 /** After gen: the prompts, their samples and the sampled responses. */
 export interface GenBatch {
   size: number; // B
@@ -24,6 +26,10 @@ export interface GenBatch {
   responseMask: Int32Array; // [B, R] 1 = token the policy generated
   rolloutLogProbs?: Float32Array; // [B, R] log-probs under the sampling distribution
   rewardBaselines?: Float32Array; // [B] reward of the prompt's greedy response (remax)
+  /** [B] multi-turn samples: the whole conversation with roles (prompt, assistant, tool). */
+  conversations?: ChatMessage[][];
+  /** The agent loop's metrics (num_turns/*, tool_calls/*) for the step's log. */
+  rolloutMetrics?: Record<string, number>;
 }
 
 /** After reward. */

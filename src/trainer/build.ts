@@ -5,7 +5,7 @@
 import { createKlController } from "../algos/mod.ts";
 import type { ModelConfig, Tokenizer } from "../io/mod.ts";
 import { AdamW, CausalLM, Critic, type ForwardOptions, VALUE_HEAD_WEIGHT } from "../nn/mod.ts";
-import { generate } from "../rollout/mod.ts";
+import { type AgentTool, generate } from "../rollout/mod.ts";
 import { RewardManager, rewardManagerOptions } from "../reward/mod.ts";
 import type { Tensor } from "../tensor/mod.ts";
 import { criticEnabled, type PpoConfig } from "../config/mod.ts";
@@ -37,6 +37,8 @@ export interface BuildOptions {
   tracking: Logger;
   reward?: RewardManager;
   valReward?: RewardManager;
+  /** The agent loop's tools (loaded from multi_turn.tool_config_path). */
+  tools?: AgentTool[];
   checkpoints?: CheckpointStore | null;
   print?: (line: string) => void;
   onGenerations?: TrainerParts["onGenerations"];
@@ -125,6 +127,7 @@ export function buildTrainerParts(o: BuildOptions): TrainerParts {
     valItems: o.valItems,
     reward,
     valReward: o.valReward ?? reward,
+    tools: o.tools,
     tracking: o.tracking,
     klCtrl: useRef ? createKlController(cfg.algorithm.kl_ctrl) : null,
     checkpoints: o.checkpoints ?? null,

@@ -8,6 +8,8 @@ import type { CausalModel } from "./actor.ts";
 import type { ValueModel } from "./critic.ts";
 import type { Optimizer } from "./optimizer_step.ts";
 import type { PromptItem } from "../data/mod.ts";
+import type { AgentTool } from "../rollout/mod.ts";
+import type { ChatMessage } from "../io/mod.ts";
 
 /** Left-padded prompts `[B, P]` for the rollout. */
 export interface RolloutPrompts {
@@ -70,6 +72,8 @@ export interface TrainerParts {
   valItems: PromptItem[];
   reward: RewardManager;
   valReward: RewardManager;
+  /** The agent loop's tools (multi_turn.tool_config_path); none for single-turn runs. */
+  tools?: AgentTool[];
   tracking: Logger;
   klCtrl: KlController | null;
   checkpoints: CheckpointStore | null;
@@ -89,4 +93,6 @@ export interface GenerationRow {
   ground_truth: string;
   data_source: string;
   step: number;
+  /** Multi-turn samples: the conversation with roles. */
+  messages?: ChatMessage[];
 }

@@ -120,6 +120,7 @@ export async function trainStep(
 
   parts.onGenerations?.("train", step, generationRows(parts, batch, step));
   return {
+    ...scored.batch.rolloutMetrics,
     ...scored.metrics,
     ...advantaged.metrics,
     ...dataMetrics(batch),

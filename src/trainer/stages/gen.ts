@@ -1,5 +1,10 @@
-/** gen: left-pads the prompts, repeats each n times (grouped by uid) and samples responses. */
+/**
+ * gen: left-pads the prompts, repeats each n times (grouped by uid) and samples responses. With
+ * `multi_turn.enable` (or rows whose `agent_name` is `tool_agent`) each sample is a conversation
+ * of the tool-calling agent loop instead.
+ */
 import type { PromptItem } from "../../data/mod.ts";
+import { runAgentLoop, type TruncateSide } from "../../rollout/mod.ts";
 import type { Tick } from "../../tracking/mod.ts";
 import { deriveSeed } from "../../tensor/mod.ts";
 import type { GenBatch } from "../batch.ts";
@@ -25,6 +30,19 @@ export async function gen(
 ): Promise<GenBatch> {
   const cfg = parts.config.actor_rollout_ref.rollout;
   const sampling = options.validation ? { ...cfg, ...cfg.val_kwargs } : cfg;
+  const seed = (options.genBatch ?? 1) > 1
+    ? deriveSeed(parts.config.trainer.seed, options.step, 2, options.genBatch!)
+    : deriveSeed(parts.config.trainer.seed, options.step, options.validation ? 1 : 0);
+  const agent = items.map((it) => cfg.multi_turn.enable || it.agentName === "tool_agent");
+  if (agent.some((a) => a)) {
+    if (!agent.every((a) => a)) {
+      throw new Error(
+        "a batch mixes rows with agent_name tool_agent and rows without: set " +
+          "actor_rollout_ref.rollout.multi_turn.enable=true to run every row through the agent loop",
+      );
+    }
+    return await genAgent(parts, items, { ...options, sampling, seed });
+  }
   const P = Math.max(1, ...items.map((it) => it.inputIds.length));
   const B0 = items.length;
   const prompts = new Int32Array(B0 * P).fill(parts.tokenizer.padTokenId); // [B0, P]
@@ -45,9 +63,7 @@ export async function gen(
     topK: sampling.top_k,
     topP: sampling.top_p,
     doSample: options.greedy ? false : sampling.do_sample,
-    seed: (options.genBatch ?? 1) > 1
-      ? deriveSeed(parts.config.trainer.seed, options.step, 2, options.genBatch!)
-      : deriveSeed(parts.config.trainer.seed, options.step, options.validation ? 1 : 0),
+    seed,
     returnLogProbs: cfg.calculate_log_probs,
     onProgress: options.onProgress,
   });
@@ -73,5 +89,102 @@ export async function gen(
     responses: out.responses,
     responseMask: out.responseMask,
     rolloutLogProbs: out.logProbs,
+  };
+}
+
+interface Sampling {
+  temperature: number;
+  top_k: number;
+  top_p: number;
+  do_sample: boolean;
+}
+
+/** The agent loop over every sample (prompts x n), each turn sampled by the rollout engine. */
+async function genAgent(
+  parts: TrainerParts,
+  items: PromptItem[],
+  options: GenOptions & { sampling: Sampling; seed: number },
+): Promise<GenBatch> {
+  const cfg = parts.config.actor_rollout_ref.rollout, mt = cfg.multi_turn;
+  const R = parts.config.data.max_response_length, n = options.n;
+  const rows = items.flatMap((it) => Array<PromptItem>(n).fill(it));
+  const samples = rows.map((it) => {
+    if (!it.rawPrompt) {
+      throw new Error(`prompt ${it.index} has no chat messages for the agent loop`);
+    }
+    const kw = it.extraInfo.tools_kwargs;
+    return {
+      messages: it.rawPrompt,
+      toolsKwargs: typeof kw === "object" && kw !== null ? kw as Record<string, unknown> : {},
+    };
+  });
+  if (mt.tool_config_path && !parts.tools) {
+    throw new Error(
+      `multi_turn.tool_config_path=${mt.tool_config_path}: the trainer was built without its tools`,
+    );
+  }
+  const { sampling, seed } = options;
+  const { trajectories, metrics } = await runAgentLoop(
+    samples,
+    async (req) =>
+      await parts.rollout(req, {
+        n: 1,
+        responseLength: req.responseLength,
+        temperature: sampling.temperature,
+        topK: sampling.top_k,
+        topP: sampling.top_p,
+        doSample: options.greedy ? false : sampling.do_sample,
+        seed: deriveSeed(seed, req.turn),
+        returnLogProbs: cfg.calculate_log_probs,
+        onProgress: options.onProgress,
+      }),
+    {
+      tokenizer: parts.tokenizer,
+      tools: parts.tools ?? [],
+      format: mt.format,
+      maxAssistantTurns: mt.max_assistant_turns,
+      maxUserTurns: mt.max_user_turns,
+      maxParallelCalls: mt.max_parallel_calls,
+      maxToolResponseLength: mt.max_tool_response_length,
+      toolResponseTruncateSide: mt.tool_response_truncate_side as TruncateSide,
+      sanityCheck: mt.tokenization_sanity_check_mode,
+      responseLength: Math.min(cfg.response_length, R),
+      maxPromptLength: parts.config.data.max_prompt_length,
+      eosTokenIds: [parts.tokenizer.eosTokenId],
+    },
+  );
+  const B = rows.length, P = Math.max(1, ...trajectories.map((t) => t.promptIds.length));
+  const prompts = new Int32Array(B * P).fill(parts.tokenizer.padTokenId); // [B, P]
+  const promptMask = new Int32Array(B * P); // [B, P]
+  const responses = new Int32Array(B * R).fill(parts.tokenizer.padTokenId); // [B, R]
+  const responseMask = new Int32Array(B * R); // [B, R]
+  const logProbs = cfg.calculate_log_probs ? new Float32Array(B * R) : undefined; // [B, R]
+  trajectories.forEach((t, b) => {
+    prompts.set(t.promptIds, b * P + P - t.promptIds.length);
+    promptMask.fill(1, b * P + P - t.promptIds.length, b * P + P);
+    responses.set(t.responseIds, b * R);
+    responseMask.set(t.responseMask, b * R);
+    if (logProbs && t.responseLogProbs) logProbs.set(t.responseLogProbs, b * R);
+  });
+  return {
+    size: B,
+    promptLength: P,
+    responseLength: R,
+    uid: rows.map((it) => `${options.uidPrefix}-${it.index}`),
+    dataSource: rows.map((it) => it.dataSource),
+    groundTruth: rows.map((it) => it.groundTruth),
+    // As verl's reward managers: the scorer sees the turn count and the tools' rewards.
+    extraInfo: rows.map((it, b) => ({
+      ...it.extraInfo,
+      num_turns: trajectories[b].numTurns,
+      rollout_reward_scores: trajectories[b].toolRewards,
+    })),
+    prompts,
+    promptMask,
+    responses,
+    responseMask,
+    rolloutLogProbs: logProbs,
+    conversations: trajectories.map((t) => t.messages),
+    rolloutMetrics: metrics,
   };
 }

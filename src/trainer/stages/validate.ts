@@ -26,6 +26,7 @@ export function generationRows(
       ground_truth: batch.groundTruth[b],
       data_source: batch.dataSource[b],
       step,
+      ...(batch.conversations ? { messages: batch.conversations[b] } : {}),
     };
   });
 }

@@ -127,8 +127,8 @@ export const FILE_CASES: BadInput[] = [
     /reward_model/,
   ),
   badTrainData(
-    "ground_truth is a struct",
-    () => eight(() => row({ reward_model: { style: "rule", ground_truth: { a: 1 } } })),
+    "reward_model without ground_truth",
+    () => eight(() => row({ reward_model: { style: "rule" } })),
     /reward_model|ground_truth/,
   ),
   badTrainData("extra_info is a string", () => eight(() => row({ extra_info: "x" })), /extra_info/),

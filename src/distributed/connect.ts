@@ -27,8 +27,18 @@ export interface ConnectOptions extends NatsCredentials {
   timeoutMs?: number;
 }
 
+// nats.js keeps the transport of the connection being opened in a module-wide setting: two
+// connects of different transports at once would mix them up, so connects run one at a time.
+let connecting: Promise<unknown> = Promise.resolve();
+
 /** Opens a connection to `url`; an unreachable server or refused credentials is an error naming it. */
-export async function connectNats(url: string, o: ConnectOptions = {}): Promise<NatsConnection> {
+export function connectNats(url: string, o: ConnectOptions = {}): Promise<NatsConnection> {
+  const next = connecting.then(() => connectOnce(url, o));
+  connecting = next.catch(() => {});
+  return next;
+}
+
+async function connectOnce(url: string, o: ConnectOptions): Promise<NatsConnection> {
   const enc = new TextEncoder();
   const auth = o.creds
     ? { authenticator: credsAuthenticator(enc.encode(o.creds)) }

@@ -15,9 +15,9 @@ import {
   RetentionPolicy,
 } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
+import type { RewardManagerOptions } from "../reward/mod.ts";
 import { type ObjectStore, Objm } from "@nats-io/obj";
 import {
-  ChecksumError,
   decodeTrajectory,
   encodeJob,
   frame,
@@ -40,10 +40,15 @@ export interface CoordinatorOptions {
   keepVersions: number;
 }
 
-/** What a worker needs besides the weights: the tokenizer's files and the stop ids. */
+/** What a worker needs besides the weights: the tokenizer's files, the stop ids, the reward. */
 export interface RunInfo {
   tokenizerFiles: Record<string, string>;
   eosTokenIds: number[];
+  /**
+   * The reward manager's settings (reward_model.reward_manager, overlong_buffer); null when the
+   * run scores with a custom reward function, which stays on the trainer (workers send no scores).
+   */
+  reward: Pick<RewardManagerOptions, "manager" | "overlongBuffer"> | null;
 }
 
 export type JobSpec = Omit<Job, "epoch" | "step" | "version">;
@@ -192,7 +197,6 @@ export class Coordinator {
       "distributed/duplicates": this.#counts.duplicates,
       "distributed/stale_dropped": this.#counts.staleDropped,
       "distributed/corrupt": this.#counts.corrupt,
-      "distributed/staleness/max": Math.max(...trajectories.map((t) => step - 1 - t.version)),
     };
     return { trajectories, metrics };
   }
@@ -214,9 +218,9 @@ export class Coordinator {
     let t: Trajectory;
     try {
       t = await decodeTrajectory(data);
-    } catch (e) {
-      if (e instanceof ChecksumError || e instanceof SyntaxError) this.#counts.corrupt++;
-      else this.#counts.corrupt++;
+    } catch {
+      // A checksum mismatch or a malformed body: the job stays missing and the step says so.
+      this.#counts.corrupt++;
       return;
     }
     this.#counts.bytesTraj += data.length;

@@ -28,3 +28,4 @@ export {
   startNatsServer,
   type StartOptions,
 } from "./server.ts";
+export { natsTestsEnabled, withServer as withNatsServer } from "./test_server.ts";

@@ -46,7 +46,7 @@ export async function runWorker(nc: NatsConnection, o: WorkerOptions): Promise<W
   const consumer = await js.consumers.get(names.jobStream, names.consumer);
   const os = await new Objm(nc).open(names.bucket);
   const stats: WorkerStats = { jobs: 0, dropped: 0, weightVersions: [] };
-  let run: { info: RunInfo; tokenizer: Tokenizer; reward: RewardManager } | null = null;
+  let run: { info: RunInfo; tokenizer: Tokenizer; reward: RewardManager | null } | null = null;
   let loaded: Loaded | null = null;
   try {
     while (!o.signal?.aborted && (o.maxJobs === undefined || stats.jobs < o.maxJobs)) {
@@ -66,7 +66,10 @@ export async function runWorker(nc: NatsConnection, o: WorkerOptions): Promise<W
         if (!data) throw new Error(`the run ${o.prefix} has no run info yet`);
         const info = await unframe(data, "run info") as RunInfo;
         const tokenizer = tokenizerFromFiles(info.tokenizerFiles, { source: "run info" });
-        run = { info, tokenizer, reward: new RewardManager({ tokenizer, log: o.log }) };
+        const reward = info.reward
+          ? new RewardManager({ tokenizer, log: o.log, ...info.reward })
+          : null;
+        run = { info, tokenizer, reward };
       }
       if (loaded?.version !== job.version) {
         const data = await os.getBlob(`v${job.version}`);
@@ -96,7 +99,7 @@ export async function runWorker(nc: NatsConnection, o: WorkerOptions): Promise<W
 interface JobContext {
   info: RunInfo;
   tokenizer: Tokenizer;
-  reward: RewardManager;
+  reward: RewardManager | null;
   model: CausalLM;
   js: JetStreamClient;
   subject: string;
@@ -126,7 +129,7 @@ async function runJob(
     seed: job.seed,
     returnLogProbs: true,
   });
-  const scored = await ctx.reward.score({
+  const scored = await ctx.reward?.score({
     responseIds: out.responses,
     responseMask: out.responseMask,
     responseLength: R,
@@ -146,7 +149,7 @@ async function runJob(
     responses: out.responses,
     responseMask: out.responseMask,
     logProbs: out.logProbs!,
-    scores: scored.failures.length ? null : [...scored.scores],
+    scores: !scored || scored.failures.length ? null : [...scored.scores],
     genSeconds: seconds,
   });
   // Stored before the ack: a worker that dies in between leaves a duplicate, never a loss.

@@ -37,7 +37,11 @@ if (enabled) {
       const tiny = await tinyModel();
       const nc = await connectNats(s.url, { nkeySeed: s.trainerSeed });
       const coord = await Coordinator.open(nc, coordinatorOptions);
-      await coord.publishRunInfo({ tokenizerFiles: tiny.tokenizerFiles, eosTokenIds: [0] });
+      await coord.publishRunInfo({
+        tokenizerFiles: tiny.tokenizerFiles,
+        eosTokenIds: [0],
+        reward: {},
+      });
       await coord.publishWeights(0, tiny.modelConfig, tiny.tensors);
       await coord.submit(1, 0, jobs(1, 4));
       const w1 = await connectNats(s.url, { nkeySeed: s.workerSeed });

@@ -10,6 +10,7 @@ import type { Optimizer } from "./optimizer_step.ts";
 import type { PromptItem } from "../data/mod.ts";
 import type { AgentTool } from "../rollout/mod.ts";
 import type { ChatMessage } from "../io/mod.ts";
+import type { RemoteRollout } from "./remote.ts";
 
 /** Left-padded prompts `[B, P]` for the rollout. */
 export interface RolloutPrompts {
@@ -82,6 +83,8 @@ export interface TrainerParts {
   /** Called between steps; resolve false to stop early (the browser's pause/stop). */
   shouldContinue?: () => Promise<boolean> | boolean;
   print?: (line: string) => void;
+  /** distributed.backend=nats: rollouts come from workers (src/trainer/remote.ts). */
+  remote?: RemoteRollout;
   /** Peak bytes of GPU buffers in use, for perf/max_memory_allocated_gb. */
   peakMemoryBytes?: () => number;
 }

@@ -58,7 +58,7 @@ async function distributedRun(
     } finally {
       stop.abort();
       await Promise.allSettled(running);
-      await parts.remote!.coordinator.close();
+      await parts.remote!.close();
     }
     assert.equal(res.globalStep, 3);
     Deno.removeSync(dir, { recursive: true });
@@ -141,6 +141,7 @@ if (enabled) {
               logProbs: new Float32Array(job.n * R).fill(-0.01),
               scores: Array(job.n).fill(1),
               genSeconds: 0,
+              deliveries: 1,
             }),
           );
           await m.ackAck();

@@ -29,7 +29,7 @@ export async function main(args: string[]): Promise<void> {
   const t0 = performance.now();
   const res = await fit(parts);
   parts.tracking.close();
-  await parts.remote?.coordinator.close();
+  await parts.remote?.close();
   for (const tool of parts.tools ?? []) tool.close?.();
   checkTrained(cfg, res, total);
   // The charts of what the file or tensorboard logger wrote (none with the console alone).

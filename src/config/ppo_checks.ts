@@ -2,7 +2,7 @@
 import { ConfigError } from "./errors.ts";
 import { checkCustomReward } from "./custom_reward.ts";
 import { checkDapo } from "./ppo_dapo_checks.ts";
-import { checkDistributed } from "./ppo_distributed.ts";
+import { checkDistributed } from "./ppo_distributed_checks.ts";
 import { ADV_ESTIMATORS } from "../algos/mod.ts";
 import type { PpoConfig } from "./ppo_root.ts";
 import { checkPolicyLoss } from "./ppo_actor.ts";

@@ -194,6 +194,7 @@ export class Coordinator {
         trajectories.length,
       "distributed/wait_s": (performance.now() - t0) / 1000,
       "distributed/in_flight_before_wait_s": (t0 - p.submittedAt) / 1000,
+      "distributed/redelivered": trajectories.filter((t) => t.deliveries > 1).length,
       "distributed/duplicates": this.#counts.duplicates,
       "distributed/stale_dropped": this.#counts.staleDropped,
       "distributed/corrupt": this.#counts.corrupt,

@@ -92,6 +92,8 @@ export interface Trajectory {
   scores: number[] | null;
   /** Seconds the worker spent generating and scoring. */
   genSeconds: number;
+  /** How many times JetStream had delivered the job (more than 1: an earlier holder failed). */
+  deliveries: number;
 }
 
 export class ChecksumError extends Error {}

@@ -151,6 +151,7 @@ async function runJob(
     logProbs: out.logProbs!,
     scores: !scored || scored.failures.length ? null : [...scored.scores],
     genSeconds: seconds,
+    deliveries: msg.info.deliveryCount,
   });
   // Stored before the ack: a worker that dies in between leaves a duplicate, never a loss.
   await ctx.js.publish(ctx.subject, data);

@@ -10,7 +10,7 @@ import type { PromptItem } from "../data/mod.ts";
 import { type ModelConfig, serializeModelConfig } from "../io/mod.ts";
 import { deriveSeed } from "../tensor/mod.ts";
 import type { GenBatch, LogProbBatch } from "./batch.ts";
-import type { TrainerParts } from "./parts.ts";
+import type { RemoteGen, TrainerParts } from "./parts.ts";
 import type { PeekLoader } from "./peek_loader.ts";
 
 interface Provenance {
@@ -25,7 +25,7 @@ export interface RemoteOptions {
   totalSteps: number;
 }
 
-export class RemoteRollout {
+export class RemoteRollout implements RemoteGen {
   readonly coordinator: Coordinator;
   #modelConfig: string;
   #loader: PeekLoader;
@@ -39,6 +39,10 @@ export class RemoteRollout {
     this.#modelConfig = serializeModelConfig(o.modelConfig);
     this.#loader = o.loader;
     this.#totalSteps = o.totalSteps;
+  }
+
+  close(): Promise<void> {
+    return this.coordinator.close();
   }
 
   /** Publishes the actor's weights as `version` (the weights after that step's update). */

@@ -14,6 +14,8 @@ export {
 export { type AdvBatch, type Batch, type GenBatch, type ScoredBatch } from "./batch.ts";
 export { buildTrainerParts, makeOptimizer, type ModelWeights } from "./build.ts";
 export { readWeights, runFolder, setupTrainer, tokenizerFromFiles } from "./setup.ts";
+export { attachRemote, type RemoteSetupOptions } from "./remote_setup.ts";
+export { PeekLoader } from "./peek_loader.ts";
 export { sftFit } from "./sft_trainer.ts";
 export { saveCheckpoint } from "./checkpoint/manager.ts";
 export { save as saveStep } from "./stages/save.ts";

@@ -7,7 +7,7 @@
  */
 import { jetstream, type JetStreamClient, type JsMsg } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
-import { Objm } from "@nats-io/obj";
+import { type ObjectStore, Objm } from "@nats-io/obj";
 import { parseModelConfig, tokenizerFromFiles } from "../io/mod.ts";
 import type { Tokenizer } from "../io/mod.ts";
 import { CausalLM } from "../nn/mod.ts";
@@ -20,6 +20,8 @@ import { unpackWeights } from "./weights.ts";
 export interface WorkerOptions {
   prefix: string;
   workerId: string;
+  /** Jobs generated together in one batch at most (those already queued). Default 8. */
+  batchJobs?: number;
   /** Stop after this many jobs (tests); default run until `signal` aborts. */
   maxJobs?: number;
   signal?: AbortSignal;
@@ -46,54 +48,76 @@ export async function runWorker(nc: NatsConnection, o: WorkerOptions): Promise<W
   const consumer = await js.consumers.get(names.jobStream, names.consumer);
   const os = await new Objm(nc).open(names.bucket);
   const stats: WorkerStats = { jobs: 0, dropped: 0, weightVersions: [] };
-  let run: { info: RunInfo; tokenizer: Tokenizer; reward: RewardManager | null } | null = null;
+  let run: Omit<JobContext, "model" | "js" | "subject" | "o"> | null = null;
   let loaded: Loaded | null = null;
+  const batchJobs = Math.max(1, o.batchJobs ?? 8);
   try {
     while (!o.signal?.aborted && (o.maxJobs === undefined || stats.jobs < o.maxJobs)) {
-      const msg = await consumer.next({ expires: 1000 });
-      if (!msg) continue;
-      let job: Job;
-      try {
-        job = await decodeJob(msg.data);
-      } catch (e) {
-        o.log?.(`worker ${o.workerId}: refused a job: ${(e as Error).message}`);
-        msg.term();
-        stats.dropped++;
-        continue;
+      const first = await consumer.next({ expires: 1000 });
+      if (!first) continue;
+      const msgs = [first];
+      // Jobs already waiting join the first one in a single generate call.
+      const room = Math.min(batchJobs, (o.maxJobs ?? Infinity) - stats.jobs) - 1;
+      const waiting = room > 0 ? (await consumer.info()).num_pending : 0;
+      if (Math.min(room, waiting) > 0) {
+        const more = await consumer.fetch({ max_messages: Math.min(room, waiting), expires: 1000 });
+        for await (const m of more) msgs.push(m);
       }
-      if (!run) {
-        const data = await os.getBlob("run");
-        if (!data) throw new Error(`the run ${o.prefix} has no run info yet`);
-        const info = await unframe(data, "run info") as RunInfo;
-        const tokenizer = tokenizerFromFiles(info.tokenizerFiles, { source: "run info" });
-        const reward = info.reward
-          ? new RewardManager({ tokenizer, log: o.log, ...info.reward })
-          : null;
-        run = { info, tokenizer, reward };
-      }
-      if (loaded?.version !== job.version) {
-        const data = await os.getBlob(`v${job.version}`);
-        if (!data) {
-          // The trainer no longer keeps this version: the job is stale.
+      const jobs: { msg: JsMsg; job: Job }[] = [];
+      for (const msg of msgs) {
+        try {
+          jobs.push({ msg, job: await decodeJob(msg.data) });
+        } catch (e) {
+          o.log?.(`worker ${o.workerId}: refused a job: ${(e as Error).message}`);
           msg.term();
           stats.dropped++;
-          continue;
         }
-        const w = await unpackWeights(data);
-        loaded?.model.dispose();
-        loaded = {
-          version: w.version,
-          model: CausalLM.fromTensors(parseModelConfig(w.modelConfig), w.tensors),
-        };
-        stats.weightVersions.push(w.version);
       }
-      await runJob(msg, job, { ...run, model: loaded.model, js, subject: names.traj, o });
-      stats.jobs++;
+      run ??= await loadRun(os, o);
+      // Jobs of one weights version and one sampling setting run together.
+      const groups = new Map<string, { msg: JsMsg; job: Job }[]>();
+      for (const j of jobs) {
+        const key = JSON.stringify([j.job.version, j.job.n, j.job.responseLength, j.job.sampling]);
+        groups.set(key, [...(groups.get(key) ?? []), j]);
+      }
+      for (const group of groups.values()) {
+        const version = group[0].job.version;
+        if (loaded?.version !== version) {
+          const data = await os.getBlob(`v${version}`);
+          if (!data) {
+            // The trainer no longer keeps this version: the jobs are stale.
+            for (const { msg } of group) msg.term();
+            stats.dropped += group.length;
+            continue;
+          }
+          const w = await unpackWeights(data);
+          loaded?.model.dispose();
+          loaded = {
+            version: w.version,
+            model: CausalLM.fromTensors(parseModelConfig(w.modelConfig), w.tensors),
+          };
+          stats.weightVersions.push(w.version);
+        }
+        await runJobs(group, { ...run, model: loaded.model, js, subject: names.traj, o });
+        stats.jobs += group.length;
+      }
     }
   } finally {
     loaded?.model.dispose();
   }
   return stats;
+}
+
+async function loadRun(
+  os: ObjectStore,
+  o: WorkerOptions,
+): Promise<Omit<JobContext, "model" | "js" | "subject" | "o">> {
+  const data = await os.getBlob("run");
+  if (!data) throw new Error(`the run ${o.prefix} has no run info yet`);
+  const info = await unframe(data, "run info") as RunInfo;
+  const tokenizer = tokenizerFromFiles(info.tokenizerFiles, { source: "run info" });
+  const reward = info.reward ? new RewardManager({ tokenizer, log: o.log, ...info.reward }) : null;
+  return { info, tokenizer, reward };
 }
 
 interface JobContext {
@@ -106,55 +130,64 @@ interface JobContext {
   o: WorkerOptions;
 }
 
-async function runJob(
-  msg: JsMsg,
-  job: Job,
-  ctx: JobContext,
-): Promise<void> {
+/** Generates the group's jobs in one batch (prompts left-padded), then scores and publishes each. */
+async function runJobs(group: { msg: JsMsg; job: Job }[], ctx: JobContext): Promise<void> {
   const t0 = performance.now();
-  const P = job.promptIds.length, R = job.responseLength;
+  const first = group[0].job, B = group.length, n = first.n, R = first.responseLength;
+  const P = Math.max(...group.map((g) => g.job.promptIds.length));
+  const inputIds = new Int32Array(B * P).fill(ctx.tokenizer.padTokenId); // [B, P]
+  const attentionMask = new Int32Array(B * P); // [B, P]
+  group.forEach(({ job }, b) => {
+    const L = job.promptIds.length;
+    inputIds.set(job.promptIds, b * P + P - L);
+    attentionMask.fill(1, b * P + P - L, b * P + P);
+  });
   const out = await generate(ctx.model, {
-    inputIds: Int32Array.from(job.promptIds),
-    attentionMask: new Int32Array(P).fill(1),
-    batch: 1,
+    inputIds,
+    attentionMask,
+    batch: B,
     promptLength: P,
-    n: job.n,
+    n,
     responseLength: R,
-    temperature: job.sampling.temperature,
-    topK: job.sampling.topK,
-    topP: job.sampling.topP,
-    doSample: job.sampling.doSample,
+    temperature: first.sampling.temperature,
+    topK: first.sampling.topK,
+    topP: first.sampling.topP,
+    doSample: first.sampling.doSample,
     eosTokenIds: ctx.info.eosTokenIds,
     padTokenId: ctx.tokenizer.padTokenId,
-    seed: job.seed,
+    seed: first.seed,
     returnLogProbs: true,
   });
+  const rows = (a: Int32Array | Float32Array, b: number) => a.slice(b * n * R, (b + 1) * n * R);
   const scored = await ctx.reward?.score({
     responseIds: out.responses,
     responseMask: out.responseMask,
     responseLength: R,
-    dataSources: Array(job.n).fill(job.dataSource),
-    groundTruths: Array(job.n).fill(job.groundTruth),
-    extraInfos: Array(job.n).fill(job.extraInfo),
+    dataSources: group.flatMap(({ job }) => Array(n).fill(job.dataSource)),
+    groundTruths: group.flatMap(({ job }) => Array(n).fill(job.groundTruth)),
+    extraInfos: group.flatMap(({ job }) => Array(n).fill(job.extraInfo)),
   });
+  const failed = new Set(scored?.failures.map((f) => Math.floor(f.index / n)));
   const seconds = (performance.now() - t0) / 1000;
-  const data = await encodeTrajectory({
-    jobId: job.jobId,
-    epoch: job.epoch,
-    step: job.step,
-    version: job.version,
-    workerId: ctx.o.workerId,
-    n: job.n,
-    responseLength: R,
-    responses: out.responses,
-    responseMask: out.responseMask,
-    logProbs: out.logProbs!,
-    scores: !scored || scored.failures.length ? null : [...scored.scores],
-    genSeconds: seconds,
-    deliveries: msg.info.deliveryCount,
-  });
-  // Stored before the ack: a worker that dies in between leaves a duplicate, never a loss.
-  await ctx.js.publish(ctx.subject, data);
-  await msg.ackAck();
-  ctx.o.onJob?.(job, seconds);
+  for (const [b, { msg, job }] of group.entries()) {
+    const data = await encodeTrajectory({
+      jobId: job.jobId,
+      epoch: job.epoch,
+      step: job.step,
+      version: job.version,
+      workerId: ctx.o.workerId,
+      n,
+      responseLength: R,
+      responses: rows(out.responses, b) as Int32Array,
+      responseMask: rows(out.responseMask, b) as Int32Array,
+      logProbs: rows(out.logProbs!, b) as Float32Array,
+      scores: !scored || failed.has(b) ? null : [...scored.scores.slice(b * n, (b + 1) * n)],
+      genSeconds: seconds,
+      deliveries: msg.info.deliveryCount,
+    });
+    // Stored before the ack: a worker that dies in between leaves a duplicate, never a loss.
+    await ctx.js.publish(ctx.subject, data);
+    await msg.ackAck();
+    ctx.o.onJob?.(job, seconds);
+  }
 }

@@ -27,6 +27,8 @@ import {
   type Trajectory,
 } from "./protocol.ts";
 import { packWeights } from "./weights.ts";
+import type { ConnectOptions } from "./connect.ts";
+import { BackgroundPublisher } from "./publisher.ts";
 
 export interface CoordinatorOptions {
   prefix: string;
@@ -38,6 +40,11 @@ export interface CoordinatorOptions {
   maxDeliver: number;
   /** Weight versions kept in the bucket (older ones are deleted). */
   keepVersions: number;
+  /**
+   * Pack and store weights from a thread of their own (Deno), over a second connection with these
+   * settings; default: in this thread, over this connection.
+   */
+  background?: { url: string; connect: ConnectOptions };
 }
 
 /** What a worker needs besides the weights: the tokenizer's files, the stop ids, the reward. */
@@ -72,6 +79,7 @@ export class Coordinator {
   #counts = { duplicates: 0, staleDropped: 0, corrupt: 0, bytesTraj: 0, bytesWeights: 0 };
   #versions: number[] = [];
   #stopped = false;
+  #publisher: BackgroundPublisher | null = null;
   #consuming: Promise<void> | null = null;
 
   private constructor(nc: NatsConnection, os: ObjectStore, o: CoordinatorOptions) {
@@ -106,6 +114,13 @@ export class Coordinator {
     const os = await objm.create(n.bucket);
     for await (const e of await os.list()) await os.delete(e.name);
     const c = new Coordinator(nc, os, o);
+    if (o.background) {
+      c.#publisher = new BackgroundPublisher({
+        ...o.background,
+        prefix: o.prefix,
+        keepVersions: o.keepVersions,
+      });
+    }
     c.#consuming = c.#consume();
     return c;
   }
@@ -121,6 +136,11 @@ export class Coordinator {
     modelConfig: string,
     tensors: Map<string, Float32Array>,
   ): Promise<number> {
+    if (this.#publisher) {
+      const bytes = await this.#publisher.publish(version, modelConfig, tensors);
+      this.#counts.bytesWeights += bytes;
+      return bytes;
+    }
     const blob = await packWeights({ version, modelConfig, tensors });
     await this.#os.putBlob({ name: `v${version}` }, blob);
     this.#counts.bytesWeights += blob.length;
@@ -243,6 +263,7 @@ export class Coordinator {
 
   async close(): Promise<void> {
     this.#stopped = true;
+    this.#publisher?.close();
     await this.#nc.drain().catch(() => {});
     await this.#consuming?.catch(() => {});
   }

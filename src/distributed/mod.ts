@@ -29,3 +29,4 @@ export {
   type StartOptions,
 } from "./server.ts";
 export { natsTestsEnabled, withServer as withNatsServer } from "./test_server.ts";
+export { BackgroundPublisher } from "./publisher.ts";

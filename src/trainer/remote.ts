@@ -31,6 +31,8 @@ export class RemoteRollout implements RemoteGen {
   #loader: PeekLoader;
   #totalSteps: number;
   #version = -1;
+  /** The newest version's publication (it runs while the trainer goes on). */
+  #published: Promise<unknown> = Promise.resolve();
   #items = new Map<number, PromptItem[]>();
   #provenance = new Map<string, Provenance>();
 
@@ -41,14 +43,16 @@ export class RemoteRollout implements RemoteGen {
     this.#totalSteps = o.totalSteps;
   }
 
-  close(): Promise<void> {
-    return this.coordinator.close();
+  async close(): Promise<void> {
+    await this.#published.catch(() => {});
+    await this.coordinator.close();
   }
 
   /** Publishes the actor's weights as `version` (the weights after that step's update). */
   async publish(parts: TrainerParts, version: number): Promise<void> {
+    await this.#published;
     const arrays = await parts.actor.model.toArrays();
-    await this.coordinator.publishWeights(version, this.#modelConfig, arrays);
+    this.#published = this.coordinator.publishWeights(version, this.#modelConfig, arrays);
     this.#version = version;
   }
 
@@ -58,6 +62,7 @@ export class RemoteRollout implements RemoteGen {
     const cfg = parts.config.actor_rollout_ref.rollout;
     const seed = deriveSeed(parts.config.trainer.seed, step, 0);
     this.#items.set(step, items);
+    await this.#published; // jobs name a version the workers can fetch
     await this.coordinator.submit(
       step,
       this.#version,

@@ -22,18 +22,20 @@ export interface RemoteSetupOptions {
 export async function attachRemote(parts: TrainerParts, o: RemoteSetupOptions): Promise<void> {
   const cfg = parts.config, d = cfg.distributed;
   const creds = d.creds_file ? await Deno.readTextFile(d.creds_file) : null;
-  const nc = await connectNats(d.url, {
+  const connect = {
     name: `trainer ${cfg.trainer.project_name}/${cfg.trainer.experiment_name}`,
     token: d.token,
     nkeySeed: d.nkey_seed ?? Deno.env.get("NATS_NKEY_SEED") ?? null,
     creds,
-  });
+  };
+  const nc = await connectNats(d.url, connect);
   const coordinator = await Coordinator.open(nc, {
     prefix: subjectPrefix(parts),
     jobTimeoutS: d.job_timeout_s,
     stepTimeoutS: d.step_timeout_s,
     maxDeliver: d.max_deliver,
     keepVersions: d.max_staleness + 2,
+    background: { url: d.url, connect },
   });
   await coordinator.publishRunInfo({
     tokenizerFiles: o.tokenizerFiles,

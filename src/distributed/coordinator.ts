@@ -26,7 +26,7 @@ import {
   runNames,
   type Trajectory,
 } from "./protocol.ts";
-import { packWeights } from "./weights.ts";
+import { packWeights, WEIGHT_CHUNK } from "./weights.ts";
 import type { ConnectOptions } from "./connect.ts";
 import { BackgroundPublisher } from "./publisher.ts";
 
@@ -142,7 +142,10 @@ export class Coordinator {
       return bytes;
     }
     const blob = await packWeights({ version, modelConfig, tensors });
-    await this.#os.putBlob({ name: `v${version}` }, blob);
+    await this.#os.putBlob(
+      { name: `v${version}`, options: { max_chunk_size: WEIGHT_CHUNK } },
+      blob,
+    );
     this.#counts.bytesWeights += blob.length;
     this.#versions.push(version);
     while (this.#versions.length > this.#o.keepVersions) {

@@ -7,7 +7,7 @@
 import { Objm } from "@nats-io/obj";
 import { connectNats, type ConnectOptions } from "./connect.ts";
 import { runNames } from "./protocol.ts";
-import { packWeights } from "./weights.ts";
+import { packWeights, WEIGHT_CHUNK } from "./weights.ts";
 
 export interface PublisherInit {
   url: string;
@@ -38,7 +38,10 @@ self.onmessage = (e: MessageEvent<{ init?: PublisherInit; publish?: PublishReque
             modelConfig: r.modelConfig,
             tensors: new Map(r.tensors),
           });
-          await os.putBlob({ name: `v${r.version}` }, blob);
+          await os.putBlob(
+            { name: `v${r.version}`, options: { max_chunk_size: WEIGHT_CHUNK } },
+            blob,
+          );
           versions.push(r.version);
           while (versions.length > init.keepVersions) await os.delete(`v${versions.shift()}`);
           return blob.length;

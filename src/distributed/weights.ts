@@ -7,6 +7,12 @@
 import { fromFloat32, toFloat32 } from "../io/mod.ts";
 import { ChecksumError, sha256Hex } from "./protocol.ts";
 
+/**
+ * Bytes per object-store chunk of a weights blob: 4x fewer messages than the default 128 KiB,
+ * still under the 1 MB max_payload of a default nats-server.
+ */
+export const WEIGHT_CHUNK = 512 << 10;
+
 export interface WeightsHeader {
   version: number;
   modelConfig: string;

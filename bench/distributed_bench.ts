@@ -102,8 +102,6 @@ const cfg = loadConfig("ppo_trainer", {
         `distributed.subject_prefix=${prefix}`,
         `distributed.nkey_seed=${server.trainerSeed}`,
         `distributed.max_staleness=${staleness}`,
-        // Random weights sample near-uniform tokens; f16 rounding moves their log-probs more.
-        "distributed.logprob_tolerance=5",
       ]
       : []),
   ],
@@ -173,6 +171,7 @@ console.log(JSON.stringify({
   job_latency_s: mean("distributed/job_latency_s/mean"),
   worker_gen_s: mean("distributed/worker_gen_s/mean"),
   rejected_groups: mean("distributed/rejected_groups"),
+  logprob_diff_max: Math.max(...later.map((r) => r["distributed/logprob_diff/max"] ?? 0)),
 }));
 await parts.remote?.close();
 for (const p of procs) {

@@ -11,6 +11,7 @@
  *   resumes:   a reload offers the saved run; it resumes at the stopped step and finishes
  *   fails:     a step that throws shows its error and leaves the page usable
  *   byo:       web/test_byo.ts (own model folder, prompts, pasted reward, oversized folder)
+ *   rollout:   web/test_rollout.ts (web/rollout.html joins a distributed run over NATS WebSocket)
  *
  * Screenshots go to dist/web-test/ and are checked for their key elements.
  *
@@ -29,6 +30,7 @@ import {
   waitStep,
 } from "./test_page.ts";
 import { checkModelZip, testBringYourOwn } from "./test_byo.ts";
+import { testRollout } from "./test_rollout.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 export const OUT = `${ROOT}dist/web-test`;
@@ -215,6 +217,7 @@ const SCENARIOS: Record<string, (h: Harness) => Promise<void>> = {
   resumes,
   fails,
   byo: (h) => testBringYourOwn(h, OUT),
+  rollout: (h) => testRollout(h, OUT),
 };
 
 export async function runPageTest(o: { build: boolean; only?: string[]; chromium?: string }) {

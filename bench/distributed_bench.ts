@@ -9,6 +9,9 @@
  *   deno run -A bench/distributed_bench.ts --shape=0.5b --workers=0      # one GPU
  *   deno run -A bench/distributed_bench.ts --shape=0.5b --workers=1 --pin --staleness=1
  *
+ * Other flags: --steps=4 --prompts --n --prompt-len --response-len --micro --layers,
+ * --nats-server=PATH (default `nats-server` on the PATH). bench/README.md has the 2-GPU recipe.
+ *
  * `--pin` runs worker i on GPU i+1 (the trainer keeps GPU 0, Deno's first adapter): each worker
  * starts in a private mount namespace whose /dev/nvidia0..i are /dev/null, so Vulkan sees only
  * the GPUs after them (root or CAP_SYS_ADMIN; CUDA_VISIBLE_DEVICES does not apply to Vulkan).
@@ -79,7 +82,9 @@ const items: PromptItem[] = Array.from({ length: prompts * (steps + 2) }, (_, i)
   extraInfo: {},
 }));
 const prefix = "webrl.bench.distributed";
-const server = workers > 0 ? await startNatsServer({ prefix, wsPort: null }) : null;
+// --nats-server=PATH: a carried binary on machines without Debian's package (or a network).
+const binary = arg("nats-server", "nats-server");
+const server = workers > 0 ? await startNatsServer({ prefix, wsPort: null, binary }) : null;
 const cfg = loadConfig("ppo_trainer", {
   skipPathChecks: true,
   overrides: [

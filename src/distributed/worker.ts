@@ -36,11 +36,6 @@ export interface WorkerStats {
   weightVersions: number[];
 }
 
-interface Loaded {
-  version: number;
-  model: CausalLM;
-}
-
 /** Runs jobs until `maxJobs` are done or `signal` aborts. */
 export async function runWorker(nc: NatsConnection, o: WorkerOptions): Promise<WorkerStats> {
   const names = runNames(o.prefix);
@@ -48,12 +43,24 @@ export async function runWorker(nc: NatsConnection, o: WorkerOptions): Promise<W
   const consumer = await js.consumers.get(names.jobStream, names.consumer);
   const os = await new Objm(nc).open(names.bucket);
   const stats: WorkerStats = { jobs: 0, dropped: 0, weightVersions: [] };
-  let run: Omit<JobContext, "model" | "js" | "subject" | "o"> | null = null;
-  let loaded: Loaded | null = null;
+  let run: RunContext | null = null;
+  // The model of the trainer process (job epoch) and version in hand: a restarted trainer
+  // reuses version numbers for other weights.
+  let model: CausalLM | null = null;
+  let modelKey = "";
   const batchJobs = Math.max(1, o.batchJobs ?? 8);
   try {
     while (!o.signal?.aborted && (o.maxJobs === undefined || stats.jobs < o.maxJobs)) {
-      const first = await consumer.next({ expires: 1000 });
+      let first: JsMsg | null;
+      try {
+        first = await consumer.next({ expires: 1000 });
+      } catch (e) {
+        // The server restarting or the run's streams being recreated: wait and ask again.
+        if (o.signal?.aborted) break;
+        o.log?.(`worker ${o.workerId}: ${(e as Error).message}; retrying`);
+        await new Promise((r) => setTimeout(r, 1000));
+        continue;
+      }
       if (!first) continue;
       const msgs = [first];
       // Jobs already waiting join the first one in a single generate call.
@@ -73,16 +80,22 @@ export async function runWorker(nc: NatsConnection, o: WorkerOptions): Promise<W
           stats.dropped++;
         }
       }
-      run ??= await loadRun(os, o);
+      if (run?.epoch !== jobs[0]?.job.epoch) run = await loadRun(os, o, jobs[0]?.job.epoch);
       // Jobs of one weights version and one sampling setting run together.
       const groups = new Map<string, { msg: JsMsg; job: Job }[]>();
       for (const j of jobs) {
-        const key = JSON.stringify([j.job.version, j.job.n, j.job.responseLength, j.job.sampling]);
+        const key = JSON.stringify([
+          j.job.epoch,
+          j.job.version,
+          j.job.n,
+          j.job.responseLength,
+          j.job.sampling,
+        ]);
         groups.set(key, [...(groups.get(key) ?? []), j]);
       }
       for (const group of groups.values()) {
-        const version = group[0].job.version;
-        if (loaded?.version !== version) {
+        const version = group[0].job.version, key = `${group[0].job.epoch}/${version}`;
+        if (modelKey !== key) {
           const data = await os.getBlob(`v${version}`);
           if (!data) {
             // The trainer no longer keeps this version: the jobs are stale.
@@ -91,33 +104,32 @@ export async function runWorker(nc: NatsConnection, o: WorkerOptions): Promise<W
             continue;
           }
           const w = await unpackWeights(data);
-          loaded?.model.dispose();
-          loaded = {
-            version: w.version,
-            model: CausalLM.fromTensors(parseModelConfig(w.modelConfig), w.tensors),
-          };
+          model?.dispose();
+          model = CausalLM.fromTensors(parseModelConfig(w.modelConfig), w.tensors);
+          modelKey = key;
           stats.weightVersions.push(w.version);
         }
-        await runJobs(group, { ...run, model: loaded.model, js, subject: names.traj, o });
+        if (!run || !model) continue;
+        await runJobs(group, { ...run, model, js, subject: names.traj, o });
         stats.jobs += group.length;
       }
     }
   } finally {
-    loaded?.model.dispose();
+    model?.dispose();
   }
   return stats;
 }
 
-async function loadRun(
-  os: ObjectStore,
-  o: WorkerOptions,
-): Promise<Omit<JobContext, "model" | "js" | "subject" | "o">> {
+type RunContext = Omit<JobContext, "model" | "js" | "subject" | "o"> & { epoch?: string };
+
+/** The run info of the trainer process `epoch` (reloaded when a new trainer process starts). */
+async function loadRun(os: ObjectStore, o: WorkerOptions, epoch?: string): Promise<RunContext> {
   const data = await os.getBlob("run");
   if (!data) throw new Error(`the run ${o.prefix} has no run info yet`);
   const info = await unframe(data, "run info") as RunInfo;
   const tokenizer = tokenizerFromFiles(info.tokenizerFiles, { source: "run info" });
   const reward = info.reward ? new RewardManager({ tokenizer, log: o.log, ...info.reward }) : null;
-  return { info, tokenizer, reward };
+  return { info, tokenizer, reward, epoch };
 }
 
 interface JobContext {

@@ -23,7 +23,7 @@ export interface NatsCredentials {
 export interface ConnectOptions extends NatsCredentials {
   /** Shown in the server's connection list. */
   name?: string;
-  /** Milliseconds to wait for the server. Default 5000. */
+  /** Milliseconds to wait for the server. Default 20000. */
   timeoutMs?: number;
 }
 
@@ -50,7 +50,7 @@ async function connectOnce(url: string, o: ConnectOptions): Promise<NatsConnecti
   const opts = {
     servers: url,
     name: o.name,
-    timeout: o.timeoutMs ?? 5000,
+    timeout: o.timeoutMs ?? 20_000,
     maxReconnectAttempts: -1,
     ...auth,
   };

@@ -76,7 +76,14 @@ export class Coordinator {
   #os: ObjectStore;
   #o: CoordinatorOptions;
   #pending = new Map<number, Pending>();
-  #counts = { duplicates: 0, staleDropped: 0, corrupt: 0, bytesTraj: 0, bytesWeights: 0 };
+  #counts = {
+    duplicates: 0,
+    staleDropped: 0,
+    corrupt: 0,
+    bytesTraj: 0,
+    bytesWeights: 0,
+    consumerRestarts: 0,
+  };
   #versions: number[] = [];
   #stopped = false;
   #publisher: BackgroundPublisher | null = null;
@@ -221,20 +228,37 @@ export class Coordinator {
       "distributed/duplicates": this.#counts.duplicates,
       "distributed/stale_dropped": this.#counts.staleDropped,
       "distributed/corrupt": this.#counts.corrupt,
+      "distributed/consumer_restarts": this.#counts.consumerRestarts,
     };
     return { trajectories, metrics };
   }
 
+  /**
+   * Reads the trajectory stream from its start (purged at open) with an ordered consumer; when
+   * the consumer fails (missed heartbeats on a busy trainer, a server restart) a new one resumes
+   * after the last message read, so none is skipped.
+   */
   async #consume(): Promise<void> {
-    const jsm = await jetstreamManager(this.#nc);
-    await jsm.streams.info(this.names.trajStream);
-    const consumer = await this.#js.consumers.get(this.names.trajStream, {
-      deliver_policy: DeliverPolicy.New,
-    });
-    const messages = await consumer.consume();
-    for await (const m of messages) {
-      if (this.#stopped) break;
-      await this.#receive(m.data);
+    let seq = 0;
+    while (!this.#stopped) {
+      try {
+        const consumer = await this.#js.consumers.get(
+          this.names.trajStream,
+          seq === 0
+            ? { deliver_policy: DeliverPolicy.All }
+            : { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: seq + 1 },
+        );
+        const messages = await consumer.consume();
+        for await (const m of messages) {
+          if (this.#stopped) return;
+          seq = m.seq;
+          await this.#receive(m.data);
+        }
+      } catch {
+        if (this.#stopped) return;
+        this.#counts.consumerRestarts++;
+        await new Promise((r) => setTimeout(r, 200));
+      }
     }
   }
 

@@ -63,55 +63,65 @@ export async function runWorker(nc: NatsConnection, o: WorkerOptions): Promise<W
       }
       if (!first) continue;
       const msgs = [first];
-      // Jobs already waiting join the first one in a single generate call.
-      const room = Math.min(batchJobs, (o.maxJobs ?? Infinity) - stats.jobs) - 1;
-      const waiting = room > 0 ? (await consumer.info()).num_pending : 0;
-      if (Math.min(room, waiting) > 0) {
-        const more = await consumer.fetch({ max_messages: Math.min(room, waiting), expires: 1000 });
-        for await (const m of more) msgs.push(m);
-      }
-      const jobs: { msg: JsMsg; job: Job }[] = [];
-      for (const msg of msgs) {
-        try {
-          jobs.push({ msg, job: await decodeJob(msg.data) });
-        } catch (e) {
-          o.log?.(`worker ${o.workerId}: refused a job: ${(e as Error).message}`);
-          msg.term();
-          stats.dropped++;
+      try {
+        // Jobs already waiting join the first one in a single generate call.
+        const room = Math.min(batchJobs, (o.maxJobs ?? Infinity) - stats.jobs) - 1;
+        const waiting = room > 0 ? (await consumer.info()).num_pending : 0;
+        if (Math.min(room, waiting) > 0) {
+          const more = await consumer.fetch({
+            max_messages: Math.min(room, waiting),
+            expires: 1000,
+          });
+          for await (const m of more) msgs.push(m);
         }
-      }
-      if (run?.epoch !== jobs[0]?.job.epoch) run = await loadRun(os, o, jobs[0]?.job.epoch);
-      // Jobs of one weights version and one sampling setting run together.
-      const groups = new Map<string, { msg: JsMsg; job: Job }[]>();
-      for (const j of jobs) {
-        const key = JSON.stringify([
-          j.job.epoch,
-          j.job.version,
-          j.job.n,
-          j.job.responseLength,
-          j.job.sampling,
-        ]);
-        groups.set(key, [...(groups.get(key) ?? []), j]);
-      }
-      for (const group of groups.values()) {
-        const version = group[0].job.version, key = `${group[0].job.epoch}/${version}`;
-        if (modelKey !== key) {
-          const data = await os.getBlob(`v${version}`);
-          if (!data) {
-            // The trainer no longer keeps this version: the jobs are stale.
-            for (const { msg } of group) msg.term();
-            stats.dropped += group.length;
-            continue;
+        const jobs: { msg: JsMsg; job: Job }[] = [];
+        for (const msg of msgs) {
+          try {
+            jobs.push({ msg, job: await decodeJob(msg.data) });
+          } catch (e) {
+            o.log?.(`worker ${o.workerId}: refused a job: ${(e as Error).message}`);
+            msg.term();
+            stats.dropped++;
           }
-          const w = await unpackWeights(data);
-          model?.dispose();
-          model = CausalLM.fromTensors(parseModelConfig(w.modelConfig), w.tensors);
-          modelKey = key;
-          stats.weightVersions.push(w.version);
         }
-        if (!run || !model) continue;
-        await runJobs(group, { ...run, model, js, subject: names.traj, o });
-        stats.jobs += group.length;
+        if (run?.epoch !== jobs[0]?.job.epoch) run = await loadRun(os, o, jobs[0]?.job.epoch);
+        // Jobs of one weights version and one sampling setting run together.
+        const groups = new Map<string, { msg: JsMsg; job: Job }[]>();
+        for (const j of jobs) {
+          const key = JSON.stringify([
+            j.job.epoch,
+            j.job.version,
+            j.job.n,
+            j.job.responseLength,
+            j.job.sampling,
+          ]);
+          groups.set(key, [...(groups.get(key) ?? []), j]);
+        }
+        for (const group of groups.values()) {
+          const version = group[0].job.version, key = `${group[0].job.epoch}/${version}`;
+          if (modelKey !== key) {
+            const data = await os.getBlob(`v${version}`);
+            if (!data) {
+              // The trainer no longer keeps this version: the jobs are stale.
+              for (const { msg } of group) msg.term();
+              stats.dropped += group.length;
+              continue;
+            }
+            const w = await unpackWeights(data);
+            model?.dispose();
+            model = CausalLM.fromTensors(parseModelConfig(w.modelConfig), w.tensors);
+            modelKey = key;
+            stats.weightVersions.push(w.version);
+          }
+          if (!run || !model) continue;
+          await runJobs(group, { ...run, model, js, subject: names.traj, o });
+          stats.jobs += group.length;
+        }
+      } catch (e) {
+        // A lost connection or a failed read: the jobs not yet answered go back to the queue now.
+        if (o.signal?.aborted) break;
+        o.log?.(`worker ${o.workerId}: ${(e as Error).message}; the jobs go back to the queue`);
+        for (const m of msgs) m.nak();
       }
     }
   } finally {

@@ -52,7 +52,10 @@ export class RemoteRollout implements RemoteGen {
   async publish(parts: TrainerParts, version: number): Promise<void> {
     await this.#published;
     const arrays = await parts.actor.model.toArrays();
-    this.#published = this.coordinator.publishWeights(version, this.#modelConfig, arrays);
+    const published = this.coordinator.publishWeights(version, this.#modelConfig, arrays);
+    // Awaited before the next jobs or publication; until then a failure must not go unhandled.
+    published.catch(() => {});
+    this.#published = published;
     this.#version = version;
   }
 

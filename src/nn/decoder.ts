@@ -5,7 +5,13 @@
  * rename-free copy.
  */
 import { gpu } from "../gpu/mod.ts";
-import { type ModelConfig, type RopeScaling, ropeScalingOf } from "../io/mod.ts";
+import {
+  type LoraArrays,
+  type LoraSettings,
+  type ModelConfig,
+  type RopeScaling,
+  ropeScalingOf,
+} from "../io/mod.ts";
 import { isGradEnabled, noGrad } from "../tensor/mod.ts";
 import { scope } from "../tensor/mod.ts";
 import { attention } from "../tensor/mod.ts";
@@ -23,6 +29,7 @@ import {
   type RopeCall,
 } from "./layers.ts";
 import { ropeFrequencies } from "./rope_scaling.ts";
+import { LoraAdapters } from "./lora.ts";
 import { checkWeights, initWeights, weightShapes } from "./weights.ts";
 
 export interface ForwardOptions {
@@ -30,6 +37,8 @@ export interface ForwardOptions {
   positionIds: Tensor;
   /** i32 [B, T] 1 = token, 0 = padding. */
   attentionMask: Tensor;
+  /** Run the base weights alone, LoRA adapters off (the reference policy of a LoRA actor). */
+  disableAdapters?: boolean;
 }
 
 export interface LoadOptions {
@@ -38,6 +47,8 @@ export interface LoadOptions {
    * the GPU has shader-f16; such a model has no trainable f32 parameters. Default "f32".
    */
   dtype?: "f32" | "f16";
+  /** LoRA adapters on the linear layers; the base weights are then frozen. */
+  lora?: { settings: LoraSettings; arrays: LoraArrays };
 }
 
 const EMBED = "model.embed_tokens.weight";
@@ -72,14 +83,18 @@ export class DecoderTrunk {
   /** The scaled RoPE table [D/2] of linear / llama3 / yarn (null: theta's own, or dynamic). */
   readonly #ropeTable: Tensor | null;
   readonly #rope: RopeScaling;
+  /** LoRA adapters (null: every weight trains). */
+  readonly lora: LoraAdapters | null;
 
   protected constructor(
     readonly config: ModelConfig,
     protected readonly weights: Map<string, Tensor>,
+    lora?: LoadOptions["lora"],
   ) {
+    this.lora = lora ? new LoraAdapters(config, lora.settings, lora.arrays) : null;
     this.layers = Array.from(
       { length: config.numHiddenLayers },
-      (_, l) => layerParams(config, weights, l),
+      (_, l) => layerParams(config, weights, l, this.lora?.pairs),
     );
     this.#rope = ropeScalingOf(config);
     const fixed = this.#rope.type !== "default" && this.#rope.type !== "dynamic";
@@ -115,6 +130,11 @@ export class DecoderTrunk {
     return new Map(this.weights);
   }
 
+  /** What an optimizer updates: the LoRA A and B (PEFT names) when adapted, else params(). */
+  trainable(): Map<string, Tensor> {
+    return this.lora ? this.lora.params() : this.params();
+  }
+
   /** All parameters as f32 arrays, read back in one round trip. */
   async toArrays(): Promise<Map<string, Float32Array>> {
     const entries = [...this.weights];
@@ -148,12 +168,13 @@ export class DecoderTrunk {
     positions: Tensor,
     attend: (l: number) => Attend,
     longest = ids.shape[1],
+    adapters = true,
   ): Tensor {
     let h = embedding(ids, this.weights.get(EMBED)!);
     const inference = !isGradEnabled();
     const rope = this.#ropeCall(positions, longest);
     this.layers.forEach((w, l) => {
-      const ctx = { config: this.config, positions, attend: attend(l), rope };
+      const ctx = { config: this.config, positions, attend: attend(l), rope, adapters };
       if (!inference) h = decoderLayer(h, w, ctx);
       else {
         // Off the tape nothing needs a layer's intermediates: free them before the next layer.
@@ -178,11 +199,14 @@ export class DecoderTrunk {
       inputIds,
       options.positionIds,
       () => (q, k, v) => attention(q, k, v, { keyMask: options.attentionMask, causal: true }),
+      inputIds.shape[1],
+      !options.disableAdapters,
     );
   }
 
   dispose(): void {
     for (const t of this.weights.values()) t.dispose();
+    this.lora?.dispose();
     this.#ropeTable?.dispose();
   }
 }
@@ -192,8 +216,12 @@ export class CausalLM extends DecoderTrunk {
   /** The lm_head matrix: the embedding table when tied (both uses' gradients add up). */
   #head: Tensor;
 
-  private constructor(config: ModelConfig, weights: Map<string, Tensor>) {
-    super(config, weights);
+  private constructor(
+    config: ModelConfig,
+    weights: Map<string, Tensor>,
+    lora?: LoadOptions["lora"],
+  ) {
+    super(config, weights, lora);
     if (!config.tieWordEmbeddings) this.#head = weights.get("lm_head.weight")!;
     else if (weights.get(EMBED)!.dtype === "f32" && this.#f16Linear()) {
       // f16 inference: a half copy of the tied table for the lm_head; the gather stays f32.
@@ -212,7 +240,7 @@ export class CausalLM extends DecoderTrunk {
     options: LoadOptions = {},
   ): CausalLM {
     const weights = uploadWeights(weightShapes(config), tensors, { ...options, what: "CausalLM" });
-    return new CausalLM(config, weights);
+    return new CausalLM(config, weights, options.lora);
   }
 
   /** HF-like random initialisation (normal, std 0.02), deterministic in `seed`. */

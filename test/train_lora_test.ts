@@ -61,7 +61,9 @@ Deno.test({
       assert.ok(after >= before + 0.15, `accuracy ${before} -> ${after}: less than +15 points`);
       const actor = `${dir}/global_step_10/actor`;
       const files = [...Deno.readDirSync(actor)].map((e) => e.name).sort();
-      assert.ok(files.includes("adapter_config.json") && files.includes("adapter_model.safetensors"));
+      assert.ok(
+        files.includes("adapter_config.json") && files.includes("adapter_model.safetensors"),
+      );
       assert.ok(!files.includes("model.safetensors"), "no base weights in a LoRA checkpoint");
       const conf = JSON.parse(Deno.readTextFileSync(`${actor}/adapter_config.json`));
       assert.equal(conf.peft_type, "LORA");

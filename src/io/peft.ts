@@ -135,6 +135,9 @@ const REFUSED: [string, (v: unknown) => boolean, string][] = [
   ["layers_to_transform", nonEmpty, "layers_to_transform is not supported"],
   ["layer_replication", nonEmpty, "layer_replication is not supported"],
   ["target_parameters", nonEmpty, "target_parameters is not supported"],
+  ["lora_bias", (v) => v === true, "LoRA biases (lora_bias) are not supported"],
+  ["use_qalora", (v) => v === true, "QALoRA is not supported"],
+  ["trainable_token_indices", nonEmpty, "trainable_token_indices is not supported"],
 ];
 
 function nonEmpty(v: unknown): boolean {

@@ -12,7 +12,13 @@ export {
   type TrainerParts,
 } from "./parts.ts";
 export { type AdvBatch, type Batch, type GenBatch, type ScoredBatch } from "./batch.ts";
-export { buildTrainerParts, makeOptimizer, type ModelWeights } from "./build.ts";
+export {
+  adaptersOff,
+  buildTrainerParts,
+  loraBaseDtype,
+  makeOptimizer,
+  type ModelWeights,
+} from "./build.ts";
 export { readWeights, runFolder, setupTrainer, tokenizerFromFiles } from "./setup.ts";
 export { sftFit } from "./sft_trainer.ts";
 export { saveCheckpoint } from "./checkpoint/manager.ts";

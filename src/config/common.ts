@@ -23,9 +23,13 @@ export function loraFields(what = "") {
         `adapters A [r, in] and B [out, r] train${what}.`,
       { min: 0 },
     ),
-    lora_alpha: float(16, "LoRA scaling numerator: the adapter adds (alpha / rank) x A^T B^T.", {
-      min: 0,
-    }),
+    lora_alpha: float(
+      16,
+      "LoRA scaling numerator: a module computes x W^T + (alpha / rank) (x A^T) B^T.",
+      {
+        min: 0,
+      },
+    ),
     target_modules: names(
       "all-linear",
       "Linear modules that get adapters: all-linear, a list such as [q_proj, v_proj], or a " +

@@ -4,7 +4,7 @@
  * data, and the run saves a PEFT folder (global_step_N/lora_adapter) instead of the model.
  */
 import assert from "node:assert/strict";
-import { main } from "../src/cli/sft.ts";
+import { sft as main } from "../src/cli/mod.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 

@@ -4,7 +4,14 @@
  * B) or those of a PEFT folder (`lora_adapter_path`, or a LoRA checkpoint being resumed).
  * Browser-safe: the folder is read by the caller (src/trainer/setup.ts in Deno).
  */
-import type { AdapterFolder, LoraArrays, LoraSettings, ModelConfig } from "../io/mod.ts";
+import {
+  type AdapterFolder,
+  type LoraArrays,
+  type LoraSettings,
+  type ModelConfig,
+  peftKey,
+} from "../io/mod.ts";
+import type { TrainableModel } from "./actor.ts";
 import { initLora, loraSettings } from "../nn/mod.ts";
 
 /** The LoRA keys of a model section (actor, critic or SFT model). */
@@ -72,4 +79,52 @@ export function loraStart(
   } catch (e) {
     throw new Error(`${o.section}.${(e as Error).message}`);
   }
+}
+
+const LORA_KEY = /^base_model\.model\.(.+)\.lora_([AB])\.weight$/;
+
+/**
+ * What a checkpoint of `model` must hold to restore it: a LoRA model's adapters under PEFT's
+ * names plus its modules_to_save tensors (the frozen base is the starting model's), else every
+ * parameter.
+ */
+export async function checkpointArrays(model: TrainableModel): Promise<Map<string, Float32Array>> {
+  const lora = model.lora;
+  if (!lora) return await model.toArrays();
+  const out = new Map<string, Float32Array>();
+  for (const [m, x] of await lora.toArrays()) {
+    out.set(peftKey(m, "A"), x.a).set(peftKey(m, "B"), x.b);
+  }
+  const toSave = lora.settings.modulesToSave ?? [];
+  if (toSave.length > 0) {
+    for (const [name, x] of await model.toArrays()) {
+      if (toSave.some((s) => name.startsWith(`${s}.`))) out.set(name, x);
+    }
+  }
+  return out;
+}
+
+/**
+ * The reverse of {@link checkpointArrays}: null when `saved` holds whole weights, else the
+ * adapters (settings from `start`, the fresh adapters of the same keys) and the saved tensors.
+ */
+export function loraFromCheckpoint(
+  saved: ReadonlyMap<string, Float32Array>,
+  start: LoraStart | null,
+): LoraStart | null {
+  const arrays: LoraArrays = new Map();
+  const rest = new Map<string, Float32Array>();
+  for (const [name, x] of saved) {
+    const m = LORA_KEY.exec(name);
+    if (!m) {
+      rest.set(name, x);
+      continue;
+    }
+    const pair = arrays.get(m[1]) ?? { a: new Float32Array(0), b: new Float32Array(0) };
+    pair[m[2] === "A" ? "a" : "b"] = x;
+    arrays.set(m[1], pair);
+  }
+  if (arrays.size === 0) return null;
+  if (!start) throw new Error("the checkpoint holds LoRA adapters but lora_rank is 0");
+  return { settings: start.settings, arrays, saved: rest };
 }

@@ -33,5 +33,11 @@ export {
   tinyGenerationModel,
 } from "./main_generation.ts";
 export { mergeLoraFolder, type MergeSummary } from "./merge_lora.ts";
-export { type LoraKeys, type LoraStart, loraStart } from "./lora.ts";
+export {
+  checkpointArrays,
+  loraFromCheckpoint,
+  type LoraKeys,
+  type LoraStart,
+  loraStart,
+} from "./lora.ts";
 export { evaluateResponses, type EvaluationResult } from "./main_eval.ts";

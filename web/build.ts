@@ -96,7 +96,14 @@ function throwingModule(module: string, names: string[]): string {
  */
 const STUBS: Record<string, string> = {
   "node:fs": "export function existsSync() { return false; }\nexport default {};\n",
-  "node:path": throwingModule("node:path", ["dirname", "resolve", "join", "basename", "relative"]),
+  "node:path": throwingModule("node:path", [
+    "dirname",
+    "resolve",
+    "join",
+    "basename",
+    "relative",
+    "isAbsolute",
+  ]),
   "node:url": throwingModule("node:url", ["fileURLToPath", "pathToFileURL"]),
 };
 

@@ -9,12 +9,16 @@
  *   deno run -A bench/lora_device.ts                         # both shapes, full and LoRA r=32
  *   deno run -A bench/lora_device.ts --shapes=1.5b --rank=32 --prompts=8 --n=8
  *   deno run -A bench/lora_device.ts --shapes=tiny           # a CPU-adapter smoke run
+ *   ... --rollout=adapters   # the LoRA run decodes through the adapters, not a merged copy
+ *   deno run -A bench/lora_device.ts --rollout-compare --shapes=0.5b,1.5b [--batch=64]
+ *                            # decode through adapters vs merge + decode, same model, alternated
  */
 import { initGpu } from "../src/gpu/mod.ts";
 import { charTokenizer, makeModelConfig, type ModelConfigInit } from "../src/io/mod.ts";
-import { CausalLM, initWeights, weightShapes } from "../src/nn/mod.ts";
+import { CausalLM, initLora, initWeights, loraSettings, weightShapes } from "../src/nn/mod.ts";
+import { generate } from "../src/rollout/mod.ts";
 import { RewardManager } from "../src/reward/mod.ts";
-import { buildTrainerParts, trainStep } from "../src/trainer/mod.ts";
+import { buildTrainerParts, rolloutFor, trainStep } from "../src/trainer/mod.ts";
 import { loadConfig } from "../src/config/mod.ts";
 import type { PromptItem } from "../src/data/mod.ts";
 import { add, cast, matmul, mulScalar, noGrad, scope, type Tensor } from "../src/tensor/mod.ts";
@@ -110,7 +114,14 @@ async function child(shape: string, rank: number): Promise<void> {
     peakMemoryBytes: () => g.pool.peakBytes,
   });
   tensors.clear();
-  const mode = rank > 0 ? `lora_r${rank}` : "full";
+  // --rollout=adapters: decode through the adapters instead of a merged copy.
+  const adapters = opt("rollout", "merged") === "adapters";
+  if (adapters) {
+    parts.rollout = rolloutFor(parts.actor.model as CausalLM, charTokenizer(), [vocab - 1], {
+      mergeLora: false,
+    });
+  }
+  const mode = rank > 0 ? `lora_r${rank}${adapters ? "_adapters" : ""}` : "full";
   const trainable = parts.actor.optimizer.params.reduce((a, p) => a + p.size, 0);
   console.log(JSON.stringify({ adapter: g.adapterName, f16: g.hasF16, shape, mode, trainable }));
   let last: Record<string, number> = {};
@@ -143,11 +154,13 @@ async function mergeSeconds(model: CausalLM): Promise<number> {
       const out: Tensor[] = [];
       for (const [m, p] of lora.pairs) {
         const w = weights.get(`${m}.weight`)!;
-        out.push(scope(() => {
-          const delta = mulScalar(matmul(p.b, p.a), p.scale); // [out, in]
-          const sum = add(w.dtype === "f32" ? w : cast(w, "f32"), delta);
-          return w.dtype === "f32" ? sum : cast(sum, w.dtype);
-        }).keep());
+        out.push(
+          scope(() => {
+            const delta = mulScalar(matmul(p.b, p.a), p.scale); // [out, in]
+            const sum = add(w.dtype === "f32" ? w : cast(w, "f32"), delta);
+            return w.dtype === "f32" ? sum : cast(sum, w.dtype);
+          }).keep(),
+        );
       }
       return out;
     });
@@ -195,7 +208,8 @@ async function parent(): Promise<void> {
         peak_ratio: Math.round((lora.peak_gb / full.peak_gb) * 1000) / 1000,
         update_tok_per_s: { full: full.update_tok_per_s, lora: lora.update_tok_per_s },
         update_speedup: Math.round((lora.update_tok_per_s / full.update_tok_per_s) * 100) / 100,
-        gen_tok_per_s: { full: full.gen_tok_per_s, lora_adapter_aware: lora.gen_tok_per_s },
+        rollout: opt("rollout", "merged"),
+        gen_tok_per_s: { full: full.gen_tok_per_s, lora: lora.gen_tok_per_s },
         merge_s: lora.merge_s,
         gen_s: { full: full.gen_s, lora: lora.gen_s },
       }));
@@ -203,8 +217,82 @@ async function parent(): Promise<void> {
   }
 }
 
+/**
+ * The rollout choice, measured in one process on one model: decode through the adapters vs merge
+ * them into a copy (timed with the decode) and decode that; alternated `--repeats` times.
+ */
+async function compareRollout(shape: string, rank: number): Promise<void> {
+  const B = num("batch", 64), P = num("prompt-len", 128), R = num("response-len", 256);
+  const repeats = num("repeats", 3);
+  const g = await initGpu();
+  const vocab = SHAPES[shape].vocabSize ?? 151936;
+  const config = makeModelConfig({
+    modelType: "qwen2",
+    vocabSize: vocab,
+    eosTokenId: vocab - 1,
+    maxPositionEmbeddings: 4096,
+    tieWordEmbeddings: true,
+    ropeTheta: 1e6,
+    ...SHAPES[shape],
+  } as ModelConfigInit);
+  const settings = loraSettings({ rank, alpha: 2 * rank });
+  const lora = { settings, arrays: initLora(config, settings) };
+  const model = CausalLM.fromTensors(config, initWeights(weightShapes(config), { seed: 0 }), {
+    lora,
+    dtype: g.hasF16 ? "f16" : "f32",
+  });
+  let seed = 3;
+  const rand = () => ((seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32);
+  const ids = Int32Array.from({ length: B * P }, () => Math.floor(rand() * (vocab - 1)));
+  const decode = (m: CausalLM) =>
+    generate(m, {
+      inputIds: ids,
+      attentionMask: new Int32Array(B * P).fill(1),
+      batch: B,
+      promptLength: P,
+      responseLength: R,
+      temperature: 1,
+      topK: 0,
+      topP: 1,
+      doSample: true,
+      eosTokenIds: [],
+      padTokenId: 0,
+      seed: 1,
+    });
+  const times: Record<string, number[]> = { adapters: [], merged: [] };
+  await decode(model); // pipelines compiled
+  for (let i = 0; i < repeats; i++) {
+    let t0 = performance.now();
+    await decode(model);
+    times.adapters.push((performance.now() - t0) / 1000);
+    t0 = performance.now();
+    const merged = model.withMergedAdapters();
+    await decode(merged);
+    merged.dispose();
+    times.merged.push((performance.now() - t0) / 1000);
+  }
+  const median = (x: number[]) => [...x].sort((a, b) => a - b)[Math.floor(x.length / 2)];
+  console.log(JSON.stringify({
+    fig: "lora_rollout",
+    adapter: g.adapterName,
+    shape,
+    rank,
+    B,
+    P,
+    R,
+    adapters_s: median(times.adapters),
+    merged_incl_merge_s: median(times.merged),
+    merge_s: await mergeSeconds(model),
+    all: times,
+  }));
+}
+
 const which = opt("child", "");
-if (which) {
+if (Deno.args.includes("--rollout-compare")) {
+  for (const shape of opt("shapes", "0.5b").split(",")) {
+    await compareRollout(shape, num("rank", 32));
+  }
+} else if (which) {
   const [shape, r] = which.split(":");
   await child(shape, Number(r));
 } else await parent();

@@ -29,7 +29,7 @@ import {
   type RopeCall,
 } from "./layers.ts";
 import { ropeFrequencies } from "./rope_scaling.ts";
-import { LoraAdapters } from "./lora.ts";
+import { LoraAdapters, mergedWeight } from "./lora.ts";
 import { checkWeights, initWeights, weightShapes } from "./weights.ts";
 
 export interface ForwardOptions {
@@ -85,6 +85,8 @@ export class DecoderTrunk {
   readonly #rope: RopeScaling;
   /** LoRA adapters (null: every weight trains). */
   readonly lora: LoraAdapters | null;
+  /** A view over another model's weights frees only these on dispose (null: all of its own). */
+  protected ownedWeights: Tensor[] | null = null;
 
   protected constructor(
     readonly config: ModelConfig,
@@ -205,7 +207,7 @@ export class DecoderTrunk {
   }
 
   dispose(): void {
-    for (const t of this.weights.values()) t.dispose();
+    for (const t of this.ownedWeights ?? this.weights.values()) t.dispose();
     this.lora?.dispose();
     this.#ropeTable?.dispose();
   }
@@ -220,9 +222,13 @@ export class CausalLM extends DecoderTrunk {
     config: ModelConfig,
     weights: Map<string, Tensor>,
     lora?: LoadOptions["lora"],
+    view?: { head: Tensor; owned: Tensor[] },
   ) {
     super(config, weights, lora);
-    if (!config.tieWordEmbeddings) this.#head = weights.get("lm_head.weight")!;
+    if (view) {
+      this.#head = view.head;
+      this.ownedWeights = view.owned;
+    } else if (!config.tieWordEmbeddings) this.#head = weights.get("lm_head.weight")!;
     else if (weights.get(EMBED)!.dtype === "f32" && this.#f16Linear()) {
       // f16 inference: a half copy of the tied table for the lm_head; the gather stays f32.
       this.#head = noGrad(() => cast(weights.get(EMBED)!, "f16")).keep();
@@ -247,6 +253,25 @@ export class CausalLM extends DecoderTrunk {
   static random(config: ModelConfig, options: LoadOptions & { seed?: number } = {}): CausalLM {
     const shapes = weightShapes(config);
     return CausalLM.fromTensors(config, initWeights(shapes, { seed: options.seed }), options);
+  }
+
+  /**
+   * An inference copy with every LoRA adapter merged into its weight (W + s B A, in W's dtype;
+   * the other weights and the lm_head shared, so it costs one copy of the adapted matrices): what
+   * a rollout decodes with, built after each update and disposed after use. Without adapters,
+   * the model itself.
+   */
+  withMergedAdapters(): CausalLM {
+    const lora = this.lora;
+    if (!lora) return this;
+    const weights = new Map(this.weights);
+    const owned: Tensor[] = [];
+    for (const [m, pair] of lora.pairs) {
+      const t = mergedWeight(weights.get(`${m}.weight`)!, pair).keep();
+      weights.set(`${m}.weight`, t);
+      owned.push(t);
+    }
+    return new CausalLM(this.config, weights, undefined, { head: this.#head, owned });
   }
 
   /** Logits [B, T, V] of a padded batch through autograd. */
@@ -306,7 +331,8 @@ export class CausalLM extends DecoderTrunk {
   }
 
   override dispose(): void {
-    if (!this.weights.has("lm_head.weight") && this.#head !== this.weights.get(EMBED)) {
+    const view = this.ownedWeights !== null;
+    if (!view && !this.weights.has("lm_head.weight") && this.#head !== this.weights.get(EMBED)) {
       this.#head.dispose();
     }
     super.dispose();

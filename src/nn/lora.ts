@@ -15,7 +15,21 @@ import {
   resolveLoraTargets,
 } from "../io/mod.ts";
 import { gpu } from "../gpu/mod.ts";
-import { add, linear, mulScalar, Tensor, uniformArray } from "../tensor/mod.ts";
+import {
+  accumulate,
+  add,
+  cast,
+  linear,
+  matmul,
+  mulScalar,
+  noGrad,
+  record,
+  registerOp,
+  scaleInPlace,
+  scope,
+  Tensor,
+  uniformArray,
+} from "../tensor/mod.ts";
 
 /** One module's adapter on the GPU. */
 export interface LoraPair {
@@ -119,17 +133,60 @@ export class LoraAdapters {
   }
 }
 
-/** y = x W^T + b, plus s (x A^T) B^T when an adapter is given. x [..., in] -> [..., out] */
+registerOp(
+  "lora_linear",
+  "y = x W^T + b + s (x A^T) B^T, W and b frozen; grads to x, A [r, in] and B [out, r]",
+);
+
+/**
+ * y = x W^T + b, plus s (x A^T) B^T when an adapter is given. x [..., in] -> [..., out]. One op
+ * on the tape: the adapter's product is added into y in place, and the backward keeps only x and
+ * x A^T [N, r], so an adapted layer holds no activation of [N, out] beyond the base linear's.
+ * Backward (g = dL/dy, l = x A^T): dB = s g^T l, dl = s g B, dA = dl^T x, dx = g W + dl A.
+ */
 export function loraLinear(
   x: Tensor,
   w: Tensor,
   bias: Tensor | null,
   lora: LoraPair | null,
 ): Tensor {
-  const y = linear(x, w, bias);
-  if (!lora) return y;
-  const low = linear(x, lora.a); // [..., r]
-  return add(y, linear(mulScalar(low, lora.scale), lora.b));
+  if (!lora) return linear(x, w, bias);
+  if (w.requiresGrad || bias?.requiresGrad) {
+    throw new Error(`lora_linear: the base weight ${w.label} must be frozen under an adapter`);
+  }
+  const { a, b, scale } = lora;
+  const inF = w.shape[1], outF = w.shape[0], r = a.shape[0];
+  const rows = x.size / inF;
+  const [y, low] = noGrad(() => {
+    const y = linear(x, w, bias); // [..., out]
+    const low = linear(x, a); // [..., r]
+    const up = linear(low, b); // [..., out]
+    accumulate(y, up, scale);
+    up.dispose();
+    return [y, low];
+  });
+  const out = record("lora_linear", [x, a, b], y, (g) => {
+    // 2-D views, disposed here so that x and l are released as soon as this backward ran.
+    const g2 = g.reshape([rows, outF]), x2 = x.reshape([rows, inF]), l2 = low.reshape([rows, r]);
+    const gb = b.requiresGrad ? matmul(g2, l2, { transA: true }) : null; // [out, r]
+    if (gb) scaleInPlace(gb, scale);
+    const gl = matmul(g2, b); // [N, r]
+    scaleInPlace(gl, scale);
+    const ga = a.requiresGrad ? matmul(gl, x2, { transA: true }) : null; // [r, in]
+    let gx: Tensor | null = null;
+    if (x.requiresGrad) {
+      const flat = matmul(g2, w); // [N, in]
+      const viaA = matmul(gl, a); // [N, in]
+      accumulate(flat, viaA);
+      viaA.dispose();
+      gx = flat.reshape(x.shape);
+      flat.dispose();
+    }
+    for (const t of [g2, x2, l2, gl, low]) t.dispose();
+    return [gx, ga, gb];
+  });
+  if (!out.node) low.dispose();
+  return out;
 }
 
 /** Plain-TS merge W + s B A of every adapted module, in a copy of `base`. */
@@ -159,4 +216,18 @@ export function mergeLoraRef(
     out.set(name, merged);
   }
   return out;
+}
+
+/**
+ * W + s B A on the GPU in W's dtype (f32 arithmetic), for a merged-weights rollout copy.
+ * w [out, in], B [out, r], A [r, in].
+ */
+export function mergedWeight(w: Tensor, p: LoraPair): Tensor {
+  return noGrad(() =>
+    scope(() => {
+      const delta = mulScalar(matmul(p.b, p.a), p.scale); // [out, in]
+      if (w.dtype === "f32") return add(w, delta);
+      return cast(add(cast(w, "f32"), delta), w.dtype);
+    })
+  );
 }

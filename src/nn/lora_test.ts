@@ -177,3 +177,24 @@ gpuTest(
     model.dispose();
   },
 );
+
+gpuTest(
+  "the merged rollout copy decodes like the adapters and leaves the model intact",
+  async () => {
+    const B = 2, T = 6;
+    const base = tinyWeights(config, { seed: 11, init: "varied" });
+    const s = loraSettings({ rank: 3, alpha: 6, targetModules: ["k_proj", "gate_proj"] });
+    const model = CausalLM.fromTensors(config, base, {
+      lora: { settings: s, arrays: randomAdapters(s, 12) },
+    });
+    const x = batch(B, T).t;
+    const want = await model.forward(x.ids, x).toArray();
+    const merged = model.withMergedAdapters();
+    assert.equal(merged.lora, null);
+    assertClose(await merged.forward(x.ids, x).toArray(), want, { atol: 1e-5, rtol: 1e-4 });
+    merged.dispose();
+    // The source's weights and adapters survive the copy's dispose.
+    assert.deepEqual(await model.forward(x.ids, x).toArray(), want);
+    model.dispose();
+  },
+);

@@ -71,32 +71,53 @@ export function makeOptimizer(
   return { adamw, params: list };
 }
 
-/** Wraps the generation engine into the controller's rollout function. */
+/**
+ * Wraps the generation engine into the controller's rollout function. A LoRA actor decodes a
+ * copy of its adapted matrices with the adapters merged in, rebuilt per call: cheaper than the
+ * adapters' extra products in every decode step (README, LoRA); `mergeLora: false` decodes
+ * through the adapters instead (benchmarks).
+ */
 export function rolloutFor(
   model: CausalLM,
   tokenizer: Tokenizer,
   eosTokenIds: number[] = [tokenizer.eosTokenId],
+  options: { mergeLora?: boolean } = {},
 ): RolloutFn {
   return async (prompts, o) => {
-    const out = await generate(model, {
-      inputIds: prompts.inputIds,
-      attentionMask: prompts.attentionMask,
-      batch: prompts.batch,
-      promptLength: prompts.promptLength,
-      n: o.n,
-      responseLength: o.responseLength,
-      temperature: o.temperature,
-      topK: o.topK,
-      topP: o.topP,
-      doSample: o.doSample,
-      eosTokenIds,
-      padTokenId: tokenizer.padTokenId,
-      seed: o.seed,
-      returnLogProbs: o.returnLogProbs ?? false,
-      onProgress: o.onProgress,
-    });
-    return { responses: out.responses, responseMask: out.responseMask, logProbs: out.logProbs };
+    const merged = options.mergeLora === false ? model : model.withMergedAdapters();
+    try {
+      return await rolloutWith(merged, tokenizer, eosTokenIds, prompts, o);
+    } finally {
+      if (merged !== model) merged.dispose();
+    }
   };
+}
+
+async function rolloutWith(
+  model: CausalLM,
+  tokenizer: Tokenizer,
+  eosTokenIds: number[],
+  prompts: Parameters<RolloutFn>[0],
+  o: Parameters<RolloutFn>[1],
+): ReturnType<RolloutFn> {
+  const out = await generate(model, {
+    inputIds: prompts.inputIds,
+    attentionMask: prompts.attentionMask,
+    batch: prompts.batch,
+    promptLength: prompts.promptLength,
+    n: o.n,
+    responseLength: o.responseLength,
+    temperature: o.temperature,
+    topK: o.topK,
+    topP: o.topP,
+    doSample: o.doSample,
+    eosTokenIds,
+    padTokenId: tokenizer.padTokenId,
+    seed: o.seed,
+    returnLogProbs: o.returnLogProbs ?? false,
+    onProgress: o.onProgress,
+  });
+  return { responses: out.responses, responseMask: out.responseMask, logProbs: out.logProbs };
 }
 
 /**

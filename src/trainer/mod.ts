@@ -18,6 +18,7 @@ export {
   loraBaseDtype,
   makeOptimizer,
   type ModelWeights,
+  rolloutFor,
 } from "./build.ts";
 export { readWeights, runFolder, setupTrainer, tokenizerFromFiles } from "./setup.ts";
 export { sftFit } from "./sft_trainer.ts";

@@ -3,6 +3,7 @@ import { linearModules, type LoraArrays, type ModelConfig, resolveLoraTargets } 
 import { backward, mul, sum, Tensor } from "../tensor/mod.ts";
 import { assertClose, gpuTest, leftPadded, randomArray } from "../testing/mod.ts";
 import { CausalLM } from "./decoder.ts";
+import { Critic } from "./critic.ts";
 import { initLora, loraSettings, mergeLoraRef } from "./lora.ts";
 import { positionIdsFromMask, refLogits } from "./ref_model.ts";
 import { TINY_QWEN2, tinyModelConfig, tinyWeights } from "./tiny_model.ts";
@@ -198,3 +199,28 @@ gpuTest(
     model.dispose();
   },
 );
+
+gpuTest("a LoRA critic trains its adapters and its value head, nothing else", async () => {
+  const B = 2, T = 5;
+  const s = loraSettings({ rank: 2, targetModules: ["q_proj"], taskType: "TOKEN_CLS" });
+  assert.deepEqual(s.modulesToSave, ["score"]);
+  const critic = Critic.fromActor(config, tinyWeights(config, { seed: 13 }), {
+    headStd: 0.1,
+    lora: { settings: s, arrays: initLora(config, s) },
+  });
+  const trainable = critic.trainable();
+  assert.deepEqual([...trainable.keys()].filter((k) => !k.includes(".lora_")), [
+    "score.weight",
+    "score.bias",
+  ]);
+  for (const p of trainable.values()) p.requiresGrad = true;
+  const x = batch(B, T).t;
+  backward(sum(critic.values(x.ids, x)));
+  for (const [name, p] of critic.params()) {
+    assert.equal(p.grad !== null, name.startsWith("score."), `${name} gradient`);
+  }
+  const gb = await trainable.get("base_model.model.model.layers.0.self_attn.q_proj.lora_B.weight")!
+    .grad!.toArray();
+  assert.ok(gb.some((v) => v !== 0), "B gets a gradient through the value head");
+  critic.dispose();
+});

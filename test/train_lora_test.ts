@@ -58,7 +58,8 @@ Deno.test({
       assert.equal(val.length, 2, `validation ran ${val.length} times`);
       const [before, after] = val;
       console.log(`LoRA GRPO held-out accuracy ${before} -> ${after}`);
-      assert.ok(after >= before + 0.15, `accuracy ${before} -> ${after}: less than +15 points`);
+      // Measured: 0.01 -> 0.63 (seed 1, this machine's CPU adapter).
+      assert.ok(after >= before + 0.3, `accuracy ${before} -> ${after}: less than +30 points`);
       const actor = `${dir}/global_step_10/actor`;
       const files = [...Deno.readDirSync(actor)].map((e) => e.name).sort();
       assert.ok(

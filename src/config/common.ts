@@ -19,8 +19,9 @@ export function loraFields(what = "") {
   return {
     lora_rank: int(
       0,
-      "LoRA rank; 0 trains all weights. Above 0 the base weights are frozen and only LoRA " +
-        `adapters A [r, in] and B [out, r] train${what}.`,
+      "LoRA rank; 0 trains all weights. Above 0 the base weights are frozen (stored in f16 " +
+        "where the GPU has shader-f16) and only f32 LoRA adapters A [r, in] and B [out, r] " +
+        `train${what}.`,
       { min: 0 },
     ),
     lora_alpha: float(

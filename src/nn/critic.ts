@@ -23,12 +23,14 @@ export class Critic extends DecoderTrunk {
   static fromTensors(
     config: ModelConfig,
     tensors: ReadonlyMap<string, Float32Array>,
-    options: Pick<LoadOptions, "lora"> = {},
+    options: Pick<LoadOptions, "lora" | "dtype"> = {},
   ): Critic {
     const all = new Map(tensors);
     if (!all.has(VALUE_HEAD_BIAS)) all.set(VALUE_HEAD_BIAS, new Float32Array(1));
     all.delete("lm_head.weight");
-    const weights = uploadWeights(criticWeightShapes(config), all, { what: "Critic" });
+    // f16 applies to the trunk's matrices only: the value head stays f32 and trainable.
+    const what = "Critic", dtype = options.dtype;
+    const weights = uploadWeights(criticWeightShapes(config), all, { what, dtype });
     return new Critic(config, weights, options.lora);
   }
 
@@ -53,7 +55,7 @@ export class Critic extends DecoderTrunk {
   static fromActor(
     config: ModelConfig,
     actor: ReadonlyMap<string, Float32Array>,
-    options: { headStd?: number; seed?: number } & Pick<LoadOptions, "lora"> = {},
+    options: { headStd?: number; seed?: number } & Pick<LoadOptions, "lora" | "dtype"> = {},
   ): Critic {
     const all = new Map(actor);
     const head = new Float32Array(config.hiddenSize);

@@ -149,9 +149,10 @@ function buildCritic(o: BuildOptions): NonNullable<TrainerParts["critic"]> {
   });
   const tensors = new Map(start.tensors);
   for (const [name, x] of lora?.saved ?? []) tensors.set(name, x);
+  const load = { lora: lora ?? undefined, dtype: loraBaseDtype(lora) };
   const net = tensors.has(VALUE_HEAD_WEIGHT)
-    ? Critic.fromTensors(start.config, tensors, { lora: lora ?? undefined })
-    : Critic.fromActor(start.config, tensors, { seed: cfg.trainer.seed, lora: lora ?? undefined });
+    ? Critic.fromTensors(start.config, tensors, load)
+    : Critic.fromActor(start.config, tensors, { seed: cfg.trainer.seed, ...load });
   const model = {
     forward: (ids: Tensor, f: ForwardOptions) => net.values(ids, f),
     params: () => net.params(),

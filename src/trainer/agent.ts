@@ -1,0 +1,111 @@
+/**
+ * The agent loop as the trainer and the generator run it: its tools and interactions loaded from
+ * `multi_turn.*`, its options, and one sample per prompt row.
+ */
+import type { PpoConfig } from "../config/mod.ts";
+import type { ChatMessage, Tokenizer } from "../io/mod.ts";
+import {
+  type AgentInteraction,
+  type AgentLoopOptions,
+  type AgentSample,
+  type AgentTool,
+  loadInteractionConfig,
+  loadToolConfig,
+  type Trajectory,
+  type TruncateSide,
+} from "../rollout/mod.ts";
+
+/** `multi_turn.*` (the same keys under actor_rollout_ref.rollout and the generator's rollout). */
+export type MultiTurnConfig = PpoConfig["actor_rollout_ref"]["rollout"]["multi_turn"];
+
+/** What the loop calls out to: tools (tool_config_path) and interactions (interaction_config_path). */
+export interface AgentEnv {
+  tools: AgentTool[];
+  interactions: AgentInteraction[];
+}
+
+export async function loadAgentEnv(mt: MultiTurnConfig): Promise<AgentEnv> {
+  const tools = mt.tool_config_path ? await loadToolConfig(mt.tool_config_path) : [];
+  try {
+    const interactions = mt.interaction_config_path
+      ? await loadInteractionConfig(mt.interaction_config_path)
+      : [];
+    return { tools, interactions };
+  } catch (e) {
+    for (const t of tools) t.close?.();
+    throw e;
+  }
+}
+
+/** Stops the workers of user tools and interactions. */
+export function closeAgentEnv(env: Partial<AgentEnv>): void {
+  for (const t of env.tools ?? []) t.close?.();
+  for (const i of env.interactions ?? []) i.close?.();
+}
+
+export function agentLoopOptions(
+  mt: MultiTurnConfig,
+  o: {
+    tokenizer: Tokenizer;
+    env: Partial<AgentEnv>;
+    responseLength: number;
+    maxPromptLength: number;
+    eosTokenIds: number[];
+    log?: (line: string) => void;
+  },
+): AgentLoopOptions {
+  return {
+    tokenizer: o.tokenizer,
+    tools: o.env.tools ?? [],
+    interactions: o.env.interactions ?? [],
+    format: mt.format,
+    maxAssistantTurns: mt.max_assistant_turns,
+    maxUserTurns: mt.max_user_turns,
+    maxParallelCalls: mt.max_parallel_calls,
+    maxToolResponseLength: mt.max_tool_response_length,
+    toolResponseTruncateSide: mt.tool_response_truncate_side as TruncateSide,
+    sanityCheck: mt.tokenization_sanity_check_mode,
+    responseLength: o.responseLength,
+    maxPromptLength: o.maxPromptLength,
+    eosTokenIds: o.eosTokenIds,
+    log: o.log,
+  };
+}
+
+function asRecord(v: unknown): Record<string, unknown> | null {
+  return typeof v === "object" && v !== null && !Array.isArray(v)
+    ? v as Record<string, unknown>
+    : null;
+}
+
+/**
+ * A row as the loop runs it: its messages, `extra_info.tools_kwargs`, and its interaction
+ * kwargs: the `interaction_kwargs` column, else `extra_info.interaction_kwargs` (where verl's
+ * gsm8k multi-turn preprocessing puts them).
+ */
+export function agentSample(row: {
+  messages: ChatMessage[];
+  extraInfo: Record<string, unknown>;
+  interactionKwargs?: Record<string, unknown> | null;
+}): AgentSample {
+  return {
+    messages: row.messages,
+    toolsKwargs: asRecord(row.extraInfo.tools_kwargs) ?? {},
+    interactionKwargs: row.interactionKwargs ?? asRecord(row.extraInfo.interaction_kwargs),
+  };
+}
+
+/**
+ * What verl's reward managers add to a multi-turn sample's extra_info: the turn count, each
+ * tool's calc_reward, the tools' step rewards and the interaction's turn scores (and, here, its
+ * final calculate_score).
+ */
+export function trajectoryExtraInfo(t: Trajectory): Record<string, unknown> {
+  return {
+    num_turns: t.numTurns,
+    rollout_reward_scores: t.toolRewards,
+    tool_rewards: t.toolStepRewards,
+    turn_scores: t.turnScores,
+    ...(t.interaction ? { interaction_score: t.interaction.score } : {}),
+  };
+}

@@ -140,6 +140,23 @@ Deno.test("agent loop: tool calls come before the interaction; max_user_turns co
   assert.deepEqual(capped.turnScores, []);
 });
 
+Deno.test("agent loop: a user reply past the budget is appended and cut with the response, as verl", async () => {
+  const { trajectories: [t] } = await runAgentLoop(
+    [sample(0)],
+    scriptedEngine(tok, [["#### 4", "#### 5"]]),
+    options({ responseLength: 20 }),
+  );
+  assert.deepEqual(t.messages.map((m) => m.role), ["user", "assistant", "user"]);
+  assert.equal(t.responseIds.length, 20);
+  assert.equal(t.responseMask.join(""), "1".repeat(7) + "0".repeat(13));
+  assert.deepEqual(t.turnScores, [0]);
+  const reply = renderChat(t.messages.slice(2), tok, { addGenerationPrompt: true });
+  assert.deepEqual(
+    t.responseIds.slice(7),
+    tok.encode(reply, { addSpecialTokens: false }).slice(0, 13),
+  );
+});
+
 /** An interaction that logs its lifecycle and fails where told. */
 class Scripted implements AgentInteraction {
   readonly log: string[] = [];

@@ -138,25 +138,26 @@ export async function afterTurn(
   }
   it.turns++;
   if (reply.score !== null) it.scores.push(reply.score);
-  append(c, s, { history, turnText, added: [{ role: "user", content: reply.content }] });
-  if (reply.shouldTerminate) {
-    it.terminated = true;
-    s.done = true;
-  }
+  // As verl: the user's reply is appended even past the budget (the response is cut there).
+  const added = [{ role: "user", content: reply.content }];
+  append(c, s, { history, turnText, added }, { mustFit: false });
+  if (reply.shouldTerminate) it.terminated = true;
+  if (reply.shouldTerminate || s.ids.length >= c.responseLength) s.done = true;
 }
 
 /**
- * Appends tool or user messages after the assistant turn. As verl: a reply that does not fit in
- * the response budget ends the conversation before it is appended.
+ * Appends tool or user messages after the assistant turn. As verl: a tool reply that does not
+ * fit in the response budget (`mustFit`) ends the conversation before it is appended.
  */
 function append(
   c: TurnContext,
   s: ConversationState,
   d: { history: ChatMessage[]; turnText: string; added: ChatMessage[] },
+  o: { mustFit: boolean } = { mustFit: true },
 ): void {
   const tok = c.tokenizer;
   const delta = deltaTokens(tok, c.schemas, { ...d, ids: [...s.promptIds, ...s.ids] });
-  if (s.ids.length + delta.length >= c.responseLength) return void (s.done = true);
+  if (o.mustFit && s.ids.length + delta.length >= c.responseLength) return void (s.done = true);
   s.messages = [...d.history, ...d.added];
   s.ids.push(...delta);
   s.mask.push(...delta.map(() => 0));

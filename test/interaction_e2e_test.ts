@@ -156,3 +156,26 @@ Deno.test({
     Deno.removeSync(dir, { recursive: true });
   },
 });
+
+Deno.test({
+  name: "interactions: a row naming no configured interaction fails at setup, naming file and row",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  fn: async () => {
+    await initGpu();
+    const dir = Deno.makeTempDirSync({ prefix: "webrl_interaction_rows_" });
+    const overrides = await makeRun(dir);
+    const rows = generateArithmetic({ count: 3, digits: 1, operands: 4, seed: 9, split: "val" })
+      .map((r, i) => ({ ...r, interaction_kwargs: { name: i === 2 ? "tutor" : "gsm8k" } }));
+    await writeParquet(`${dir}/val.parquet`, { rows });
+    const cfg = loadConfig("ppo_trainer", { overrides });
+    await assert.rejects(
+      () => setupTrainer(cfg, { print: () => {} }),
+      new RegExp(
+        `${dir}/val\\.parquet, row 2: this row names interaction_kwargs\\.name="tutor", not an ` +
+          "interaction of multi_turn\\.interaction_config_path \\(gsm8k\\)",
+      ),
+    );
+    Deno.removeSync(dir, { recursive: true });
+  },
+});

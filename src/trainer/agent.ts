@@ -4,6 +4,7 @@
  */
 import type { PpoConfig } from "../config/mod.ts";
 import type { ChatMessage, Tokenizer } from "../io/mod.ts";
+import { DataError } from "../data/mod.ts";
 import {
   type AgentInteraction,
   type AgentLoopOptions,
@@ -11,6 +12,7 @@ import {
   type AgentTool,
   loadInteractionConfig,
   loadToolConfig,
+  pickInteraction,
   type Trajectory,
   type TruncateSide,
 } from "../rollout/mod.ts";
@@ -93,6 +95,34 @@ export function agentSample(row: {
     toolsKwargs: asRecord(row.extraInfo.tools_kwargs) ?? {},
     interactionKwargs: row.interactionKwargs ?? asRecord(row.extraInfo.interaction_kwargs),
   };
+}
+
+/**
+ * With interactions configured, every row must name one of them: checked when the data loads,
+ * so a bad row is an error naming its file and row before any step runs.
+ */
+export function checkInteractionRows(
+  items: {
+    file: string;
+    row: number;
+    rawPrompt: ChatMessage[];
+    extraInfo: Record<string, unknown>;
+    interactionKwargs: Record<string, unknown> | null;
+  }[],
+  interactions: readonly AgentInteraction[],
+): void {
+  if (interactions.length === 0) return;
+  for (const it of items) {
+    try {
+      pickInteraction(
+        { ...agentSample({ ...it, messages: it.rawPrompt }), where: "this row" },
+        0,
+        interactions,
+      );
+    } catch (e) {
+      throw new DataError(it.file, (e as Error).message, it.row);
+    }
+  }
 }
 
 /**

@@ -69,11 +69,14 @@ export async function generateConversations(
         );
       }
       if (length > out.longest.length) out.longest = { length, row: i };
-      return agentSample({
-        messages,
-        extraInfo: record(row.extra_info, at, "extra_info") ?? {},
-        interactionKwargs: record(row.interaction_kwargs, at, "interaction_kwargs"),
-      });
+      return {
+        ...agentSample({
+          messages,
+          extraInfo: record(row.extra_info, at, "extra_info") ?? {},
+          interactionKwargs: record(row.interaction_kwargs, at, "interaction_kwargs"),
+        }),
+        where: `row ${i} of ${file}`,
+      };
     });
     o.beforeStart(out.longest);
     const options = agentLoopOptions(mt, {

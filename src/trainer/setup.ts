@@ -14,7 +14,7 @@ import {
 } from "../io/mod.ts";
 import { gpu } from "../gpu/mod.ts";
 import { createRewardManager } from "../reward/mod.ts";
-import { loadAgentEnv } from "./agent.ts";
+import { checkInteractionRows, closeAgentEnv, loadAgentEnv } from "./agent.ts";
 import {
   checkContextLength,
   configToYaml,
@@ -189,6 +189,12 @@ export async function setupTrainer(
   const reward = await createRewardManager(cfg, { tokenizer, log: print });
   const mt = cfg.actor_rollout_ref.rollout.multi_turn;
   const agentEnv = await loadAgentEnv(mt);
+  try {
+    checkInteractionRows([...train.items, ...val.items], agentEnv.interactions);
+  } catch (e) {
+    closeAgentEnv(agentEnv);
+    throw e;
+  }
   // Metric files are cut back to the resumed step (a fresh run moves an earlier run's aside).
   const tracking = createTracking(t.logger, {
     ...where,

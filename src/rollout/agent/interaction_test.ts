@@ -208,7 +208,7 @@ Deno.test("agent loop: each sample gets the interaction it names, start -> respo
   await assert.rejects(
     () =>
       runAgentLoop([s(0, "c")], scriptedEngine(tok, [["x"]]), options({ interactions: [a, b] })),
-    /sample 0: interaction_kwargs.name="c" is not an interaction .*\(a, b\)/,
+    /sample 0 names interaction_kwargs.name="c", not an interaction .*\(a, b\)/,
   );
   await assert.rejects(
     () => runAgentLoop([{ messages: s(0, "a").messages }], scriptedEngine(tok, [["x"]]), options()),

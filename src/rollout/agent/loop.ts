@@ -49,6 +49,8 @@ export interface AgentSample {
   toolsKwargs?: Record<string, unknown>;
   /** The row's `interaction_kwargs` (`name` picks the interaction; all go to its calls). */
   interactionKwargs?: Record<string, unknown> | null;
+  /** Names the sample in errors (e.g. its file and row); default `sample <i>`. */
+  where?: string;
 }
 
 /** Left-padded sequences for one turn, and the most tokens any of them may add. */
@@ -94,8 +96,11 @@ function createKwargs(sample: AgentSample, name: string): Record<string, unknown
   return typeof kw === "object" && kw !== null ? kw as Record<string, unknown> : {};
 }
 
-/** The interaction a sample names (verl requires `name`; with one interaction it may be left out). */
-function pickInteraction(
+/**
+ * The interaction a sample names (verl requires `name`; with one interaction it may be left
+ * out); null when none are configured. Throws naming the sample when it names none or another.
+ */
+export function pickInteraction(
   sample: AgentSample,
   i: number,
   all: readonly AgentInteraction[],
@@ -103,9 +108,10 @@ function pickInteraction(
   if (all.length === 0) return null;
   const kw = sample.interactionKwargs;
   const names = all.map((x) => x.name).join(", ");
+  const where = sample.where ?? `sample ${i}`;
   if (!kw) {
     throw new Error(
-      `sample ${i} has no interaction_kwargs, but multi_turn.interaction_config_path names ` +
+      `${where} has no interaction_kwargs, but multi_turn.interaction_config_path names ` +
         `interactions (${names}): give each row interaction_kwargs: {name, ...}`,
     );
   }
@@ -113,7 +119,7 @@ function pickInteraction(
   const found = all.find((x) => x.name === kw.name);
   if (!found) {
     throw new Error(
-      `sample ${i}: interaction_kwargs.name=${JSON.stringify(kw.name)} is not an interaction ` +
+      `${where} names interaction_kwargs.name=${JSON.stringify(kw.name)}, not an interaction ` +
         `of multi_turn.interaction_config_path (${names})`,
     );
   }
@@ -145,7 +151,9 @@ export async function runAgentLoop(
     const promptIds = renderPrompt(sample.messages, tok, { tools: ctx.schemas });
     if (promptIds.length > o.maxPromptLength) {
       throw new Error(
-        `sample ${i}: the prompt with the tools' schemas is ${promptIds.length} tokens, over ` +
+        `${
+          sample.where ?? `sample ${i}`
+        }: the prompt with the tools' schemas is ${promptIds.length} tokens, over ` +
           `data.max_prompt_length=${o.maxPromptLength}`,
       );
     }

@@ -2,6 +2,7 @@
 export {
   type AgentLoopOptions,
   type AgentSample,
+  pickInteraction,
   runAgentLoop,
   type Trajectory,
   type TurnGenerator,

@@ -22,7 +22,7 @@ import {
 } from "../data/mod.ts";
 import { tinyModelConfig } from "../nn/mod.ts";
 import { generate } from "../rollout/mod.ts";
-import { generateConversations } from "./main_generation_agent.ts";
+import { generateConversations, type GenerationModel } from "./main_generation_agent.ts";
 
 export interface GenerationSummary {
   rows: number;
@@ -33,13 +33,7 @@ export interface GenerationSummary {
   tokensPerSecond: number;
 }
 
-/** A model ready to generate with, and where its context length came from (for messages). */
-export interface GenerationModel {
-  network: CausalLM;
-  tokenizer: Tokenizer;
-  eosTokenIds: number[];
-  source: string;
-}
+export type { GenerationModel };
 
 /** `model.path=null`: the built-in tiny model (random weights) with the character tokenizer. */
 export function tinyGenerationModel(cfg: GenerationConfig): GenerationModel {

@@ -12,7 +12,16 @@ import { DataError, parseChatMessages, renderPrompt, type Row } from "../data/mo
 import { generate, runAgentLoop } from "../rollout/mod.ts";
 import { deriveSeed } from "../tensor/mod.ts";
 import { agentLoopOptions, agentSample, closeAgentEnv, loadAgentEnv } from "./agent.ts";
-import type { GenerationModel } from "./main_generation.ts";
+import type { CausalLM } from "../nn/mod.ts";
+import type { Tokenizer } from "../io/mod.ts";
+
+/** A model ready to generate with, and where its context length came from (for messages). */
+export interface GenerationModel {
+  network: CausalLM;
+  tokenizer: Tokenizer;
+  eosTokenIds: number[];
+  source: string;
+}
 
 export interface AgentGeneration {
   responses: string[][]; // [rows][n]

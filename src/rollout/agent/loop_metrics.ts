@@ -4,8 +4,14 @@
  * scores, how many conversations the interaction ended, failed calls and latency.
  */
 import type { ToolStats } from "./calls.ts";
-import type { Trajectory } from "./loop.ts";
 import type { InteractionStats } from "./turn.ts";
+
+/** What the metrics read of a trajectory (loop.ts's Trajectory). */
+interface Finished {
+  numTurns: number;
+  turnScores: number[];
+  interaction?: { turns: number; terminated: boolean };
+}
 
 function summary(prefix: string, xs: number[]): Record<string, number> {
   if (xs.length === 0) return {};
@@ -17,7 +23,7 @@ function summary(prefix: string, xs: number[]): Record<string, number> {
 }
 
 export function loopMetrics(
-  trajectories: Trajectory[],
+  trajectories: Finished[],
   stats: { stats: ToolStats; interactionStats: InteractionStats },
 ): Record<string, number> {
   const m: Record<string, number> = {

@@ -85,6 +85,8 @@ export interface Trajectory {
   toolStepRewards: number[];
   /** The interaction's score of each of its turns (verl's turn_scores). */
   turnScores: number[];
+  /** Wall time of the engine's turns it was in, and of its tool calls (verl's agent_loop timing). */
+  seconds: { generate: number; tools: number };
   /** The sample's interaction: its name, replies, whether it ended the conversation, final score. */
   interaction?: { name: string; turns: number; terminated: boolean; score: number | null };
 }
@@ -170,6 +172,7 @@ export async function runAgentLoop(
       instances: new Map(),
       toolRewards: {},
       toolStepRewards: [],
+      seconds: { generate: 0, tools: 0 },
       interaction: impl && {
         impl,
         id: `${impl.name}-${++instanceCounter}`,
@@ -215,6 +218,7 @@ export async function runAgentLoop(
         attentionMask.fill(1, a * L + L - q.length, a * L + L);
       });
       const budget = Math.max(...active.map((s) => R - s.ids.length));
+      const t0 = performance.now();
       const out = await generateTurn({
         inputIds,
         attentionMask,
@@ -224,6 +228,7 @@ export async function runAgentLoop(
         turn,
       });
       withLogProbs = out.logProbs !== undefined;
+      for (const s of active) s.seconds.generate += (performance.now() - t0) / 1000;
       await Promise.all(active.map((s, a) => {
         const room = R - s.ids.length;
         const turnIds: number[] = [];
@@ -269,6 +274,7 @@ export async function runAgentLoop(
     toolRewards: s.toolRewards,
     toolStepRewards: s.toolStepRewards,
     turnScores: s.interaction?.scores ?? [],
+    seconds: s.seconds,
     ...(s.interaction
       ? {
         interaction: {

@@ -1,5 +1,6 @@
 /**
- * The agent loop's metrics for a batch: verl's `num_turns/{mean,max,min}`, the tools' counts,
+ * The agent loop's metrics for a batch: verl's `num_turns/{mean,max,min}` and
+ * `timing_s/agent_loop/{generate_sequences,tool_calls}/{mean,max,min}`, the tools' counts,
  * errors and latencies (calls.ts), and the interactions': user replies per conversation, turn
  * scores, how many conversations the interaction ended, failed calls and latency.
  */
@@ -10,6 +11,7 @@ import type { InteractionStats } from "./turn.ts";
 interface Finished {
   numTurns: number;
   turnScores: number[];
+  seconds: { generate: number; tools: number };
   interaction?: { turns: number; terminated: boolean };
 }
 
@@ -28,6 +30,13 @@ export function loopMetrics(
 ): Record<string, number> {
   const m: Record<string, number> = {
     ...summary("num_turns", trajectories.map((t) => t.numTurns)),
+    // verl's per-sample agent loop timing (here the engine's turns are batched: a sample's
+    // generate time is that of the turns it took part in).
+    ...summary(
+      "timing_s/agent_loop/generate_sequences",
+      trajectories.map((t) => t.seconds.generate),
+    ),
+    ...summary("timing_s/agent_loop/tool_calls", trajectories.map((t) => t.seconds.tools)),
     ...stats.stats.metrics(),
   };
   const withInteraction = trajectories.filter((t) => t.interaction);

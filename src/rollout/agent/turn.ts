@@ -28,6 +28,8 @@ export interface ConversationState {
   toolRewards: Record<string, number>;
   /** Each call's step reward, in order (verl's tool_rewards). */
   toolStepRewards: number[];
+  /** Wall time of the engine's turns this conversation was in, and of its tool calls. */
+  seconds: { generate: number; tools: number };
   interaction: {
     impl: AgentInteraction;
     id: string;
@@ -113,6 +115,7 @@ export async function afterTurn(
   ) return void (s.done = true);
   const calls = c.parse(content).calls.slice(0, c.maxParallelCalls);
   if (calls.length > 0) {
+    const t0 = performance.now();
     const replies = await runCalls(calls, {
       tools: c.tools,
       instances: s.instances,
@@ -120,6 +123,7 @@ export async function afterTurn(
       truncateSide: c.toolResponseTruncateSide,
       stats: c.stats,
     });
+    s.seconds.tools += (performance.now() - t0) / 1000;
     s.toolStepRewards.push(...replies.map((r) => r.reward));
     const added = replies.map((r) => ({ role: "tool", content: r.text }));
     return append(c, s, { history, turnText, added });

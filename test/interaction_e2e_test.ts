@@ -110,6 +110,8 @@ Deno.test({
           replies.length >= 1 && replies.slice(0, -1).every((c) => c === "wrong, try again"),
         );
         assert.equal(r.score, replies.at(-1) === "right" ? 1 : 0, JSON.stringify(msgs));
+        assert.equal(r.turn_scores.length, replies.length);
+        assert.equal(r.num_turns, msgs.length);
       }
     }
     // The trained policy through the same loop: tokens with mask 0 are exactly the user turns.

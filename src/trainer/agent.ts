@@ -139,3 +139,15 @@ export function trajectoryExtraInfo(t: Trajectory): Record<string, unknown> {
     ...(t.interaction ? { interaction_score: t.interaction.score } : {}),
   };
 }
+
+/** The fields of trajectoryExtraInfo that generation dumps carry beside `messages`. */
+export function agentDumpFields(
+  extra: Record<string, unknown>,
+): { num_turns?: number; turn_scores?: number[]; tool_rewards?: number[] } {
+  const nums = (v: unknown) => Array.isArray(v) ? v as number[] : undefined;
+  return {
+    num_turns: typeof extra.num_turns === "number" ? extra.num_turns : undefined,
+    turn_scores: nums(extra.turn_scores),
+    tool_rewards: nums(extra.tool_rewards),
+  };
+}

@@ -97,4 +97,8 @@ export interface GenerationRow {
   step: number;
   /** Multi-turn samples: the conversation with roles. */
   messages?: ChatMessage[];
+  /** Multi-turn samples: verl's turn count, the interaction's turn scores, tools' step rewards. */
+  num_turns?: number;
+  turn_scores?: number[];
+  tool_rewards?: number[];
 }

@@ -101,7 +101,7 @@ gpuTest("generate with multi_turn: a bad interaction YAML names the file and the
   await assert.rejects(
     () => main([...args, `rollout.multi_turn.interaction_config_path=${dir}/two.yaml`], quiet),
     new RegExp(
-      `row 0 of ${dir}/prompts\\.parquet names interaction_kwargs\\.name="gsm8k", not an interaction .*\\(a, b\\)`,
+      `${dir}/prompts\\.parquet, row 0: this row names interaction_kwargs\\.name="gsm8k", not an interaction .*\\(a, b\\)`,
     ),
   );
   assert.ok(!existsSync(`${dir}/out.parquet`));

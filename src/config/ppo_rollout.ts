@@ -13,7 +13,7 @@ const valKwargs = section("Sampling settings used during validation.", {
 });
 
 const NO_REPEAT_ROLLOUTS = "it is read only by verl's CollabLLM recipe (sampling future " +
-  "conversations for its LLM-judge reward manager), which is not available here; leave it null";
+  "conversations for its LLM-judge reward manager), which is not available here";
 
 /** `multi_turn.*`: the agent loop (shared by the trainer and the generator). */
 export const multiTurn = section(

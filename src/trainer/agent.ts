@@ -2,7 +2,7 @@
  * The agent loop as the trainer and the generator run it: its tools and interactions loaded from
  * `multi_turn.*`, its options, and one sample per prompt row.
  */
-import type { PpoConfig } from "../config/mod.ts";
+import { ConfigError, type PpoConfig } from "../config/mod.ts";
 import type { ChatMessage, Tokenizer } from "../io/mod.ts";
 import { DataError } from "../data/mod.ts";
 import {
@@ -26,12 +26,28 @@ export interface AgentEnv {
   interactions: AgentInteraction[];
 }
 
-export async function loadAgentEnv(mt: MultiTurnConfig): Promise<AgentEnv> {
-  const tools = mt.tool_config_path ? await loadToolConfig(mt.tool_config_path) : [];
+/**
+ * Loads the YAML files `multi_turn.*` names; a bad file is a ConfigError on its key (`prefix` is
+ * where the section sits: the trainer's actor_rollout_ref.rollout.multi_turn by default).
+ */
+export async function loadAgentEnv(
+  mt: MultiTurnConfig,
+  prefix = "actor_rollout_ref.rollout.multi_turn",
+): Promise<AgentEnv> {
+  const load = async <T>(key: string, path: string | null, f: (p: string) => Promise<T[]>) => {
+    try {
+      return path ? await f(path) : [];
+    } catch (e) {
+      throw new ConfigError(`${prefix}.${key}`, (e as Error).message);
+    }
+  };
+  const tools = await load("tool_config_path", mt.tool_config_path, loadToolConfig);
   try {
-    const interactions = mt.interaction_config_path
-      ? await loadInteractionConfig(mt.interaction_config_path)
-      : [];
+    const interactions = await load(
+      "interaction_config_path",
+      mt.interaction_config_path,
+      loadInteractionConfig,
+    );
     return { tools, interactions };
   } catch (e) {
     for (const t of tools) t.close?.();

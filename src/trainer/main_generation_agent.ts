@@ -11,7 +11,13 @@ import type { ChatMessage } from "../io/mod.ts";
 import { DataError, parseChatMessages, renderPrompt, type Row } from "../data/mod.ts";
 import { generate, runAgentLoop } from "../rollout/mod.ts";
 import { deriveSeed } from "../tensor/mod.ts";
-import { agentLoopOptions, agentSample, closeAgentEnv, loadAgentEnv } from "./agent.ts";
+import {
+  agentLoopOptions,
+  agentSample,
+  checkInteractionRows,
+  closeAgentEnv,
+  loadAgentEnv,
+} from "./agent.ts";
 import type { CausalLM } from "../nn/mod.ts";
 import type { Tokenizer } from "../io/mod.ts";
 
@@ -49,7 +55,7 @@ export async function generateConversations(
 ): Promise<AgentGeneration> {
   const mt = cfg.rollout.multi_turn, r = cfg.rollout, n = cfg.data.n_samples;
   const file = cfg.data.path, column = cfg.data.prompt_key;
-  const env = await loadAgentEnv(mt);
+  const env = await loadAgentEnv(mt, "rollout.multi_turn");
   try {
     const schemas = env.tools.map((t) => t.schema);
     const max = Math.min(cfg.data.max_prompt_length, r.prompt_length);
@@ -78,14 +84,15 @@ export async function generateConversations(
         );
       }
       if (length > out.longest.length) out.longest = { length, row: i };
-      return {
-        ...agentSample({
-          messages,
-          extraInfo: record(row.extra_info, at, "extra_info") ?? {},
-          interactionKwargs: record(row.interaction_kwargs, at, "interaction_kwargs"),
-        }),
-        where: `row ${i} of ${file}`,
+      const item = {
+        file,
+        row: i,
+        rawPrompt: messages,
+        extraInfo: record(row.extra_info, at, "extra_info") ?? {},
+        interactionKwargs: record(row.interaction_kwargs, at, "interaction_kwargs"),
       };
+      checkInteractionRows([item], env.interactions);
+      return { ...agentSample({ ...item, messages }), where: `row ${i} of ${file}` };
     });
     o.beforeStart(out.longest);
     const options = agentLoopOptions(mt, {

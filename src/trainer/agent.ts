@@ -55,6 +55,28 @@ export async function loadAgentEnv(
   }
 }
 
+/**
+ * Tools or interactions configured for a run in which no row runs the agent loop would be
+ * silently unused: an error naming the key and the two ways to run the loop.
+ */
+export function checkAgentUsed(
+  mt: MultiTurnConfig,
+  o: { prefix: string; agentRows: boolean },
+): void {
+  if (mt.enable || o.agentRows) return;
+  const key = mt.interaction_config_path
+    ? "interaction_config_path"
+    : mt.tool_config_path
+    ? "tool_config_path"
+    : null;
+  if (key === null) return;
+  throw new ConfigError(
+    `${o.prefix}.${key}`,
+    `${o.prefix}.${key}=${mt[key]} is set, but no prompt runs the agent loop: set ` +
+      `${o.prefix}.enable=true, or give the rows agent_name: tool_agent`,
+  );
+}
+
 /** Stops the workers of user tools and interactions. */
 export function closeAgentEnv(env: Partial<AgentEnv>): void {
   for (const t of env.tools ?? []) t.close?.();

@@ -23,6 +23,7 @@ import {
 import { tinyModelConfig } from "../nn/mod.ts";
 import { generate } from "../rollout/mod.ts";
 import { generateConversations, type GenerationModel } from "./main_generation_agent.ts";
+import { checkAgentUsed } from "./agent.ts";
 
 export interface GenerationSummary {
   rows: number;
@@ -185,6 +186,7 @@ export async function runGeneration(
     throw new DataError(cfg.data.path, "the file has no rows, so there is nothing to generate");
   }
   const agent = agentRows(rows, cfg);
+  checkAgentUsed(cfg.rollout.multi_turn, { prefix: "rollout.multi_turn", agentRows: agent });
   await initGpu();
   const loaded = await options.loadModel();
   if (agent) return await runAgentGeneration(rows, loaded, cfg, print);

@@ -14,7 +14,7 @@ import {
 } from "../io/mod.ts";
 import { gpu } from "../gpu/mod.ts";
 import { createRewardManager } from "../reward/mod.ts";
-import { checkInteractionRows, closeAgentEnv, loadAgentEnv } from "./agent.ts";
+import { checkAgentUsed, checkInteractionRows, closeAgentEnv, loadAgentEnv } from "./agent.ts";
 import {
   checkContextLength,
   configToYaml,
@@ -188,6 +188,10 @@ export async function setupTrainer(
   const val = await RLDataset.load(cfg.data.val_files, tokenizer, dataOpts);
   const reward = await createRewardManager(cfg, { tokenizer, log: print });
   const mt = cfg.actor_rollout_ref.rollout.multi_turn;
+  checkAgentUsed(mt, {
+    prefix: "actor_rollout_ref.rollout.multi_turn",
+    agentRows: [...train.items, ...val.items].some((it) => it.agentName === "tool_agent"),
+  });
   const agentEnv = await loadAgentEnv(mt);
   try {
     checkInteractionRows([...train.items, ...val.items], agentEnv.interactions);

@@ -86,6 +86,18 @@ export const AGENT_CASES: BadInput[] = [
     ["actor_rollout_ref.rollout.multi_turn.num_repeat_rollouts=2"],
     () => /num_repeat_rollouts.*CollabLLM/,
   ),
+  {
+    name: "interaction YAML for a run without the agent loop",
+    task: "train",
+    setup: (c) => Deno.writeTextFileSync(`${c.dir}/${YAML}`, GSM8K),
+    args: (c) => [
+      ...c.run,
+      `trainer.default_local_dir=${c.dir}/ckpt`,
+      `actor_rollout_ref.rollout.multi_turn.interaction_config_path=${c.dir}/${YAML}`,
+    ],
+    expect: () =>
+      /multi_turn\.interaction_config_path=.*i\.yaml is set, but no prompt runs the agent loop/,
+  },
   gen(
     "generate multi-turn with an interaction YAML of an unknown class",
     "interaction:\n  - class_name: Nope\n",

@@ -7,7 +7,7 @@
  *   deno run -A test/interaction_demo.ts [steps=40] [key=value ...]
  */
 import { readParquet, writeParquet } from "../src/data/mod.ts";
-import { main } from "../src/cli/train.ts";
+import { train } from "../src/cli/mod.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 const steps = Number(Deno.args.find((a) => /^\d+$/.test(a)) ?? 40);
@@ -43,7 +43,7 @@ Deno.writeTextFileSync(
 }
 `,
 );
-await main([
+await train([
   `${ROOT}configs/arithmetic_grpo.yaml`,
   `data.train_files=${dir}/train.parquet`,
   `data.val_files=${dir}/val.parquet`,

@@ -1,7 +1,8 @@
 /**
  * verl's main_generation: a parquet of prompts in, the same rows plus a `responses` column (a list
  * of `data.n_samples` strings per row) out. Prompts go through the model's chat template, are
- * left-padded in batches of `data.batch_size`, and generated with the KV-cache engine.
+ * left-padded in batches of `data.batch_size`, and generated with the KV-cache engine. With
+ * `rollout.multi_turn.enable` each row runs the agent loop instead (main_generation_agent.ts).
  */
 import { initGpu } from "../gpu/mod.ts";
 import { charTokenizer } from "../io/mod.ts";

@@ -7,7 +7,7 @@
  * tool and user replies).
  */
 import type { GenerationConfig } from "../config/mod.ts";
-import type { ChatMessage } from "../io/mod.ts";
+import type { ChatMessage, Tokenizer } from "../io/mod.ts";
 import { DataError, parseChatMessages, renderPrompt, type Row } from "../data/mod.ts";
 import { generate, runAgentLoop } from "../rollout/mod.ts";
 import { deriveSeed } from "../tensor/mod.ts";
@@ -19,7 +19,6 @@ import {
   loadAgentEnv,
 } from "./agent.ts";
 import type { CausalLM } from "../nn/mod.ts";
-import type { Tokenizer } from "../io/mod.ts";
 
 /** A model ready to generate with, and where its context length came from (for messages). */
 export interface GenerationModel {

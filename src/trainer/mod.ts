@@ -22,6 +22,15 @@ export {
 } from "./build.ts";
 export { readWeights, runFolder, setupTrainer, tokenizerFromFiles } from "./setup.ts";
 export { sftFit } from "./sft_trainer.ts";
+export {
+  type AgentEnv,
+  agentLoopOptions,
+  agentSample,
+  closeAgentEnv,
+  loadAgentEnv,
+  type MultiTurnConfig,
+  trajectoryExtraInfo,
+} from "./agent.ts";
 export { saveCheckpoint } from "./checkpoint/manager.ts";
 export { save as saveStep } from "./stages/save.ts";
 export { validate } from "./stages/validate.ts";

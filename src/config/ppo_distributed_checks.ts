@@ -21,6 +21,15 @@ export function checkDistributed(cfg: PpoConfig): void {
         "is not supported with it (use distributed.backend=none)",
     );
   }
+  const model = cfg.actor_rollout_ref.model;
+  if (model.lora_rank > 0 || model.lora_adapter_path !== null) {
+    throw new ConfigError(
+      "distributed.backend",
+      "distributed.backend=nats publishes full weights to the workers; a LoRA actor " +
+        "(actor_rollout_ref.model.lora_rank > 0 or lora_adapter_path) is not supported with it " +
+        "yet (use distributed.backend=none, or merge the adapters and train the full model)",
+    );
+  }
   if (cfg.algorithm.filter_groups.enable && d.max_staleness > 0) {
     throw new ConfigError(
       "distributed.max_staleness",

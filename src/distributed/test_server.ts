@@ -8,10 +8,25 @@ import { type NatsServer, natsServerAvailable, startNatsServer } from "./server.
 
 export const TINY = new URL("../../assets/tiny_arith", import.meta.url).pathname;
 
-let warned = false;
+let warned = false, guarded = false;
+
+/**
+ * @nats-io/transport-node removes its socket listeners when a connection closes (or a connect is
+ * refused) before the socket is gone; a reset from the server in that window (a refused nkey, a
+ * server stopped by the test) surfaces as an uncaught ECONNRESET of a connection nobody uses any
+ * more. A test process ignores exactly that error (installed by natsTestsEnabled, tests only).
+ */
+function ignoreClosedSocketResets(): void {
+  if (guarded) return;
+  guarded = true;
+  globalThis.addEventListener("error", (e) => {
+    if (/ECONNRESET/.test(String(e.error?.message ?? e.message))) e.preventDefault();
+  });
+}
 
 /** Whether the NATS tests can run; fails under CI when nats-server is missing. */
 export async function natsTestsEnabled(): Promise<boolean> {
+  ignoreClosedSocketResets();
   if (await natsServerAvailable()) return true;
   if (Deno.env.get("CI")) {
     throw new Error(

@@ -107,7 +107,10 @@ Deno.test("config: errors name the file and the key", () => {
       /num_attention_heads \(14\) is not divisible by num_key_value_heads \(3\)/,
     ],
     [bad({ hidden_size: 900 }), /hidden_size \(900\) is not divisible/],
-    [bad({ eos_token_id: [] }), /key "eos_token_id" must be a token id, a non-empty list of them, or null/],
+    [
+      bad({ eos_token_id: [] }),
+      /key "eos_token_id" must be a token id, a non-empty list of them, or null/,
+    ],
     [bad({ tie_word_embeddings: "yes" }), /key "tie_word_embeddings" must be true or false/],
     [bad({ rms_norm_eps: -1 }), /key "rms_norm_eps" must be a positive number/],
   ];

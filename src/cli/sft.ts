@@ -30,7 +30,12 @@ export async function main(args: string[]): Promise<void> {
         ? toolTokenizerTexts()
         : charTokenizerTexts();
       const tok = tokenizerFromFiles(tokenizerFiles, "tiny model tokenizer");
-      const config = tinyModelConfig({ vocabSize: tok.vocabSize, eosTokenId: tok.eosTokenId });
+      const config = tinyModelConfig({
+        vocabSize: tok.vocabSize,
+        eosTokenId: tok.eosTokenId,
+        // Tool conversations (search results) run longer than the arithmetic prompts.
+        ...(cfg.data.multiturn.enable ? { maxPositionEmbeddings: 512 } : {}),
+      });
       const tensors = tinyWeights(config, { seed: cfg.trainer.seed });
       const files = tokenizerFiles as Record<string, string>;
       return { config, tensors, tokenizerFiles: files, files };

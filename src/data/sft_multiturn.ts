@@ -10,7 +10,6 @@
 import type { ChatMessage, Tokenizer } from "../io/mod.ts";
 import { DataError } from "./errors.ts";
 import { renderChat } from "./prompt.ts";
-import type { SftExample } from "./sft_data.ts";
 
 export interface MultiturnOptions {
   messagesKey: string;
@@ -101,7 +100,7 @@ export function multiturnExampleFromRow(
   tokenizer: Tokenizer,
   o: MultiturnOptions,
   where: { file: string; row: number },
-): SftExample {
+): { promptIds: number[]; responseIds: number[]; lossMask: number[] } {
   const err = (column: string) => (m: string) => new DataError(where.file, m, where.row, column);
   if (!(o.messagesKey in row)) {
     throw err(o.messagesKey)(`column is missing (data.multiturn.messages_key)`);

@@ -1,5 +1,5 @@
 /** The SFT trainer schema (verl's sft_trainer.yaml): masked cross-entropy on responses. */
-import { checkpointSection } from "./common.ts";
+import { checkpointSection, loraFields } from "./common.ts";
 import { ConfigError } from "./errors.ts";
 import { TRUNCATIONS } from "../data/mod.ts";
 import {
@@ -16,8 +16,6 @@ import {
   strList,
 } from "./schema.ts";
 import { LOGGERS } from "../tracking/mod.ts";
-
-const LORA = "LoRA adapters are not available; SFT updates all weights";
 
 export const sftRoot = section("Supervised fine-tuning.", {
   data: section("Prompt/response pairs.", {
@@ -55,9 +53,7 @@ export const sftRoot = section("Supervised fine-tuning.", {
     ),
     enable_gradient_checkpointing: bool(false, "Recompute activations in the backward pass.")
       .unsupported("activations are kept for the backward pass"),
-    lora_rank: int(0, "LoRA rank; 0 trains all weights.", { min: 0 }).unsupported(LORA),
-    lora_alpha: float(16, "LoRA scaling numerator.").unsupported(LORA),
-    target_modules: str("all-linear", "Modules that get LoRA adapters.").unsupported(LORA),
+    ...loraFields(),
   }),
   optim: section("AdamW and schedule.", {
     lr: float(1e-5, "Peak learning rate.", { min: 0 }),

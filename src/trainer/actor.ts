@@ -6,6 +6,7 @@
  */
 import { gpuPolicyLoss, sumPiSquared } from "../algos/mod.ts";
 import { gpu } from "../gpu/mod.ts";
+import type { LoraAdapters } from "../nn/mod.ts";
 import { backward, logprobEntropy, noGrad, scope, Tensor } from "../tensor/mod.ts";
 import { type Batch, chunks, range, responseSlice, sequenceInputs } from "./batch.ts";
 import type { Optimizer } from "./optimizer_step.ts";
@@ -21,6 +22,8 @@ import {
 export interface TrainableModel {
   params(): Map<string, Tensor>; // HF name -> parameter
   toArrays(): Promise<Map<string, Float32Array>>; // one readback of every parameter
+  /** LoRA adapters: a checkpoint then holds them as a PEFT folder instead of the weights. */
+  readonly lora?: LoraAdapters | null;
 }
 
 /** What the actor needs of a causal LM. */

@@ -1,10 +1,11 @@
 /**
  * `deno task sft [config.yaml] [a.b.c=value ...]`: supervised fine-tuning with verl's SFT keys.
  * With `model.partial_pretrain=null` it starts from a fresh tiny model with the character
- * tokenizer (how the embedded default checkpoint in assets/ is made).
+ * tokenizer (how the embedded default checkpoint in assets/ is made), or with the tool tokenizer
+ * when `data.multiturn.enable` (how assets/tiny_calc is made).
  */
 import { initGpu } from "../gpu/mod.ts";
-import { charTokenizerTexts, readAdapterFolder } from "../io/mod.ts";
+import { charTokenizerTexts, readAdapterFolder, toolTokenizerTexts } from "../io/mod.ts";
 import { tinyModelConfig, tinyWeights } from "../nn/mod.ts";
 import { CausalLM } from "../nn/mod.ts";
 import { formatConfig, loadConfig } from "../config/mod.ts";
@@ -24,9 +25,17 @@ export async function main(args: string[]): Promise<{ step: number; valLoss: num
   const start = cfg.model.partial_pretrain
     ? await readWeights(cfg.model.partial_pretrain)
     : (() => {
-      const tokenizerFiles = charTokenizerTexts();
-      const tok = tokenizerFromFiles(tokenizerFiles, "char tokenizer");
-      const config = tinyModelConfig({ vocabSize: tok.vocabSize, eosTokenId: tok.eosTokenId });
+      // Conversations need the tool role and calls: the tool tokenizer (src/io/tool_tokenizer.ts).
+      const tokenizerFiles = cfg.data.multiturn.enable
+        ? toolTokenizerTexts()
+        : charTokenizerTexts();
+      const tok = tokenizerFromFiles(tokenizerFiles, "tiny model tokenizer");
+      const config = tinyModelConfig({
+        vocabSize: tok.vocabSize,
+        eosTokenId: tok.eosTokenId,
+        // Tool conversations (search results) run longer than the arithmetic prompts.
+        ...(cfg.data.multiturn.enable ? { maxPositionEmbeddings: 512 } : {}),
+      });
       const tensors = tinyWeights(config, { seed: cfg.trainer.seed });
       const files = tokenizerFiles as Record<string, string>;
       return { config, tensors, tokenizerFiles: files, files };
@@ -40,6 +49,13 @@ export async function main(args: string[]): Promise<{ step: number; valLoss: num
     responseDictKeys: d.response_dict_keys,
     maxLength: d.max_length,
     truncation: d.truncation,
+    multiturn: d.multiturn.enable
+      ? {
+        messagesKey: d.multiturn.messages_key,
+        toolsKey: d.multiturn.tools_key,
+        enableThinkingKey: d.multiturn.enable_thinking_key,
+      }
+      : undefined,
   };
   const train = await loadSftExamples(d.train_files, tokenizer, dataOpts);
   const val = await loadSftExamples(d.val_files, tokenizer, dataOpts);

@@ -33,6 +33,15 @@ export const sftRoot = section("Supervised fine-tuning.", {
     train_batch_size: int(256, "Samples per optimizer step.", { min: 1 }),
     micro_batch_size_per_gpu: int(4, "Samples per forward/backward pass.", { min: 1 }),
     shuffle: bool(true, "Shuffle every epoch."),
+    multiturn: section("Whole conversations (with tool calls); loss on assistant turns only.", {
+      enable: bool(false, "Rows are conversations in messages_key (prompt/response keys unused)."),
+      messages_key: str("messages", "Column of [{role, content, tool_calls?}] messages."),
+      tools_key: str("tools", "Column of OpenAI function schemas given to the chat template."),
+      enable_thinking_key: str(
+        "enable_thinking",
+        "Boolean column given to the chat template as enable_thinking (where present).",
+      ),
+    }),
     seed: int(1, "Seed of the shuffle."),
   }),
   model: section("The model to fine-tune.", {

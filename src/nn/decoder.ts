@@ -14,6 +14,11 @@ import { embedding } from "../tensor/mod.ts";
 import { linear } from "../tensor/mod.ts";
 import { rmsNorm } from "../tensor/mod.ts";
 import { f16BitsToF32, fmtShape, ropeDynamicInvFreq, Tensor } from "../tensor/mod.ts";
+import {
+  lmHeadLogprob,
+  type LmHeadLogprobOptions,
+  type LmHeadLogprobResult,
+} from "../tensor/mod.ts";
 import { KvCache, lastStep } from "./kv_cache.ts";
 import {
   type Attend,
@@ -30,6 +35,12 @@ export interface ForwardOptions {
   positionIds: Tensor;
   /** i32 [B, T] 1 = token, 0 = padding. */
   attentionMask: Tensor;
+}
+
+/** What {@link CausalLM.tokenLogProbs} computes, besides the forward's inputs. */
+export interface TokenLogProbOptions extends ForwardOptions, LmHeadLogprobOptions {
+  /** i32 [B, T] or [B * T]: the token each position predicts; -100 is ignored (log-prob 0). */
+  targets: Tensor;
 }
 
 export interface LoadOptions {
@@ -224,6 +235,21 @@ export class CausalLM extends DecoderTrunk {
   /** Logits [B, T, V] of a padded batch through autograd. */
   forward(inputIds: Tensor, options: ForwardOptions): Tensor {
     return linear(this.hidden(inputIds, options), this.#head);
+  }
+
+  /**
+   * Log-probs (and entropy, Σπ²) of `targets` at every position, shaped like `targets`, through
+   * autograd. The LM head runs over vocabulary chunks fused with the log-softmax, so the
+   * [B, T, V] logits are never materialised; a tied head's gradient adds to the embedding's.
+   */
+  tokenLogProbs(inputIds: Tensor, options: TokenLogProbOptions): LmHeadLogprobResult {
+    const { positionIds, attentionMask, targets, ...rest } = options;
+    return lmHeadLogprob(
+      this.hidden(inputIds, { positionIds, attentionMask }),
+      this.#head,
+      targets,
+      rest,
+    );
   }
 
   /** Empty KV caches for `batch` sequences of up to `maxLength` tokens; promptMask [B, P]. */

@@ -52,6 +52,8 @@ const COMMON = [
   "timing_s/step",
   "perf/throughput",
   "perf/total_num_tokens",
+  "perf/max_memory_allocated_gb",
+  "perf/max_memory_reserved_gb",
   "training/global_step",
   "training/epoch",
 ];

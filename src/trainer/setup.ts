@@ -217,6 +217,7 @@ export async function setupTrainer(
     print,
     onGenerations: (kind, step, rows) => (kind === "train" ? trainDump : valDump)?.(step, rows),
     peakMemoryBytes: () => gpu().pool.peakBytes,
+    peakReservedBytes: () => gpu().pool.peakReservedBytes,
   });
   parts.checkpoints = new FolderCheckpointStore({
     root: t.default_local_dir,

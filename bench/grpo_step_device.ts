@@ -76,6 +76,7 @@ const parts = buildTrainerParts({
   tracking: { log() {}, close() {} },
   reward,
   peakMemoryBytes: () => g.pool.peakBytes,
+  peakReservedBytes: () => g.pool.peakReservedBytes,
 });
 console.log(JSON.stringify({ adapter: g.adapterName, prompts, n, P, R, micro, layers }));
 for (let step = 1; step <= steps; step++) {

@@ -44,6 +44,7 @@ export interface BuildOptions {
   onGenerations?: TrainerParts["onGenerations"];
   shouldContinue?: TrainerParts["shouldContinue"];
   peakMemoryBytes?: () => number;
+  peakReservedBytes?: () => number;
 }
 
 /** An AdamW over every trainable tensor of a model, with verl's `optim` keys. */
@@ -135,5 +136,6 @@ export function buildTrainerParts(o: BuildOptions): TrainerParts {
     onGenerations: o.onGenerations,
     shouldContinue: o.shouldContinue,
     peakMemoryBytes: o.peakMemoryBytes,
+    peakReservedBytes: o.peakReservedBytes,
   };
 }

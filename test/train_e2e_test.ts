@@ -75,7 +75,7 @@ Deno.test({
 });
 
 Deno.test({
-  name: "PPO with a critic (gae) and KL in the reward runs two steps",
+  name: "PPO with a critic (gae), KL in the reward and use_dynamic_bsz runs two steps",
   sanitizeResources: false,
   sanitizeOps: false,
   fn: async () => {
@@ -85,6 +85,10 @@ Deno.test({
       "actor_rollout_ref.rollout.n=1",
       "actor_rollout_ref.actor.ppo_mini_batch_size=4",
       "critic.ppo_mini_batch_size=4",
+      // token-budget micro-batches everywhere (T = 22): actor, old log-prob, ref, critic, values
+      "actor_rollout_ref.actor.use_dynamic_bsz=true",
+      "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=40",
+      "critic.ppo_max_token_len_per_gpu=30",
     ]);
     assertFinite(m.get(2)!, [
       ...COMMON,
@@ -96,6 +100,23 @@ Deno.test({
       "timing_s/update_critic",
       "actor/reward_kl_penalty",
     ]);
+  },
+});
+
+Deno.test({
+  name:
+    "use_dynamic_bsz: a token budget below max_prompt_length + max_response_length names its key",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  fn: async () => {
+    await assert.rejects(
+      () =>
+        run([
+          "actor_rollout_ref.actor.use_dynamic_bsz=true",
+          "actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu=21",
+        ]),
+      /actor_rollout_ref\.rollout\.log_prob_max_token_len_per_gpu=21 is below data\.max_prompt_length \+ data\.max_response_length = 22/,
+    );
   },
 });
 

@@ -66,6 +66,17 @@ const actor = section("The PPO update of the policy.", {
     "Samples per forward/backward pass; gradients accumulate over a mini-batch.",
     { min: 1 },
   ),
+  use_dynamic_bsz: bool(
+    false,
+    "Split mini-batches by token budget (ppo_max_token_len_per_gpu) instead of " +
+      "ppo_micro_batch_size_per_gpu; the update is the same up to f32 rounding.",
+  ),
+  ppo_max_token_len_per_gpu: int(
+    16384,
+    "use_dynamic_bsz: most prompt + response tokens per micro-batch; at least " +
+      "max_prompt_length + max_response_length.",
+    { min: 1 },
+  ),
   ppo_epochs: int(1, "Passes over each rollout batch.", { min: 1 }),
   shuffle: bool(false, "Shuffle samples before splitting them into mini-batches."),
   clip_ratio: float(0.2, "PPO clip range; the default of clip_ratio_low and clip_ratio_high.", {
@@ -127,6 +138,15 @@ const refModel = section("The frozen reference policy (used for KL).", {
   log_prob_micro_batch_size_per_gpu: int(
     ref("actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu"),
     "Samples per reference forward pass.",
+    { min: 1 },
+  ),
+  log_prob_use_dynamic_bsz: bool(
+    ref("actor_rollout_ref.actor.use_dynamic_bsz"),
+    "Split reference forward passes by token budget (log_prob_max_token_len_per_gpu).",
+  ),
+  log_prob_max_token_len_per_gpu: int(
+    ref("actor_rollout_ref.actor.ppo_max_token_len_per_gpu"),
+    "log_prob_use_dynamic_bsz: most tokens per reference forward pass.",
     { min: 1 },
   ),
 });

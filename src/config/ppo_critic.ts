@@ -32,6 +32,21 @@ export const ppoCritic = section("The value model (PPO with GAE).", {
     "Samples per forward pass when computing values.",
     { min: 1 },
   ),
+  use_dynamic_bsz: bool(
+    ref("actor_rollout_ref.actor.use_dynamic_bsz"),
+    "Split critic passes by token budget (ppo_max_token_len_per_gpu, " +
+      "forward_max_token_len_per_gpu) instead of the micro-batch sizes.",
+  ),
+  ppo_max_token_len_per_gpu: int(
+    32768,
+    "use_dynamic_bsz: most tokens per critic forward/backward pass.",
+    { min: 1 },
+  ),
+  forward_max_token_len_per_gpu: int(
+    ref("critic.ppo_max_token_len_per_gpu"),
+    "use_dynamic_bsz: most tokens per forward pass when computing values.",
+    { min: 1 },
+  ),
   ppo_epochs: int(ref("actor_rollout_ref.actor.ppo_epochs"), "Passes over each batch.", {
     min: 1,
   }),

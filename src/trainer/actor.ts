@@ -7,7 +7,8 @@
 import { gpuPolicyLoss } from "../algos/mod.ts";
 import { gpu } from "../gpu/mod.ts";
 import { backward, type LmHeadLogprobResult, noGrad, scope, Tensor } from "../tensor/mod.ts";
-import { type Batch, chunks, range, responseSlice, sequenceInputs } from "./batch.ts";
+import { type Batch, range, responseSlice, sequenceInputs } from "./batch.ts";
+import { microBatches, type MicroBatching } from "./dynamic_bsz.ts";
 import type { Optimizer } from "./optimizer_step.ts";
 import { updateLoop, type UpdateLoopOptions } from "./minibatch.ts";
 import {
@@ -69,8 +70,7 @@ export function uploadSequences(batch: Batch, rows: readonly number[]): Sequence
 export async function computeLogProbs(
   model: CausalModel,
   batch: Batch,
-  options: {
-    microBatchSize: number;
+  options: MicroBatching & {
     withEntropy: boolean;
     temperature?: number;
     /** Σ_v π_v² per position (the optimal token baselines' path weights) */
@@ -83,7 +83,7 @@ export async function computeLogProbs(
   const temperature = options.temperature ?? 1;
   const parts: { rows: number[]; outs: (Tensor | null)[] }[] = [];
   noGrad(() => {
-    for (const rows of chunks(range(batch.size), options.microBatchSize)) {
+    for (const rows of microBatches(batch, range(batch.size), options)) {
       const kept = scope(() => {
         const t = uploadSequences(batch, rows);
         const lp = model.tokenLogProbs(t.ids, {

@@ -29,7 +29,7 @@ Deno.test("partitionByTokens: every row once, within the budget, heaviest group 
 });
 
 const config = tinyModelConfig(TINY_QWEN2);
-const B = 6, P = 5, R = 4, T = P + R;
+const B = 6, P = 5, R = 4;
 const RESPONSE_MASK = Int32Array.from([
   ...[1, 1, 1, 1],
   ...[1, 1, 0, 0],

@@ -6,7 +6,7 @@
  */
 import { gpu } from "../gpu/mod.ts";
 import { type ModelConfig, type RopeScaling, ropeScalingOf } from "../io/mod.ts";
-import { isGradEnabled, noGrad } from "../tensor/mod.ts";
+import { checkpoint, isGradEnabled, noGrad } from "../tensor/mod.ts";
 import { scope } from "../tensor/mod.ts";
 import { attention } from "../tensor/mod.ts";
 import { cast } from "../tensor/mod.ts";
@@ -83,6 +83,11 @@ export class DecoderTrunk {
   /** The scaled RoPE table [D/2] of linear / llama3 / yarn (null: theta's own, or dynamic). */
   readonly #ropeTable: Tensor | null;
   readonly #rope: RopeScaling;
+  /**
+   * Activation checkpointing (verl's enable_gradient_checkpointing): each decoder layer keeps only
+   * its input for the backward, which runs the layer again.
+   */
+  gradientCheckpointing = false;
 
   protected constructor(
     readonly config: ModelConfig,
@@ -165,7 +170,10 @@ export class DecoderTrunk {
     const rope = this.#ropeCall(positions, longest);
     this.layers.forEach((w, l) => {
       const ctx = { config: this.config, positions, attend: attend(l), rope };
-      if (!inference) h = decoderLayer(h, w, ctx);
+      if (!inference && this.gradientCheckpointing) {
+        const params = Object.values(w).filter((t): t is Tensor => t instanceof Tensor);
+        h = checkpoint(([x]) => decoderLayer(x, w, ctx), [h], { params });
+      } else if (!inference) h = decoderLayer(h, w, ctx);
       else {
         // Off the tape nothing needs a layer's intermediates: free them before the next layer.
         const next = scope(() => decoderLayer(h, w, ctx));

@@ -10,7 +10,8 @@ export {
   type TypedArray,
 } from "./tensor.ts";
 export { scope, scopeAsync } from "./scope.ts";
-export { isGradEnabled, noGrad, noGradAsync } from "./grad_mode.ts";
+export { isGradEnabled, noGrad, noGradAsync, withGrad } from "./grad_mode.ts";
+export { checkpoint, type CheckpointOptions } from "./ops/checkpoint.ts";
 export { backward, OPS, record, registerOp, zeroGrad } from "./autograd.ts";
 export { accumulate, clone, fill, fillInPlace, scaleInPlace, zeros } from "./ops/basic.ts";
 export { grid1d } from "./ops/grid.ts";

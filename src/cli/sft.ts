@@ -44,6 +44,7 @@ export async function main(args: string[]): Promise<void> {
   const train = await loadSftExamples(d.train_files, tokenizer, dataOpts);
   const val = await loadSftExamples(d.val_files, tokenizer, dataOpts);
   const model = CausalLM.fromTensors(start.config, start.tensors);
+  model.gradientCheckpointing = cfg.model.enable_gradient_checkpointing;
   const params = model.params();
   const optimizer = makeOptimizer(params, {
     lr: cfg.optim.lr,

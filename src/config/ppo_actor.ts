@@ -39,8 +39,9 @@ const model = section("The policy model (a Hugging Face folder).", {
     .unsupported("sequences run padded (packing is not available; the results are the same)"),
   enable_gradient_checkpointing: bool(
     false,
-    "Recompute activations in the backward pass to save GPU memory.",
-  ).unsupported("activations are kept for the backward pass"),
+    "Keep only each decoder layer's input for the backward pass, which runs the layer again: " +
+      "less GPU memory for one more forward; the same gradients.",
+  ),
   lora_rank: int(0, "LoRA rank; 0 trains all weights.", { min: 0 }).unsupported(LORA),
   lora_alpha: float(16, "LoRA scaling numerator (scale = alpha / rank).").unsupported(LORA),
   target_modules: str("all-linear", "Modules that get LoRA adapters.").unsupported(LORA),

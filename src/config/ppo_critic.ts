@@ -12,8 +12,10 @@ export const ppoCritic = section("The value model (PPO with GAE).", {
       "Model folder to start the critic from; null builds the tiny model.",
       { isPath: true },
     ).orNull(),
-    enable_gradient_checkpointing: bool(false, "Recompute activations in the backward pass.")
-      .unsupported("activations are kept for the backward pass"),
+    enable_gradient_checkpointing: bool(
+      false,
+      "Recompute each decoder layer's activations in the backward pass (less GPU memory).",
+    ),
     use_remove_padding: bool(false, "Skip pad tokens in forward passes by packing sequences.")
       .unsupported("sequences run padded (packing is not available; the results are the same)"),
   }),

@@ -44,8 +44,10 @@ export const sftRoot = section("Supervised fine-tuning.", {
     dtype: oneOf(["float32", "float16"], "float32", "Parameter dtype on the GPU.").unsupported(
       "SFT keeps float32 weights",
     ),
-    enable_gradient_checkpointing: bool(false, "Recompute activations in the backward pass.")
-      .unsupported("activations are kept for the backward pass"),
+    enable_gradient_checkpointing: bool(
+      false,
+      "Recompute each decoder layer's activations in the backward pass (less GPU memory).",
+    ),
     lora_rank: int(0, "LoRA rank; 0 trains all weights.", { min: 0 }).unsupported(LORA),
     lora_alpha: float(16, "LoRA scaling numerator.").unsupported(LORA),
     target_modules: str("all-linear", "Modules that get LoRA adapters.").unsupported(LORA),

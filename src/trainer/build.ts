@@ -95,6 +95,7 @@ export function buildTrainerParts(o: BuildOptions): TrainerParts {
   const cfg = o.config;
   const a = cfg.actor_rollout_ref;
   const actorModel = CausalLM.fromTensors(o.actor.config, o.actor.tensors);
+  actorModel.gradientCheckpointing = a.model.enable_gradient_checkpointing;
   const useRef = a.actor.use_kl_loss || cfg.algorithm.use_kl_in_reward;
   const refW = o.reference ?? o.actor;
   const refModel = useRef ? CausalLM.fromTensors(refW.config, refW.tensors) : null;
@@ -104,6 +105,7 @@ export function buildTrainerParts(o: BuildOptions): TrainerParts {
     const net = start.tensors.has(VALUE_HEAD_WEIGHT)
       ? Critic.fromTensors(start.config, start.tensors)
       : Critic.fromActor(start.config, start.tensors, { seed: cfg.trainer.seed });
+    net.gradientCheckpointing = cfg.critic.model.enable_gradient_checkpointing;
     const model = {
       forward: (ids: Tensor, f: ForwardOptions) => net.values(ids, f),
       params: () => net.params(),

@@ -5,7 +5,7 @@
  * backward recomputes each chunk's logits and accumulates d hidden and d weight chunk by chunk.
  */
 import { gpu, packParams } from "../../gpu/mod.ts";
-import { record, registerOp } from "../autograd.ts";
+import { isGradEnabled, record, registerOp } from "../autograd.ts";
 import { DTYPE_BYTES, fmtShape, Tensor } from "../tensor.ts";
 import { accumulate } from "./basic.ts";
 import { grid1d, rowDefines } from "./grid.ts";
@@ -125,14 +125,18 @@ export function lmHeadLogprob(
   const chunks: [number, number][] = [];
   for (let v0 = 0; v0 < V; v0 += cols) chunks.push([v0, Math.min(cols, V - v0)]);
 
+  // One chunk (a small vocabulary): the weight itself, and its logits kept for the backward.
+  const single = chunks.length === 1;
+  const taped = isGradEnabled() && (hidden.requiresGrad || weight.requiresGrad);
   const out = Tensor.empty(K === 1 ? targets.shape : [K, N], "f32", "lm_head_logprob");
   const saved = Tensor.empty([2, N], "f32", "lm_head_logprob.saved"); // lse, entropy
+  let kept: Tensor | null = null;
   if (N > 0) {
     const state = Tensor.empty([5, N], "f32", "lm_head_logprob.state");
     const z = Tensor.empty([N, cols], "f32", "lm_head_logprob.logits");
-    const slice = Tensor.empty([cols, C], weight.dtype, "lm_head_logprob.weight");
+    const slice = single ? weight : Tensor.empty([cols, C], weight.dtype, "lm_head_logprob.weight");
     for (const [v0, w] of chunks) {
-      sliceRows(weight, slice, v0, w);
+      if (!single) sliceRows(weight, slice, v0, w);
       gemm(hidden, slice, z, flat(N, w, C, false, true)); // [N, w] = h @ W[v0:v0+w]^T
       gpu().dispatch(
         {
@@ -152,7 +156,11 @@ export function lmHeadLogprob(
       buffers: [state.buffer, targets.buffer, out.buffer, saved.buffer],
       workgroups: grid1d(N, WG),
     });
-    for (const t of [state, z, slice]) t.dispose(); // the queue runs before any reuse
+    // the queue runs these dispatches before any reuse of the buffers
+    state.dispose();
+    if (!single) slice.dispose();
+    if (single && taped) kept = z;
+    else z.dispose();
   }
   record("lm_head_logprob", [hidden, weight], out, (g) => {
     const dh = hidden.requiresGrad ? Tensor.empty(hidden.shape, "f32", "lm_head.dhidden") : null;
@@ -170,12 +178,17 @@ export function lmHeadLogprob(
         cols,
         withEntropy,
         params,
+        logits: kept,
       });
     }
+    kept = null;
     saved.dispose();
     return [dh, dw];
   });
-  if (!out.node) saved.dispose();
+  if (!out.node) {
+    saved.dispose();
+    kept?.dispose();
+  }
   if (K === 1) return { logProbs: out, entropy: null, sumPiSquared: null };
   const spp = withSpp ? plainRow(out, K - 1, targets.shape) : null;
   return {
@@ -204,6 +217,8 @@ interface BackwardParts {
   chunks: [number, number][];
   cols: number;
   withEntropy: boolean;
+  /** The forward's logits when there was one chunk (used up here); null: recompute per chunk. */
+  logits: Tensor | null;
   params: (v0: number, w: number, first: boolean) => ArrayBuffer;
 }
 
@@ -211,14 +226,15 @@ interface BackwardParts {
 function chunkedBackward(b: BackwardParts): void {
   const { hidden, weight, dh, dw, cols } = b;
   const C = weight.shape[1], N = b.targets.size;
-  const z = Tensor.empty([N, cols], "f32", "lm_head_logprob.dlogits");
-  const slice = Tensor.empty([cols, C], weight.dtype, "lm_head_logprob.weight");
+  const single = b.chunks.length === 1;
+  const z = b.logits ?? Tensor.empty([N, cols], "f32", "lm_head_logprob.dlogits");
+  const slice = single ? weight : Tensor.empty([cols, C], weight.dtype, "lm_head_logprob.weight");
   const part = dh && b.chunks.length > 1 ? Tensor.empty([N, C], "f32", "lm_head.dh_part") : null;
   const dwc = dw ? Tensor.empty([cols, C], "f32", "lm_head.dw_chunk") : null;
   const defines = { WITH_ENTROPY: b.withEntropy, WITH_SPP: false, WG };
   b.chunks.forEach(([v0, w], i) => {
-    sliceRows(weight, slice, v0, w);
-    gemm(hidden, slice, z, flat(N, w, C, false, true));
+    if (!single) sliceRows(weight, slice, v0, w);
+    if (!b.logits) gemm(hidden, slice, z, flat(N, w, C, false, true));
     gpu().dispatch({ shader: "lm_head_logprob", entry: "chunk_backward", defines }, {
       params: b.params(v0, w, false),
       buffers: [z.buffer, b.targets.buffer, b.saved.buffer, b.g.buffer],
@@ -235,5 +251,5 @@ function chunkedBackward(b: BackwardParts): void {
       gpu().copy(dwc.buffer, 0, dw.buffer, v0 * C * 4, w * C * 4);
     }
   });
-  for (const t of [z, slice, part, dwc]) t?.dispose();
+  for (const t of [z, single ? null : slice, part, dwc]) t?.dispose();
 }

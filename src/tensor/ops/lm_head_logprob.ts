@@ -14,7 +14,7 @@ import { stackedRow } from "./logprob.ts";
 
 const WG = 256; // finalize and backward: one row / one logit per invocation
 /** Bytes one chunk's [N, cols] logits may take unless the caller says otherwise. */
-export const LM_HEAD_CHUNK_BYTES = 256 * 2 ** 20;
+export const LM_HEAD_CHUNK_BYTES = 64 * 2 ** 20;
 const COL_ALIGN = 64; // chunk widths are a multiple of it (tile-friendly, 4-byte copies in f16)
 
 registerOp(
@@ -230,7 +230,7 @@ function chunkedBackward(b: BackwardParts): void {
   const z = b.logits ?? Tensor.empty([N, cols], "f32", "lm_head_logprob.dlogits");
   const slice = single ? weight : Tensor.empty([cols, C], weight.dtype, "lm_head_logprob.weight");
   const part = dh && b.chunks.length > 1 ? Tensor.empty([N, C], "f32", "lm_head.dh_part") : null;
-  const dwc = dw ? Tensor.empty([cols, C], "f32", "lm_head.dw_chunk") : null;
+  const dwc = dw && !single ? Tensor.empty([cols, C], "f32", "lm_head.dw_chunk") : dw;
   const defines = { WITH_ENTROPY: b.withEntropy, WITH_SPP: false, WG };
   b.chunks.forEach(([v0, w], i) => {
     if (!single) sliceRows(weight, slice, v0, w);
@@ -248,8 +248,8 @@ function chunkedBackward(b: BackwardParts): void {
     if (dw && dwc) {
       // [w, C] = dz^T [w, N] @ h [N, C], then into rows [v0, v0 + w) of dW
       gemm(z, hidden, dwc, flat(w, C, N, true, false));
-      gpu().copy(dwc.buffer, 0, dw.buffer, v0 * C * 4, w * C * 4);
+      if (!single) gpu().copy(dwc.buffer, 0, dw.buffer, v0 * C * 4, w * C * 4);
     }
   });
-  for (const t of [z, single ? null : slice, part, dwc]) t?.dispose();
+  for (const t of single ? [z] : [z, slice, part, dwc]) t?.dispose();
 }

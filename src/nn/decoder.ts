@@ -77,6 +77,16 @@ export function uploadWeights(
   return out;
 }
 
+/** Every tensor in a layer's parameter record, nested records included (adapters). */
+function tensorsIn(value: unknown, out: Tensor[] = []): Tensor[] {
+  if (value instanceof Tensor) out.push(value);
+  else if (Array.isArray(value)) { for (const v of value) tensorsIn(v, out); }
+  else if (value !== null && typeof value === "object") {
+    for (const v of Object.values(value)) tensorsIn(v, out);
+  }
+  return out;
+}
+
 /** The shared trunk of the LM and the critic: embedding, layers and final norm. */
 export class DecoderTrunk {
   protected readonly layers: LayerParams[];
@@ -171,8 +181,7 @@ export class DecoderTrunk {
     this.layers.forEach((w, l) => {
       const ctx = { config: this.config, positions, attend: attend(l), rope };
       if (!inference && this.gradientCheckpointing) {
-        const params = Object.values(w).filter((t): t is Tensor => t instanceof Tensor);
-        h = checkpoint(([x]) => decoderLayer(x, w, ctx), [h], { params });
+        h = checkpoint(([x]) => decoderLayer(x, w, ctx), [h], { params: tensorsIn(w) });
       } else if (!inference) h = decoderLayer(h, w, ctx);
       else {
         // Off the tape nothing needs a layer's intermediates: free them before the next layer.

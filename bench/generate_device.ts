@@ -6,6 +6,8 @@
  *
  *   deno run -A bench/generate_device.ts --batch 64 --prompt 128 --new 256 --dtype f32,f16
  *
+ * --n N draws N samples from each of batch / N prompts (as GRPO does); --shared-prefill 0 prefills
+ * every sample's copy of its prompt instead of each prompt once.
  * --target-groups N / --min-stages N override the skinny matmul's split policy (tuning).
  */
 import { gpu, initGpu } from "../src/gpu/mod.ts";
@@ -96,10 +98,14 @@ const B = Number(arg("batch", "64")),
   P = Number(arg("prompt", "128")),
   R = Number(arg("new", "256"));
 const sample = arg("sample", "topp") !== "greedy";
-const ids = new Int32Array(B * P);
+const n = Number(arg("n", "1"));
+const sharedPrefill = arg("shared-prefill", "1") === "1";
+if (!Number.isInteger(B / n)) throw new Error(`--batch ${B} is not a multiple of --n ${n}`);
+const prompts = B / n;
+const ids = new Int32Array(prompts * P);
 for (let i = 0; i < ids.length; i++) ids[i] = (i * 7919 + 13) % config.vocabSize;
-const mask = new Int32Array(B * P).fill(1);
-for (let b = 0; b < B; b += 2) mask.fill(0, b * P, b * P + (b % 16)); // some left padding
+const mask = new Int32Array(prompts * P).fill(1);
+for (let b = 0; b < prompts; b += 2) mask.fill(0, b * P, b * P + (b % 16)); // some left padding
 const arrays = randomArrays(config);
 for (const dtype of arg("dtype", "f32,f16").split(",") as ("f32" | "f16")[]) {
   if (dtype === "f16" && !g.hasF16) {
@@ -111,7 +117,9 @@ for (const dtype of arg("dtype", "f32,f16").split(",") as ("f32" | "f16")[]) {
     generate(model, {
       inputIds: ids,
       attentionMask: mask,
-      batch: B,
+      batch: prompts,
+      n,
+      sharedPrefill,
       promptLength: P,
       responseLength,
       doSample: sample,
@@ -137,6 +145,8 @@ for (const dtype of arg("dtype", "f32,f16").split(",") as ("f32" | "f16")[]) {
     hidden: config.hiddenSize,
     vocab: config.vocabSize,
     batch: B,
+    samples_per_prompt: n,
+    shared_prefill: sharedPrefill,
     prompt: P,
     new_tokens: R,
     sampling: sample ? "top_k 50, top_p 0.9" : "greedy",

@@ -1,15 +1,16 @@
 // Appends the new keys and values of one layer to its cache at time offset `start`:
-// cache[b, start + t, :] = new[b, t, :], for k [B, T, Hkv, D] into [B, Smax, Hkv, D] (v likewise).
+// cache[b, start + t, :] = new[b / repeat, t, :], for k [B / repeat, T, Hkv, D] into
+// [B, Smax, Hkv, D] (v likewise). repeat > 1 shares one prompt's prefill with its n samples.
 
 const WG: u32 = 256u;
 
 struct Params {
-  n: u32, // B * T * Hkv * D
+  n: u32, // B * T * Hkv * D (cache rows, not source rows)
   t_len: u32, // T
   row: u32, // Hkv * D
   s_max: u32,
   start: u32,
-  _p0: u32,
+  repeat: u32,
   _p1: u32,
   _p2: u32,
 }
@@ -27,7 +28,9 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   if (i >= p.n) { return; }
   let per_b = p.t_len * p.row;
   let b = i / per_b;
-  let dst = b * p.s_max * p.row + p.start * p.row + (i - b * per_b);
-  k_cache[dst] = k_new[i];
-  v_cache[dst] = v_new[i];
+  let within = i - b * per_b;
+  let dst = b * p.s_max * p.row + p.start * p.row + within;
+  let src = (b / p.repeat) * per_b + within;
+  k_cache[dst] = k_new[src];
+  v_cache[dst] = v_new[src];
 }

@@ -92,11 +92,19 @@ function throwingModule(module: string, names: string[]): string {
 /**
  * `node:` built-ins that browser-reachable modules import for their Deno-only paths:
  * src/config/load.ts checks data paths (skipped in the tab), src/reward/sandbox.ts resolves
- * custom reward files (the tab runs pasted reward code in web/reward_sandbox.ts instead).
+ * custom reward files (the tab runs pasted reward code in web/reward_sandbox.ts instead),
+ * src/rollout/agent/tool_config.ts resolves tool YAML paths (the tab builds its tools in code).
  */
 const STUBS: Record<string, string> = {
   "node:fs": "export function existsSync() { return false; }\nexport default {};\n",
-  "node:path": throwingModule("node:path", ["dirname", "resolve", "join", "basename", "relative"]),
+  "node:path": throwingModule("node:path", [
+    "dirname",
+    "resolve",
+    "join",
+    "basename",
+    "relative",
+    "isAbsolute",
+  ]),
   "node:url": throwingModule("node:url", ["fileURLToPath", "pathToFileURL"]),
 };
 

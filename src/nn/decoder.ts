@@ -282,7 +282,10 @@ export class CausalLM extends DecoderTrunk {
     });
   }
 
-  /** Runs the prompt [B, P] into an empty cache; returns the last position's logits [B, V]. */
+  /**
+   * Runs the prompt [B, P] into an empty cache; returns the last position's logits [B, V]. The
+   * cache may hold r * B rows: each prompt's keys and values then fill its r rows (KvCache.append).
+   */
   prefill(cache: KvCache, inputIds: Tensor, options: ForwardOptions): Tensor {
     this.checkIds("prefill", inputIds, [
       ["positionIds", options.positionIds],

@@ -56,26 +56,33 @@ export class KvCache {
     return new KvCache(B, S, keys, values, keyMask);
   }
 
-  /** Writes k, v [B, T, Hkv, D] of `layer` at the current length (call `advance` after all layers). */
+  /**
+   * Writes k, v [B, T, Hkv, D] of `layer` at the current length (call `advance` after all layers).
+   * k and v may hold B / r rows: row b of the cache then takes row floor(b / r), so a prompt's
+   * prefill is shared by the r samples drawn from it.
+   */
   append(layer: number, k: Tensor, v: Tensor): void {
     const kc = this.keys[layer];
     const [B, , H, D] = kc.shape;
     const T = k.shape[1];
-    const ok = k.dtype === "f32" && v.dtype === "f32" && k.rank === 4 && k.shape[0] === B &&
-      k.shape[2] === H && k.shape[3] === D && k.shape.every((d, i) => d === v.shape[i]);
+    const repeat = B / k.shape[0];
+    const ok = k.dtype === "f32" && v.dtype === "f32" && k.rank === 4 &&
+      Number.isInteger(repeat) && k.shape[2] === H && k.shape[3] === D &&
+      k.shape.every((d, i) => d === v.shape[i]);
     if (!ok) {
       throw new Error(
         `KvCache.append: k ${fmtShape(k.shape)} ${k.dtype} and v ${fmtShape(v.shape)} ${v.dtype} ` +
-          `must be f32 [${B}, T, ${H}, ${D}]`,
+          `must be f32 [${B} / r, T, ${H}, ${D}] for a whole r`,
       );
     }
     if (this.length + T > this.maxLength) {
       throw new Error(`KvCache.append: ${this.length} + ${T} positions exceed ${this.maxLength}`);
     }
+    const n = B * T * H * D;
     gpu().dispatch({ shader: "kv_cache" }, {
-      params: packParams([k.size, T, H * D, this.maxLength, this.length]),
+      params: packParams([n, T, H * D, this.maxLength, this.length, repeat]),
       buffers: [k.buffer, v.buffer, kc.buffer, this.values[layer].buffer],
-      workgroups: grid1d(k.size, WG),
+      workgroups: grid1d(n, WG),
     });
   }
 

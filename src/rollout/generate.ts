@@ -1,14 +1,14 @@
 /**
- * Batched generation with a KV cache: one prefill for all B * n sequences, then decode steps for
- * all of them together, each step's token sampled on the GPU. Steps are recorded back to back
+ * Batched generation with a KV cache: one prefill of the B prompts whose keys and values fill the
+ * cache rows of their n samples (a prompt is computed once, not n times), then decode steps for
+ * all B * n sequences together, each step's token sampled on the GPU. Steps are recorded back to back
  * with no readback; every `checkEvery` steps one small read of the finished flags stops early
  * once every sequence has emitted EOS, and the responses are read once at the end.
  */
 import { gpu } from "../gpu/mod.ts";
 import type { CausalLM } from "../nn/mod.ts";
 import { positionIdsFromMask } from "../nn/mod.ts";
-import { scope } from "../tensor/mod.ts";
-import { Tensor } from "../tensor/mod.ts";
+import { embedding, scope, Tensor } from "../tensor/mod.ts";
 import { SampleBuffers, type SamplerConfig, sampleStep } from "./sampler.ts";
 
 export interface GenerateOptions {
@@ -37,6 +37,8 @@ export interface GenerateOptions {
   checkEvery?: number;
   /** Submit every decode step as soon as it is recorded (default true). */
   submitEachStep?: boolean;
+  /** Prefill each prompt once for its n samples (default true); false prefills all B * n rows. */
+  sharedPrefill?: boolean;
   /** Hears the decode steps done so far (of responseLength) at each check of the flags. */
   onProgress?: (done: number, total: number) => void;
 }
@@ -126,11 +128,22 @@ export async function generate(model: CausalLM, options: GenerateOptions): Promi
   const bufs = SampleBuffers.create(N, R, lastPositions, options.padTokenId);
   try {
     scope(() => {
-      const logits = model.prefill(cache, Tensor.from(promptIds, [N, P], "i32"), {
-        positionIds: Tensor.from(positionIds, [N, P], "i32"),
-        attentionMask: Tensor.from(mask, [N, P], "i32"),
-      });
-      sampleStep(logits, bufs, 0, cfg);
+      const shared = (options.sharedPrefill ?? true) && n > 1;
+      const rows = shared ? batch : N;
+      const ids = shared ? options.inputIds : promptIds;
+      const rowMask = shared ? options.attentionMask : mask;
+      const logits = model.prefill(cache, Tensor.from(ids, [rows, P], "i32"), {
+        positionIds: Tensor.from(positionIdsFromMask(rowMask, rows, P), [rows, P], "i32"),
+        attentionMask: Tensor.from(rowMask, [rows, P], "i32"),
+      }); // [rows, V]
+      // each sample row r draws its first token from its prompt's logits, row floor(r / n)
+      const sampleOf = Int32Array.from({ length: N }, (_, r) => Math.floor(r / n));
+      sampleStep(
+        shared ? embedding(Tensor.from(sampleOf, [N], "i32"), logits) : logits,
+        bufs,
+        0,
+        cfg,
+      );
     });
     let steps = 1;
     while (steps < R) {

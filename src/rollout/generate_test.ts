@@ -125,6 +125,19 @@ gpuTest("sampling n per prompt: shapes, repeated prompts, seeded, log-probs matc
   model.dispose();
 });
 
+gpuTest("a shared prefill gives each of n samples what its own prefill gives", async () => {
+  const { model, base } = setup(5);
+  const opts = { ...base, n: 3, doSample: true, temperature: 0.9, seed: 3, returnLogProbs: true };
+  const shared = await generate(model, opts);
+  const own = await generate(model, { ...opts, sharedPrefill: false });
+  assert.deepEqual(shared.responses, own.responses);
+  assertClose(shared.logProbs!, own.logProbs!, { atol: 1e-6, rtol: 1e-6, label: "log-probs" });
+  // the three samples of a prompt differ (their own random streams), yet start from one prompt
+  const rowsOf0 = [0, 1, 2].map((r) => [...shared.responses.subarray(r * R, (r + 1) * R)]);
+  assert.ok(new Set(rowsOf0.map((r) => r.join())).size > 1, "samples of a prompt all equal");
+  model.dispose();
+});
+
 gpuTest("generate rejects bad prompts with the reason", async () => {
   const { model, base } = setup();
   await assert.rejects(

@@ -59,7 +59,7 @@ const COMMON = [
 ];
 
 Deno.test({
-  name: "GRPO with a KL loss runs two steps and logs verl's metrics",
+  name: "GRPO with a KL loss and gradient checkpointing runs two steps and logs verl's metrics",
   sanitizeResources: false,
   sanitizeOps: false,
   fn: async () => {
@@ -67,6 +67,7 @@ Deno.test({
       "algorithm.adv_estimator=grpo",
       "actor_rollout_ref.actor.use_kl_loss=true",
       "trainer.test_freq=2",
+      "actor_rollout_ref.model.enable_gradient_checkpointing=true",
     ]);
     assertFinite(m.get(2)!, [...COMMON, "actor/kl_loss", "timing_s/ref"]);
     const val = Object.keys(m.get(2)!).find((k) => k.startsWith("val-core/synthetic/arithmetic/"));
@@ -75,7 +76,8 @@ Deno.test({
 });
 
 Deno.test({
-  name: "PPO with a critic (gae), KL in the reward and use_dynamic_bsz runs two steps",
+  name:
+    "PPO with a critic (gae), KL in the reward, use_dynamic_bsz and a checkpointed critic runs two steps",
   sanitizeResources: false,
   sanitizeOps: false,
   fn: async () => {
@@ -89,6 +91,7 @@ Deno.test({
       "actor_rollout_ref.actor.use_dynamic_bsz=true",
       "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=40",
       "critic.ppo_max_token_len_per_gpu=30",
+      "critic.model.enable_gradient_checkpointing=true",
     ]);
     assertFinite(m.get(2)!, [
       ...COMMON,

@@ -66,9 +66,9 @@ Deno.test("an unsupported key set to another value is refused, naming it and wha
   );
   refuse(
     "ppo_trainer",
-    "actor_rollout_ref.rollout.multi_turn.interaction_config_path=i.yaml",
-    "actor_rollout_ref.rollout.multi_turn.interaction_config_path",
-    /interactions/,
+    "actor_rollout_ref.rollout.multi_turn.num_repeat_rollouts=2",
+    "actor_rollout_ref.rollout.multi_turn.num_repeat_rollouts",
+    /CollabLLM recipe.*leave it at null/,
   );
   refuse("sft_trainer", "model.dtype=float16", "model.dtype", /float32/);
   // At its default the key is accepted.

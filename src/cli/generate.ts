@@ -5,6 +5,8 @@
  *
  *   deno task generate model.path=ckpt/actor data.path=val.parquet data.n_samples=4
  *   deno task generate gen.yaml rollout.temperature=0.6 rollout.response_length=256
+ *   deno task generate data.path=gsm8k.parquet rollout.multi_turn.enable=true \
+ *     rollout.multi_turn.interaction_config_path=interaction.yaml   # + conversations column
  */
 import { ConfigError, formatConfig, type GenerationConfig, loadConfig } from "../config/mod.ts";
 import { loadModel } from "../mod.ts";
@@ -19,7 +21,9 @@ import {
 const USAGE = `usage: deno task generate [config.yaml ...] [key=value ...]
 keys: data.{path,prompt_key,n_samples,output_path,batch_size,max_prompt_length,truncation},
       model.{path,dtype}, rollout.{temperature,top_k,top_p,do_sample,prompt_length,
-      response_length,ignore_eos}, trainer.seed`;
+      response_length,ignore_eos}, trainer.seed,
+      rollout.multi_turn.{enable,tool_config_path,interaction_config_path,max_assistant_turns,
+      max_user_turns,...} (multi-turn: adds a conversations column)`;
 
 /** Runs the generator; returns its summary, or throws with a message for the user. */
 export async function main(

@@ -5,7 +5,14 @@
  */
 import { initGpu } from "../gpu/mod.ts";
 import { ConfigError, formatConfig, loadConfig, type PpoConfig } from "../config/mod.ts";
-import { fit, type FitResult, runFolder, setupTrainer, totalSteps } from "../trainer/mod.ts";
+import {
+  closeAgentEnv,
+  fit,
+  type FitResult,
+  runFolder,
+  setupTrainer,
+  totalSteps,
+} from "../trainer/mod.ts";
 import { runDirOf, writeRunReport } from "../tracking/mod.ts";
 import { runCli, splitArgs } from "./run.ts";
 
@@ -29,7 +36,7 @@ export async function main(args: string[]): Promise<void> {
   const t0 = performance.now();
   const res = await fit(parts);
   parts.tracking.close();
-  for (const tool of parts.tools ?? []) tool.close?.();
+  closeAgentEnv(parts);
   checkTrained(cfg, res, total);
   // The charts of what the file or tensorboard logger wrote (none with the console alone).
   const report = await writeRunReport(runDirOf(runFolder(cfg)), { missingOk: true });

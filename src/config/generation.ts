@@ -1,5 +1,6 @@
 /** The generator schema (verl's generation.yaml): prompts parquet in, responses parquet out. */
 import { ConfigError } from "./errors.ts";
+import { multiTurn } from "./ppo_rollout.ts";
 import { bool, type ConfigSchema, float, type Infer, int, oneOf, section, str } from "./schema.ts";
 
 export const generationRoot = section("Batch generation.", {
@@ -44,6 +45,7 @@ export const generationRoot = section("Batch generation.", {
     prompt_length: int(512, "Prompt tokens the engine accepts.", { min: 1 }),
     response_length: int(512, "Most tokens generated per response.", { min: 1 }),
     ignore_eos: bool(false, "Keep generating after EOS."),
+    multi_turn: multiTurn,
   }),
 });
 

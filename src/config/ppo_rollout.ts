@@ -12,8 +12,62 @@ const valKwargs = section("Sampling settings used during validation.", {
   n: int(1, "Responses per validation prompt (reported as mean@n).", { min: 1 }),
 });
 
-const NO_INTERACTIONS =
-  "interactions (simulated users) are not available; the agent loop runs tools only";
+const NO_REPEAT_ROLLOUTS = "it is read only by verl's CollabLLM recipe (sampling future " +
+  "conversations for its LLM-judge reward manager), which is not available here";
+
+/** `multi_turn.*`: the agent loop (shared by the trainer and the generator). */
+export const multiTurn = section(
+  "Multi-turn agent loop (verl's tool agent): tools and interactions from YAML files.",
+  {
+    enable: bool(
+      false,
+      "Run the tool-calling agent loop for every prompt (rows with agent_name: tool_agent run it anyway).",
+    ),
+    max_assistant_turns: int(null, "Most assistant turns per sample; null = until the budget.", {
+      min: 1,
+    }),
+    tool_config_path: str(null, "verl's tool YAML (tools: [{class_name, config, tool_schema}]).", {
+      isPath: true,
+    }),
+    max_user_turns: int(null, "Most tool and user replies per sample; null = until the budget.", {
+      min: 1,
+    }),
+    max_parallel_calls: int(1, "Most tool calls run per assistant turn (the first ones).", {
+      min: 1,
+    }),
+    max_tool_response_length: int(256, "Characters of a tool reply kept (then truncated).", {
+      min: 1,
+    }),
+    tool_response_truncate_side: oneOf(
+      TRUNCATE_SIDES,
+      "middle",
+      "Part of a long tool reply kept: left (its start), right (its end), middle (both ends).",
+    ),
+    interaction_config_path: str(
+      null,
+      "verl's interaction YAML (interaction: [{name, class_name, config}]): a simulated user " +
+        "answers each assistant turn without a tool call; rows pick one by interaction_kwargs.name.",
+      { isPath: true },
+    ),
+    use_inference_chat_template: bool(
+      false,
+      "Prompt each turn with the template's render instead of the recorded tokens.",
+    ).unsupported("each turn continues from the recorded tokens (verl's default)"),
+    tokenization_sanity_check_mode: oneOf(
+      SANITY_CHECK_MODES,
+      "strict",
+      "Compare the turn-by-turn tokens with one render of the conversation: strict (any " +
+        "difference is an error), ignore_strippable (whitespace differences pass), disable.",
+    ),
+    format: oneOf(
+      TOOL_FORMATS,
+      "hermes",
+      "Tool-call format: hermes (<tool_call> JSON) or llama3_json.",
+    ),
+    num_repeat_rollouts: int(null, "Repeats of each interaction rollout.", { min: 1 })
+      .unsupported(NO_REPEAT_ROLLOUTS),
+  },
+);
 
 export const ppoRollout = section("Generation engine and sampling.", {
   name: oneOf(["webgpu"], "webgpu", "Rollout engine (KV-cache decoding in WGSL)."),
@@ -51,50 +105,6 @@ export const ppoRollout = section("Generation engine and sampling.", {
     false,
     "Keep the sampler's log-probs of the chosen tokens (for debugging the recomputed ones).",
   ),
-  multi_turn: section("Multi-turn agent loop (verl's tool agent): tools from a YAML file.", {
-    enable: bool(
-      false,
-      "Run the tool-calling agent loop for every prompt (rows with agent_name: tool_agent run it anyway).",
-    ),
-    max_assistant_turns: int(null, "Most assistant turns per sample; null = until the budget.", {
-      min: 1,
-    }),
-    tool_config_path: str(null, "verl's tool YAML (tools: [{class_name, config, tool_schema}]).", {
-      isPath: true,
-    }),
-    max_user_turns: int(null, "Most tool (user) turns per sample; null = until the budget.", {
-      min: 1,
-    }),
-    max_parallel_calls: int(1, "Most tool calls run per assistant turn (the first ones).", {
-      min: 1,
-    }),
-    max_tool_response_length: int(256, "Characters of a tool reply kept (then truncated).", {
-      min: 1,
-    }),
-    tool_response_truncate_side: oneOf(
-      TRUNCATE_SIDES,
-      "middle",
-      "Part of a long tool reply kept: left (its start), right (its end), middle (both ends).",
-    ),
-    interaction_config_path: str(null, "Interaction YAML (simulated users).", { isPath: true })
-      .unsupported(NO_INTERACTIONS),
-    use_inference_chat_template: bool(
-      false,
-      "Prompt each turn with the template's render instead of the recorded tokens.",
-    ).unsupported("each turn continues from the recorded tokens (verl's default)"),
-    tokenization_sanity_check_mode: oneOf(
-      SANITY_CHECK_MODES,
-      "strict",
-      "Compare the turn-by-turn tokens with one render of the conversation: strict (any " +
-        "difference is an error), ignore_strippable (whitespace differences pass), disable.",
-    ),
-    format: oneOf(
-      TOOL_FORMATS,
-      "hermes",
-      "Tool-call format: hermes (<tool_call> JSON) or llama3_json.",
-    ),
-    num_repeat_rollouts: int(null, "Repeats of each interaction rollout.", { min: 1 })
-      .unsupported(NO_INTERACTIONS),
-  }),
+  multi_turn: multiTurn,
   val_kwargs: valKwargs,
 });

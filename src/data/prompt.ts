@@ -31,6 +31,8 @@ export interface PromptItem {
   rawPrompt?: ChatMessage[];
   /** The row's `agent_name` column (`tool_agent` runs the agent loop). */
   agentName?: string | null;
+  /** The row's `interaction_kwargs` column (`name` picks the agent loop's interaction). */
+  interactionKwargs?: Record<string, unknown> | null;
 }
 
 export interface RenderOptions {
@@ -126,6 +128,7 @@ export function rowsToPromptItems(
       extraInfo: r.extraInfo,
       rawPrompt: r.prompt,
       agentName: r.agentName,
+      interactionKwargs: r.interactionKwargs,
     };
   });
 }

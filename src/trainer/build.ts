@@ -5,7 +5,7 @@
 import { createKlController } from "../algos/mod.ts";
 import type { ModelConfig, Tokenizer } from "../io/mod.ts";
 import { AdamW, CausalLM, Critic, type ForwardOptions, VALUE_HEAD_WEIGHT } from "../nn/mod.ts";
-import { type AgentTool, generate } from "../rollout/mod.ts";
+import { type AgentInteraction, type AgentTool, generate } from "../rollout/mod.ts";
 import { RewardManager, rewardManagerOptions } from "../reward/mod.ts";
 import type { Tensor } from "../tensor/mod.ts";
 import { criticEnabled, type PpoConfig } from "../config/mod.ts";
@@ -39,6 +39,8 @@ export interface BuildOptions {
   valReward?: RewardManager;
   /** The agent loop's tools (loaded from multi_turn.tool_config_path). */
   tools?: AgentTool[];
+  /** The agent loop's interactions (loaded from multi_turn.interaction_config_path). */
+  interactions?: AgentInteraction[];
   checkpoints?: CheckpointStore | null;
   print?: (line: string) => void;
   onGenerations?: TrainerParts["onGenerations"];
@@ -131,6 +133,7 @@ export function buildTrainerParts(o: BuildOptions): TrainerParts {
     reward,
     valReward: o.valReward ?? reward,
     tools: o.tools,
+    interactions: o.interactions,
     tracking: o.tracking,
     klCtrl: useRef ? createKlController(cfg.algorithm.kl_ctrl) : null,
     checkpoints: o.checkpoints ?? null,

@@ -1,7 +1,8 @@
 /**
  * verl's main_generation: a parquet of prompts in, the same rows plus a `responses` column (a list
  * of `data.n_samples` strings per row) out. Prompts go through the model's chat template, are
- * left-padded in batches of `data.batch_size`, and generated with the KV-cache engine.
+ * left-padded in batches of `data.batch_size`, and generated with the KV-cache engine. With
+ * `rollout.multi_turn.enable` each row runs the agent loop instead (main_generation_agent.ts).
  */
 import { initGpu } from "../gpu/mod.ts";
 import { charTokenizer } from "../io/mod.ts";
@@ -22,6 +23,8 @@ import {
 } from "../data/mod.ts";
 import { tinyModelConfig } from "../nn/mod.ts";
 import { generate } from "../rollout/mod.ts";
+import { generateConversations, type GenerationModel } from "./main_generation_agent.ts";
+import { checkAgentUsed } from "./agent.ts";
 
 export interface GenerationSummary {
   rows: number;
@@ -32,13 +35,7 @@ export interface GenerationSummary {
   tokensPerSecond: number;
 }
 
-/** A model ready to generate with, and where its context length came from (for messages). */
-export interface GenerationModel {
-  network: CausalLM;
-  tokenizer: Tokenizer;
-  eosTokenIds: number[];
-  source: string;
-}
+export type { GenerationModel };
 
 /** `model.path=null`: the built-in tiny model (random weights) with the character tokenizer. */
 export function tinyGenerationModel(cfg: GenerationConfig): GenerationModel {
@@ -111,6 +108,69 @@ async function checkOutputPath(path: string): Promise<void> {
   await Deno.remove(probe);
 }
 
+/**
+ * Whether the rows run the agent loop: `rollout.multi_turn.enable`, or every row's `agent_name`
+ * is `tool_agent` (as in the trainer, a mix is an error).
+ */
+function agentRows(rows: Row[], cfg: GenerationConfig): boolean {
+  if (cfg.rollout.multi_turn.enable) return true;
+  const tool = rows.filter((r) => r.agent_name === "tool_agent").length;
+  if (tool > 0 && tool < rows.length) {
+    throw new DataError(
+      cfg.data.path,
+      `${tool} of ${rows.length} rows have agent_name tool_agent: set ` +
+        "rollout.multi_turn.enable=true to run every row through the agent loop",
+    );
+  }
+  return tool > 0;
+}
+
+/** The multi-turn job (main_generation_agent.ts): `responses` and `conversations` columns. */
+async function runAgentGeneration(
+  rows: Row[],
+  m: GenerationModel,
+  cfg: GenerationConfig,
+  print: (line: string) => void,
+): Promise<GenerationSummary> {
+  let start = performance.now();
+  let out;
+  try {
+    out = await generateConversations(rows, m, cfg, {
+      print,
+      beforeStart: (longest) => {
+        checkContextLength({
+          maxPromptLength: longest.length,
+          maxResponseLength: cfg.rollout.response_length,
+          maxPositionEmbeddings: m.network.config.maxPositionEmbeddings,
+          model: m.source,
+          promptKey: "data.max_prompt_length",
+          responseKey: "rollout.response_length",
+          promptLabel: `the longest prompt (${longest.length} tokens with the tools' schemas, ` +
+            `row ${longest.row} of ${cfg.data.path})`,
+        });
+        start = performance.now();
+      },
+    });
+  } finally {
+    m.network.dispose();
+  }
+  const seconds = (performance.now() - start) / 1000;
+  await writeParquet(cfg.data.output_path, {
+    rows: rows.map((row, i) => ({
+      ...row,
+      responses: out.responses[i],
+      conversations: out.conversations[i],
+    })),
+  });
+  return {
+    rows: rows.length,
+    responses: rows.length * cfg.data.n_samples,
+    outputPath: cfg.data.output_path,
+    seconds,
+    tokensPerSecond: out.tokens / Math.max(seconds, 1e-9),
+  };
+}
+
 /** Runs the whole job; `print` receives progress lines. */
 export async function runGeneration(
   cfg: GenerationConfig,
@@ -126,8 +186,12 @@ export async function runGeneration(
   if (rows.length === 0) {
     throw new DataError(cfg.data.path, "the file has no rows, so there is nothing to generate");
   }
+  const agent = agentRows(rows, cfg);
+  checkAgentUsed(cfg.rollout.multi_turn, { prefix: "rollout.multi_turn", agentRows: agent });
   await initGpu();
-  const { network: model, tokenizer, eosTokenIds, source } = await options.loadModel();
+  const loaded = await options.loadModel();
+  if (agent) return await runAgentGeneration(rows, loaded, cfg, print);
+  const { network: model, tokenizer, eosTokenIds, source } = loaded;
   const r = cfg.rollout, n = cfg.data.n_samples;
   const responses: string[][] = [];
   let start = performance.now();

@@ -15,6 +15,15 @@ export { type AdvBatch, type Batch, type GenBatch, type ScoredBatch } from "./ba
 export { buildTrainerParts, makeOptimizer, type ModelWeights } from "./build.ts";
 export { readWeights, runFolder, setupTrainer, tokenizerFromFiles } from "./setup.ts";
 export { sftFit } from "./sft_trainer.ts";
+export {
+  type AgentEnv,
+  agentLoopOptions,
+  agentSample,
+  closeAgentEnv,
+  loadAgentEnv,
+  type MultiTurnConfig,
+  trajectoryExtraInfo,
+} from "./agent.ts";
 export { saveCheckpoint } from "./checkpoint/manager.ts";
 export { save as saveStep } from "./stages/save.ts";
 export { validate } from "./stages/validate.ts";

@@ -8,7 +8,7 @@ import type { CausalModel } from "./actor.ts";
 import type { ValueModel } from "./critic.ts";
 import type { Optimizer } from "./optimizer_step.ts";
 import type { PromptItem } from "../data/mod.ts";
-import type { AgentTool } from "../rollout/mod.ts";
+import type { AgentInteraction, AgentTool } from "../rollout/mod.ts";
 import type { ChatMessage } from "../io/mod.ts";
 
 /** Left-padded prompts `[B, P]` for the rollout. */
@@ -74,6 +74,8 @@ export interface TrainerParts {
   valReward: RewardManager;
   /** The agent loop's tools (multi_turn.tool_config_path); none for single-turn runs. */
   tools?: AgentTool[];
+  /** The agent loop's interactions (multi_turn.interaction_config_path). */
+  interactions?: AgentInteraction[];
   tracking: Logger;
   klCtrl: KlController | null;
   checkpoints: CheckpointStore | null;
@@ -97,4 +99,8 @@ export interface GenerationRow {
   step: number;
   /** Multi-turn samples: the conversation with roles. */
   messages?: ChatMessage[];
+  /** Multi-turn samples: verl's turn count, the interaction's turn scores, tools' step rewards. */
+  num_turns?: number;
+  turn_scores?: number[];
+  tool_rewards?: number[];
 }

@@ -14,7 +14,7 @@ import {
 } from "../io/mod.ts";
 import { gpu } from "../gpu/mod.ts";
 import { createRewardManager } from "../reward/mod.ts";
-import { loadToolConfig } from "../rollout/mod.ts";
+import { checkAgentUsed, checkInteractionRows, closeAgentEnv, loadAgentEnv } from "./agent.ts";
 import {
   checkContextLength,
   configToYaml,
@@ -187,8 +187,18 @@ export async function setupTrainer(
   const train = await RLDataset.load(cfg.data.train_files, tokenizer, dataOpts);
   const val = await RLDataset.load(cfg.data.val_files, tokenizer, dataOpts);
   const reward = await createRewardManager(cfg, { tokenizer, log: print });
-  const toolPath = cfg.actor_rollout_ref.rollout.multi_turn.tool_config_path;
-  const tools = toolPath ? await loadToolConfig(toolPath) : undefined;
+  const mt = cfg.actor_rollout_ref.rollout.multi_turn;
+  checkAgentUsed(mt, {
+    prefix: "actor_rollout_ref.rollout.multi_turn",
+    agentRows: [...train.items, ...val.items].some((it) => it.agentName === "tool_agent"),
+  });
+  const agentEnv = await loadAgentEnv(mt);
+  try {
+    checkInteractionRows([...train.items, ...val.items], agentEnv.interactions);
+  } catch (e) {
+    closeAgentEnv(agentEnv);
+    throw e;
+  }
   // Metric files are cut back to the resumed step (a fresh run moves an earlier run's aside).
   const tracking = createTracking(t.logger, {
     ...where,
@@ -213,7 +223,8 @@ export async function setupTrainer(
     valItems: val.items,
     tracking,
     reward,
-    tools,
+    tools: mt.tool_config_path ? agentEnv.tools : undefined,
+    interactions: mt.interaction_config_path ? agentEnv.interactions : undefined,
     print,
     onGenerations: (kind, step, rows) => (kind === "train" ? trainDump : valDump)?.(step, rows),
     peakMemoryBytes: () => gpu().pool.peakBytes,

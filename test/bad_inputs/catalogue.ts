@@ -5,13 +5,14 @@
  *
  *   deno run -A test/bad_inputs/catalogue.ts [filter]    # prints one line per case
  */
+import { AGENT_CASES } from "./cases_agents.ts";
 import { CONFIG_CASES, schemaCases } from "./cases_config.ts";
 import { FILE_CASES } from "./cases_files.ts";
 import { TASK_CASES } from "./cases_tasks.ts";
 import { type BadInput, type CaseResult, makeFixture, runAll } from "./harness.ts";
 
 export function allCases(): BadInput[] {
-  return [...CONFIG_CASES, ...FILE_CASES, ...TASK_CASES, ...schemaCases()];
+  return [...CONFIG_CASES, ...FILE_CASES, ...TASK_CASES, ...AGENT_CASES, ...schemaCases()];
 }
 
 export async function runCatalogue(filter = ""): Promise<CaseResult[]> {

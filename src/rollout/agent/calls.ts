@@ -48,28 +48,39 @@ export interface CallOptions {
   stats: ToolStats;
 }
 
-/** The text of each call's tool message, in call order. */
-export async function runCalls(calls: ParsedCall[], o: CallOptions): Promise<string[]> {
+/** One call's tool message and step reward (0 for a call that failed). */
+export interface CallReply {
+  text: string;
+  reward: number;
+}
+
+/** Each call's tool message and step reward, in call order. */
+export async function runCalls(calls: ParsedCall[], o: CallOptions): Promise<CallReply[]> {
   return await Promise.all(calls.map(async (call) => {
     if (!call.ok) {
       o.stats.malformed++;
-      return `Error when executing tool: ${call.error}`;
+      return { text: `Error when executing tool: ${call.error}`, reward: 0 };
     }
     const tool = o.tools.get(call.name);
     if (!tool) {
       o.stats.unknown++;
       const names = [...o.tools.keys()].join(", ") || "none";
-      return `Error when executing tool: unknown tool "${call.name}" (tools: ${names})`;
+      return {
+        text: `Error when executing tool: unknown tool "${call.name}" (tools: ${names})`,
+        reward: 0,
+      };
     }
     const t0 = performance.now();
-    let text: string, failed = false;
+    let text: string, reward = 0, failed = false;
     try {
-      text = (await tool.execute(o.instances.get(call.name)!, call.arguments)).text;
+      const r = await tool.execute(o.instances.get(call.name)!, call.arguments);
+      text = r.text;
+      reward = Number.isFinite(r.reward) ? r.reward! : 0;
     } catch (e) {
       failed = true;
       text = `Error when executing tool: ${(e as Error).message ?? String(e)}`;
     }
     o.stats.add(call.name, (performance.now() - t0) / 1000, failed);
-    return truncateToolResponse(text, o.maxToolResponseLength, o.truncateSide);
+    return { text: truncateToolResponse(text, o.maxToolResponseLength, o.truncateSide), reward };
   }));
 }

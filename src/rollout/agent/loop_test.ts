@@ -58,6 +58,14 @@ Deno.test("agent loop: response_mask is 1 exactly on the policy's tokens, 0 on t
   assert.equal(metrics["num_turns/mean"], 3);
   assert.equal(metrics["tool_calls/calculator/count"], 1);
   assert.equal(metrics["tool_calls/calculator/errors"], 0);
+  for (const k of ["generate_sequences", "tool_calls"]) {
+    const [mean, max, min] = ["mean", "max", "min"].map((s) =>
+      metrics[`timing_s/agent_loop/${k}/${s}`]
+    );
+    assert.ok(min >= 0 && min <= mean && mean <= max, `${k}: ${min} ${mean} ${max}`);
+  }
+  assert.ok(t0.seconds.tools >= 0 && t1.seconds.tools === 0, "no call, no tool time");
+  assert.ok(t0.seconds.generate >= t1.seconds.generate, "sample 0 took part in more turns");
 });
 
 Deno.test("agent loop: bad JSON, unknown tools, bad arguments become error replies and metrics", async () => {

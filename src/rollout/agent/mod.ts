@@ -1,7 +1,8 @@
-/** The tool-calling agent loop, its parsers and the tools (built-in, from verl's YAML, user's). */
+/** The agent loop, its parsers, the tools and the interactions (built-in, from verl's YAML, user's). */
 export {
   type AgentLoopOptions,
   type AgentSample,
+  pickInteraction,
   runAgentLoop,
   type Trajectory,
   type TurnGenerator,
@@ -36,3 +37,16 @@ export {
   type ToolResult,
   type ToolSchema,
 } from "./types.ts";
+export {
+  type AgentInteraction,
+  BUILTIN_INTERACTIONS,
+  Gsm8kInteraction,
+  type InteractionReply,
+  lastAssistant,
+} from "./interaction.ts";
+export {
+  defaultInteractionName,
+  interactionsFromConfig,
+  loadInteractionConfig,
+} from "./interaction_config.ts";
+export { UserInteraction } from "./user_interaction.ts";

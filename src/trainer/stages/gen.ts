@@ -4,11 +4,12 @@
  * of the tool-calling agent loop instead.
  */
 import type { PromptItem } from "../../data/mod.ts";
-import { runAgentLoop, type TruncateSide } from "../../rollout/mod.ts";
+import { runAgentLoop } from "../../rollout/mod.ts";
 import type { Tick } from "../../tracking/mod.ts";
 import { deriveSeed } from "../../tensor/mod.ts";
 import type { GenBatch } from "../batch.ts";
 import type { TrainerParts } from "../parts.ts";
+import { agentLoopOptions, agentSample, trajectoryExtraInfo } from "../agent.ts";
 
 export interface GenOptions {
   step: number;
@@ -112,15 +113,17 @@ async function genAgent(
     if (!it.rawPrompt) {
       throw new Error(`prompt ${it.index} has no chat messages for the agent loop`);
     }
-    const kw = it.extraInfo.tools_kwargs;
-    return {
-      messages: it.rawPrompt,
-      toolsKwargs: typeof kw === "object" && kw !== null ? kw as Record<string, unknown> : {},
-    };
+    return agentSample({ ...it, messages: it.rawPrompt });
   });
   if (mt.tool_config_path && !parts.tools) {
     throw new Error(
       `multi_turn.tool_config_path=${mt.tool_config_path}: the trainer was built without its tools`,
+    );
+  }
+  if (mt.interaction_config_path && !parts.interactions) {
+    throw new Error(
+      `multi_turn.interaction_config_path=${mt.interaction_config_path}: the trainer was built ` +
+        "without its interactions",
     );
   }
   const { sampling, seed } = options;
@@ -138,20 +141,14 @@ async function genAgent(
         returnLogProbs: cfg.calculate_log_probs,
         onProgress: options.onProgress,
       }),
-    {
+    agentLoopOptions(mt, {
       tokenizer: parts.tokenizer,
-      tools: parts.tools ?? [],
-      format: mt.format,
-      maxAssistantTurns: mt.max_assistant_turns,
-      maxUserTurns: mt.max_user_turns,
-      maxParallelCalls: mt.max_parallel_calls,
-      maxToolResponseLength: mt.max_tool_response_length,
-      toolResponseTruncateSide: mt.tool_response_truncate_side as TruncateSide,
-      sanityCheck: mt.tokenization_sanity_check_mode,
+      env: parts,
       responseLength: Math.min(cfg.response_length, R),
       maxPromptLength: parts.config.data.max_prompt_length,
       eosTokenIds: [parts.tokenizer.eosTokenId],
-    },
+      log: parts.print,
+    }),
   );
   const B = rows.length, P = Math.max(1, ...trajectories.map((t) => t.promptIds.length));
   const prompts = new Int32Array(B * P).fill(parts.tokenizer.padTokenId); // [B, P]
@@ -173,12 +170,8 @@ async function genAgent(
     uid: rows.map((it) => `${options.uidPrefix}-${it.index}`),
     dataSource: rows.map((it) => it.dataSource),
     groundTruth: rows.map((it) => it.groundTruth),
-    // As verl's reward managers: the scorer sees the turn count and the tools' rewards.
-    extraInfo: rows.map((it, b) => ({
-      ...it.extraInfo,
-      num_turns: trajectories[b].numTurns,
-      rollout_reward_scores: trajectories[b].toolRewards,
-    })),
+    // As verl's reward managers: the scorer sees the turns, the tools' rewards, the turn scores.
+    extraInfo: rows.map((it, b) => ({ ...it.extraInfo, ...trajectoryExtraInfo(trajectories[b]) })),
     prompts,
     promptMask,
     responses,

@@ -3,6 +3,7 @@ import { Progress } from "../../tracking/mod.ts";
 import { chunks, range, type ScoredBatch } from "../batch.ts";
 import type { GenerationRow, TrainerParts } from "../parts.ts";
 import { gen } from "./gen.ts";
+import { agentDumpFields } from "../agent.ts";
 import { reward } from "./reward.ts";
 
 /** One row per sample for the generation dumps and the page's table. */
@@ -26,7 +27,9 @@ export function generationRows(
       ground_truth: batch.groundTruth[b],
       data_source: batch.dataSource[b],
       step,
-      ...(batch.conversations ? { messages: batch.conversations[b] } : {}),
+      ...(batch.conversations
+        ? { messages: batch.conversations[b], ...agentDumpFields(batch.extraInfo[b]) }
+        : {}),
     };
   });
 }

@@ -1,6 +1,7 @@
 /**
- * Runs inside a user tool's sandboxed Web Worker: imports the module, builds the exported class
- * with (config, tool_schema) as verl's BaseTool, and answers the host's lifecycle calls.
+ * Runs inside the sandboxed Web Worker of a user's module (a tool or an interaction): imports the
+ * module, builds the exported class with the host's constructor arguments, and answers the host's
+ * method calls. A method the class does not define answers `undefined` (an optional hook).
  */
 /// <reference lib="deno.worker" />
 
@@ -8,22 +9,22 @@ interface InitMessage {
   type: "init";
   url: string;
   exportName: string | null;
-  config: Record<string, unknown>;
-  schema: unknown;
+  ctorArgs: unknown[];
+  /** Methods the class must define. */
+  required: string[];
 }
 
 interface CallMessage {
   type: "call";
   id: number;
-  method: "create" | "execute" | "calcReward" | "release";
-  instanceId: string;
-  arg: Record<string, unknown>;
+  method: string;
+  args: unknown[];
 }
 
-type ToolObject = Record<string, unknown>;
-type Ctor = new (config: unknown, schema: unknown) => ToolObject;
+type Instance = Record<string, unknown>;
+type Ctor = new (...args: unknown[]) => Instance;
 
-let tool: ToolObject | undefined;
+let instance: Instance | undefined;
 
 function describe(err: unknown): string {
   return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
@@ -51,18 +52,19 @@ self.onmessage = async (e: MessageEvent<InitMessage | CallMessage>) => {
     try {
       const mod = await import(msg.url);
       const Cls = pickClass(mod, msg.exportName);
-      tool = new Cls(msg.config, msg.schema);
-      if (typeof tool.execute !== "function") throw new Error("the tool class has no execute()");
+      instance = new Cls(...msg.ctorArgs);
+      const missing = msg.required.filter((m) => typeof instance![m] !== "function");
+      if (missing.length) throw new Error(`the class has no ${missing.join("(), ")}()`);
       self.postMessage({ type: "ready" });
     } catch (err) {
       self.postMessage({ type: "init_error", message: describe(err) });
     }
     return;
   }
-  const method = tool![msg.method];
+  const method = instance![msg.method];
   try {
     const value = typeof method === "function"
-      ? await (method as (...a: unknown[]) => unknown).call(tool, msg.instanceId, msg.arg)
+      ? await (method as (...a: unknown[]) => unknown).apply(instance, msg.args)
       : undefined;
     self.postMessage({ type: "result", id: msg.id, ok: true, value: structuredClone(value) });
   } catch (err) {

@@ -6,19 +6,10 @@
  */
 import { gpu } from "../gpu/mod.ts";
 import { type ModelConfig, type RopeScaling, ropeScalingOf } from "../io/mod.ts";
-import { checkpoint, isGradEnabled, noGrad } from "../tensor/mod.ts";
-import { scope } from "../tensor/mod.ts";
-import { attention } from "../tensor/mod.ts";
-import { cast } from "../tensor/mod.ts";
-import { embedding } from "../tensor/mod.ts";
-import { linear } from "../tensor/mod.ts";
-import { rmsNorm } from "../tensor/mod.ts";
-import { f16BitsToF32, fmtShape, ropeDynamicInvFreq, Tensor } from "../tensor/mod.ts";
-import {
-  lmHeadLogprob,
-  type LmHeadLogprobOptions,
-  type LmHeadLogprobResult,
-} from "../tensor/mod.ts";
+import { attention, cast, checkpoint, embedding, isGradEnabled, linear } from "../tensor/mod.ts";
+import { lmHeadLogprob, type LmHeadLogprobOptions, noGrad, rmsNorm, scope } from "../tensor/mod.ts";
+import { f16BitsToF32, fmtShape, type LmHeadLogprobResult } from "../tensor/mod.ts";
+import { ropeDynamicInvFreq, Tensor } from "../tensor/mod.ts";
 import { KvCache, lastStep } from "./kv_cache.ts";
 import {
   type Attend,
@@ -28,7 +19,7 @@ import {
   type RopeCall,
 } from "./layers.ts";
 import { ropeFrequencies } from "./rope_scaling.ts";
-import { checkWeights, initWeights, weightShapes } from "./weights.ts";
+import { checkWeights, initWeights, tensorsIn, weightShapes } from "./weights.ts";
 
 export interface ForwardOptions {
   /** i32 [B, T] rotary positions (left padding: cumsum(mask) - 1, clipped at 0). */
@@ -77,26 +68,13 @@ export function uploadWeights(
   return out;
 }
 
-/** Every tensor in a layer's parameter record, nested records included (adapters). */
-function tensorsIn(value: unknown, out: Tensor[] = []): Tensor[] {
-  if (value instanceof Tensor) out.push(value);
-  else if (Array.isArray(value)) { for (const v of value) tensorsIn(v, out); }
-  else if (value !== null && typeof value === "object") {
-    for (const v of Object.values(value)) tensorsIn(v, out);
-  }
-  return out;
-}
-
 /** The shared trunk of the LM and the critic: embedding, layers and final norm. */
 export class DecoderTrunk {
   protected readonly layers: LayerParams[];
   /** The scaled RoPE table [D/2] of linear / llama3 / yarn (null: theta's own, or dynamic). */
   readonly #ropeTable: Tensor | null;
   readonly #rope: RopeScaling;
-  /**
-   * Activation checkpointing (verl's enable_gradient_checkpointing): each decoder layer keeps only
-   * its input for the backward, which runs the layer again.
-   */
+  /** enable_gradient_checkpointing: each layer keeps its input; the backward reruns the layer. */
   gradientCheckpointing = false;
 
   protected constructor(
@@ -255,18 +233,13 @@ export class CausalLM extends DecoderTrunk {
   }
 
   /**
-   * Log-probs (and entropy, Σπ²) of `targets` at every position, shaped like `targets`, through
-   * autograd. The LM head runs over vocabulary chunks fused with the log-softmax, so the
-   * [B, T, V] logits are never materialised; a tied head's gradient adds to the embedding's.
+   * Log-probs (entropy, Σπ²) of `targets`, shaped like them, through autograd: the LM head runs
+   * over vocabulary chunks fused with the log-softmax, never materialising [B, T, V] logits.
    */
   tokenLogProbs(inputIds: Tensor, options: TokenLogProbOptions): LmHeadLogprobResult {
     const { positionIds, attentionMask, targets, ...rest } = options;
-    return lmHeadLogprob(
-      this.hidden(inputIds, { positionIds, attentionMask }),
-      this.#head,
-      targets,
-      rest,
-    );
+    const h = this.hidden(inputIds, { positionIds, attentionMask }); // [B, T, C]
+    return lmHeadLogprob(h, this.#head, targets, rest);
   }
 
   /** Empty KV caches for `batch` sequences of up to `maxLength` tokens; promptMask [B, P]. */

@@ -13,7 +13,13 @@
  */
 import { initGpu } from "./gpu/mod.ts";
 import { renderPrompt } from "./data/mod.ts";
-import { type ChatMessage, type HfTokenizer, type ModelConfig, stopTokenIds } from "./io/mod.ts";
+import {
+  type ChatMessage,
+  type HfTokenizer,
+  type ModelConfig,
+  readAdapterFolder,
+  stopTokenIds,
+} from "./io/mod.ts";
 import { CausalLM } from "./nn/mod.ts";
 import { generate } from "./rollout/mod.ts";
 import {
@@ -42,19 +48,24 @@ export interface Model {
 /**
  * Reads config.json, the safetensors weights and the tokenizer files of a folder. `dtype`
  * "float16" keeps the network's weights in f16 on the GPU (inference; f32 accumulation).
+ * `adapter` names a PEFT LoRA folder applied on top (kept apart from the base weights; `saveModel`
+ * then writes the adapter folder).
  */
 export async function loadModel(
   path: string,
-  options: { dtype?: "float32" | "float16" } = {},
+  options: { dtype?: "float32" | "float16"; adapter?: string } = {},
 ): Promise<Model> {
   await initGpu();
   const w = await readWeights(path);
   const tokenizer = tokenizerFromFiles(w.tokenizerFiles, path);
+  const adapter = options.adapter ? await readAdapterFolder(options.adapter, w.config) : null;
+  const lora = adapter ? { settings: adapter.settings, arrays: adapter.adapters } : undefined;
   return {
     path,
     config: w.config,
     network: CausalLM.fromTensors(w.config, w.tensors, {
       dtype: options.dtype === "float16" ? "f16" : "f32",
+      lora,
     }),
     tokenizer,
     files: w.files,
@@ -72,7 +83,7 @@ export function chatPromptIds(model: Model, messages: ChatMessage[]): number[] {
 
 /**
  * Writes the model as a Hugging Face folder in the dtype it came in (config.json, model.safetensors,
- * the companion files).
+ * the companion files); a model loaded with a LoRA adapter writes the adapter as a PEFT folder.
  */
 export async function saveModel(model: Model, dir: string): Promise<void> {
   await writeModel(dir, {

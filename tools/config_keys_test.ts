@@ -60,9 +60,9 @@ Deno.test("an unsupported key set to another value is refused, naming it and wha
     );
   refuse(
     "ppo_trainer",
-    "actor_rollout_ref.model.lora_rank=8",
-    "actor_rollout_ref.model.lora_rank",
-    /lora_rank"=8 is not supported: LoRA adapters are not available.*leave it at 0/,
+    "actor_rollout_ref.model.use_remove_padding=true",
+    "actor_rollout_ref.model.use_remove_padding",
+    /use_remove_padding"=true is not supported: sequences run padded.*leave it at false/,
   );
   refuse(
     "ppo_trainer",
@@ -73,7 +73,7 @@ Deno.test("an unsupported key set to another value is refused, naming it and wha
   refuse("sft_trainer", "model.dtype=float16", "model.dtype", /float32/);
   // At its default the key is accepted.
   loadConfig("ppo_trainer", {
-    overrides: ["actor_rollout_ref.model.lora_rank=0"],
+    overrides: ["actor_rollout_ref.model.use_remove_padding=false"],
     skipPathChecks: true,
   });
 });

@@ -4,11 +4,9 @@
  * a resume loads the optimizer states back and hands `fit()` the extra state (the weights were
  * loaded when the parts were built).
  */
-import type { CheckpointStore, TrainerParts } from "../src/trainer/mod.ts";
+import { checkpointArrays, type CheckpointStore, type TrainerParts } from "../src/trainer/mod.ts";
 import type { Checkpoint, RunStore } from "./opfs.ts";
 import type { MetricPoint } from "./protocol.ts";
-
-type Arrays = { toArrays(): Promise<Map<string, Float32Array>> };
 
 export class OpfsCheckpoints implements CheckpointStore {
   #parts: TrainerParts | null = null;
@@ -30,9 +28,10 @@ export class OpfsCheckpoints implements CheckpointStore {
   async save(step: number, extra: Record<string, unknown>): Promise<void> {
     const p = this.#parts;
     if (!p) throw new Error("checkpoint store used before the trainer's parts were attached");
-    const actor = await (p.actor.model as unknown as Arrays).toArrays();
+    // A LoRA model saves its adapters (and the critic's value head), not the frozen base.
+    const actor = await checkpointArrays(p.actor.model);
     const actorOptim = await p.actor.optimizer.adamw.state();
-    const critic = p.critic ? await (p.critic.model as unknown as Arrays).toArrays() : null;
+    const critic = p.critic ? await checkpointArrays(p.critic.model) : null;
     const criticOptim = p.critic ? await p.critic.optimizer.adamw.state() : null;
     for (const [name, values] of actor) {
       if (!values.every(Number.isFinite)) {

@@ -30,6 +30,7 @@ function field(form: HTMLFormElement, name: string): HTMLInputElement | HTMLSele
 const PRESETS = [
   "steps",
   "lr",
+  "loraRank",
   "n",
   "prompts",
   "temperature",
@@ -52,6 +53,7 @@ export function applySettings(form: HTMLFormElement, s: RunSettings): void {
   (form.querySelector(`input[name=algorithm][value=${s.algorithm}]`) as HTMLInputElement)
     .checked = true;
   set("lr", s.lr);
+  set("loraRank", s.loraRank ?? 0); // runs saved before the field existed
   set("n", s.n);
   set("prompts", s.promptsPerStep);
   set("temperature", s.temperature);
@@ -109,6 +111,7 @@ export function formSettings(form: HTMLFormElement, tiny: boolean): RunSettings 
     task: { digits: num(form, "digits"), operands: num(form, "operands"), operators: ops },
     algorithm,
     lr: num(form, "lr"),
+    loraRank: num(form, "loraRank"),
     n: num(form, "n"),
     temperature: num(form, "temperature"),
     steps: num(form, "steps"),

@@ -21,6 +21,11 @@ export function runConfig(s: RunSettings, options: { maxPromptLength: number }):
       `actor_rollout_ref.rollout.temperature=${s.temperature}`,
       `actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=${batch}`,
       `actor_rollout_ref.actor.optim.lr=${s.lr}`,
+      // LoRA's alpha follows the rank (scale 2, the usual alpha = 2r), on the critic too.
+      `actor_rollout_ref.model.lora_rank=${s.loraRank}`,
+      `actor_rollout_ref.model.lora_alpha=${2 * s.loraRank || 16}`,
+      `critic.model.lora_rank=${s.loraRank}`,
+      `critic.model.lora_alpha=${2 * s.loraRank || 16}`,
       `actor_rollout_ref.actor.ppo_mini_batch_size=${s.promptsPerStep}`,
       `actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=${batch}`,
       `actor_rollout_ref.actor.use_kl_loss=${s.useKlLoss}`,
@@ -42,6 +47,7 @@ export function runConfig(s: RunSettings, options: { maxPromptLength: number }):
 /** Fields the page sends as numbers: NaN means the input was empty or not a number. */
 const NUMERIC: [keyof RunSettings, string][] = [
   ["lr", "lr"],
+  ["loraRank", "loraRank"],
   ["n", "n"],
   ["temperature", "temperature"],
   ["steps", "steps"],

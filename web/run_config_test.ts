@@ -40,6 +40,17 @@ Deno.test("the shared validation's errors land on the form fields that set the k
   assert.deepEqual(fields({ testFreq: 0 }), [["testFreq", "trainer.test_freq"]]);
   assert.deepEqual(fields({ n: 2.5 }), [["n", "actor_rollout_ref.rollout.n"]]);
   assert.deepEqual(fields({ steps: NaN, lr: NaN }), [["lr", "lr"], ["steps", "steps"]]);
+  assert.deepEqual(fields({ loraRank: -1 }), [["loraRank", "actor_rollout_ref.model.lora_rank"]]);
+  assert.deepEqual(fields({ loraRank: NaN }), [["loraRank", "loraRank"]]);
   const n1 = checkSettings({ ...DEFAULT_SETTINGS, n: 1 })[0].message;
   assert.match(n1, /2 or more/);
+});
+
+Deno.test("the LoRA rank field sets lora_rank (alpha 2r) on the actor and the critic", () => {
+  const c = runConfig({ ...DEFAULT_SETTINGS, loraRank: 8 }, { maxPromptLength: 16 });
+  assert.equal(c.actor_rollout_ref.model.lora_rank, 8);
+  assert.equal(c.actor_rollout_ref.model.lora_alpha, 16);
+  assert.equal(c.critic.model.lora_rank, 8);
+  const full = runConfig(DEFAULT_SETTINGS, { maxPromptLength: 16 });
+  assert.equal(full.actor_rollout_ref.model.lora_rank, 0);
 });

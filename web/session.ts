@@ -8,7 +8,16 @@
 import { checkContextLength, ConfigError, type PpoConfig } from "../src/config/mod.ts";
 import { gpu } from "../src/gpu/mod.ts";
 import type { RewardManager } from "../src/reward/mod.ts";
-import { buildTrainerParts, fit, type TrainerParts, validate } from "../src/trainer/mod.ts";
+import {
+  buildTrainerParts,
+  fit,
+  loraFromCheckpoint,
+  type LoraKeys,
+  loraStart,
+  type TrainerParts,
+  validate,
+} from "../src/trainer/mod.ts";
+import { mergeLoraRef } from "../src/nn/mod.ts";
 import { OpfsCheckpoints } from "./checkpoints.ts";
 import { folderTokenizer, type ModelFolder } from "./model_files.ts";
 import type { Checkpoint, RunStore } from "./opfs.ts";
@@ -116,15 +125,40 @@ export class TrainingRun {
         `${this.inputs.rows.source}; model ${base.source}`,
     );
     const resume = this.inputs.resume;
+    // A LoRA checkpoint holds the adapters only; the base is the starting model's.
+    const cfg = this.config;
+    const fresh = (keys: LoraKeys, section: string, critic: boolean) =>
+      loraStart(keys, {
+        config: base.config,
+        section,
+        seed: cfg.trainer.seed + (critic ? 1 : 0),
+        taskType: critic ? "TOKEN_CLS" : "CAUSAL_LM",
+      });
+    const actorLora = resume?.actor
+      ? loraFromCheckpoint(
+        resume.actor,
+        fresh(cfg.actor_rollout_ref.model, "actor_rollout_ref.model", false),
+      )
+      : null;
+    const criticLora = resume?.critic
+      ? loraFromCheckpoint(resume.critic, fresh(cfg.critic.model, "critic.model", true))
+      : null;
     this.#checkpoints = this.inputs.store
       ? new OpfsCheckpoints(this.inputs.store, { history: this.history, resume })
       : null;
     this.#parts = buildTrainerParts({
       config: this.config,
       tokenizer,
-      actor: { config: base.config, tensors: resume?.actor ?? base.tensors },
+      actor: {
+        config: base.config,
+        tensors: actorLora ? base.tensors : resume?.actor ?? base.tensors,
+      },
       reference: { config: base.config, tensors: base.tensors },
-      critic: resume?.critic ? { config: base.config, tensors: resume.critic } : null,
+      critic: resume?.critic
+        ? { config: base.config, tensors: criticLora ? base.tensors : resume.critic }
+        : null,
+      ...(actorLora ? { actorLora } : {}),
+      ...(criticLora ? { criticLora } : {}),
       trainItems: items.train,
       valItems: items.val,
       reward: this.#reward,
@@ -200,12 +234,22 @@ export class TrainingRun {
     this.#wake?.();
   }
 
-  /** The actor's current weights (one GPU round trip). */
+  /** The actor's current weights (one GPU round trip); a LoRA actor's merged into its base. */
   async trainedWeights(): Promise<Map<string, Float32Array>> {
-    if (!this.#parts) return this.inputs.resume?.actor ?? this.inputs.base.tensors;
-    const model = this.#parts.actor.model as unknown as {
-      toArrays(): Promise<Map<string, Float32Array>>;
-    };
+    const base = this.inputs.base;
+    if (!this.#parts) {
+      const saved = this.inputs.resume?.actor;
+      if (!saved) return base.tensors;
+      const m = this.config.actor_rollout_ref.model;
+      const lora = loraFromCheckpoint(
+        saved,
+        loraStart(m, { config: base.config, section: "actor_rollout_ref.model" }),
+      );
+      return lora ? mergeLoraRef(base.config, base.tensors, lora.arrays, lora.settings) : saved;
+    }
+    const model = this.#parts.actor.model;
+    const lora = model.lora;
+    if (lora) return mergeLoraRef(base.config, base.tensors, await lora.toArrays(), lora.settings);
     return await model.toArrays();
   }
 

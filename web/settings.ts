@@ -31,6 +31,11 @@ export interface RunSettings {
   /** `grpo` (group baseline, no critic) or `gae` (PPO with a critic). */
   algorithm: "grpo" | "gae";
   lr: number;
+  /**
+   * LoRA rank of the actor (and critic): 0 trains every weight; above 0 only rank-r adapters on
+   * every linear layer train, over a frozen base (model.lora_rank, target_modules all-linear).
+   */
+  loraRank: number;
   /** Samples per prompt (rollout.n). */
   n: number;
   temperature: number;
@@ -55,6 +60,7 @@ export const DEFAULT_SETTINGS: RunSettings = {
   task: { digits: 1, operands: 4, operators: ["+", "-"] },
   algorithm: "grpo",
   lr: 5e-5,
+  loraRank: 0,
   n: 8,
   temperature: 1,
   steps: 80,
@@ -94,6 +100,10 @@ const KEY_FIELDS: [string, string][] = [
   ["actor_rollout_ref.rollout.n", "n"],
   ["actor_rollout_ref.actor.optim.lr", "lr"],
   ["critic.optim.lr", "lr"],
+  ["actor_rollout_ref.model.lora_rank", "loraRank"],
+  ["actor_rollout_ref.model.lora_alpha", "loraRank"],
+  ["critic.model.lora_rank", "loraRank"],
+  ["critic.model.lora_alpha", "loraRank"],
   ["actor_rollout_ref.rollout.temperature", "temperature"],
   ["data.train_batch_size", "prompts"],
   ["actor_rollout_ref.actor.ppo_mini_batch_size", "prompts"],

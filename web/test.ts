@@ -106,8 +106,12 @@ async function hoverValue(page: Page, chart: string): Promise<string> {
 }
 
 async function trains(h: Harness): Promise<void> {
-  // Validation every 5 steps, so the validation at the stopped step comes from Stop.
-  const page = await h.open(`${TINY}&algorithm=gae&kl=1&steps=3&testFreq=5&saveFreq=5`);
+  // Validation every 5 steps, so the validation at the stopped step comes from Stop. LoRA rank 4
+  // on actor and critic: the reference is the actor with adapters off, the checkpoint holds the
+  // adapters (resumed below) and the download merges them into a plain model.
+  const page = await h.open(
+    `${TINY}&algorithm=gae&kl=1&loraRank=4&steps=3&testFreq=5&saveFreq=5`,
+  );
   await page.click("#start");
   await page.click("#pause");
   await waitStatus(page, ["paused"], 180);
@@ -187,6 +191,7 @@ async function resumes(h: Harness): Promise<void> {
     "the form shows the resumed run's settings",
   );
   assert.equal(await page.inputValue("input[name=steps]"), "3");
+  assert.equal(await page.inputValue("input[name=loraRank]"), "4");
   await page.close();
   console.log(`resumes: from step ${saved.step} to 3`);
 }

@@ -1,32 +1,41 @@
 /**
  * `deno task sft [config.yaml] [a.b.c=value ...]`: supervised fine-tuning with verl's SFT keys.
  * With `model.partial_pretrain=null` it starts from a fresh tiny model with the character
- * tokenizer (how the embedded default checkpoint in assets/ is made).
+ * tokenizer (how the embedded default checkpoint in assets/ is made), or with the tool tokenizer
+ * when `data.multiturn.enable` (how assets/tiny_calc is made).
  */
 import { initGpu } from "../gpu/mod.ts";
-import { charTokenizerTexts } from "../io/mod.ts";
+import { charTokenizerTexts, readAdapterFolder, toolTokenizerTexts } from "../io/mod.ts";
 import { tinyModelConfig, tinyWeights } from "../nn/mod.ts";
 import { CausalLM } from "../nn/mod.ts";
 import { formatConfig, loadConfig } from "../config/mod.ts";
 import { saveCheckpoint } from "../trainer/mod.ts";
 import { writeModel } from "../trainer/mod.ts";
-import { makeOptimizer } from "../trainer/mod.ts";
+import { loraBaseDtype, loraStart, makeOptimizer } from "../trainer/mod.ts";
 import { readWeights, tokenizerFromFiles } from "../trainer/mod.ts";
 import { loadSftExamples } from "../data/mod.ts";
 import { sftFit } from "../trainer/mod.ts";
 import { createTracking } from "../tracking/mod.ts";
 import { runCli, splitArgs } from "./run.ts";
 
-export async function main(args: string[]): Promise<void> {
+export async function main(args: string[]): Promise<{ step: number; valLoss: number }> {
   const cfg = loadConfig("sft_trainer", splitArgs(args));
   console.log(formatConfig(cfg));
   await initGpu();
   const start = cfg.model.partial_pretrain
     ? await readWeights(cfg.model.partial_pretrain)
     : (() => {
-      const tokenizerFiles = charTokenizerTexts();
-      const tok = tokenizerFromFiles(tokenizerFiles, "char tokenizer");
-      const config = tinyModelConfig({ vocabSize: tok.vocabSize, eosTokenId: tok.eosTokenId });
+      // Conversations need the tool role and calls: the tool tokenizer (src/io/tool_tokenizer.ts).
+      const tokenizerFiles = cfg.data.multiturn.enable
+        ? toolTokenizerTexts()
+        : charTokenizerTexts();
+      const tok = tokenizerFromFiles(tokenizerFiles, "tiny model tokenizer");
+      const config = tinyModelConfig({
+        vocabSize: tok.vocabSize,
+        eosTokenId: tok.eosTokenId,
+        // Tool conversations (search results) run longer than the arithmetic prompts.
+        ...(cfg.data.multiturn.enable ? { maxPositionEmbeddings: 512 } : {}),
+      });
       const tensors = tinyWeights(config, { seed: cfg.trainer.seed });
       const files = tokenizerFiles as Record<string, string>;
       return { config, tensors, tokenizerFiles: files, files };
@@ -40,18 +49,41 @@ export async function main(args: string[]): Promise<void> {
     responseDictKeys: d.response_dict_keys,
     maxLength: d.max_length,
     truncation: d.truncation,
+    multiturn: d.multiturn.enable
+      ? {
+        messagesKey: d.multiturn.messages_key,
+        toolsKey: d.multiturn.tools_key,
+        enableThinkingKey: d.multiturn.enable_thinking_key,
+      }
+      : undefined,
   };
   const train = await loadSftExamples(d.train_files, tokenizer, dataOpts);
   const val = await loadSftExamples(d.val_files, tokenizer, dataOpts);
-  const model = CausalLM.fromTensors(start.config, start.tensors);
+  const m = cfg.model;
+  const adapter = m.lora_adapter_path
+    ? await readAdapterFolder(m.lora_adapter_path, start.config)
+    : null;
+  const lora = loraStart(m, {
+    config: start.config,
+    section: "model",
+    adapter,
+    baseModel: m.partial_pretrain,
+    seed: cfg.trainer.seed,
+  });
+  const model = CausalLM.fromTensors(start.config, start.tensors, {
+    lora: lora ?? undefined,
+    dtype: loraBaseDtype(lora),
+  });
   model.gradientCheckpointing = cfg.model.enable_gradient_checkpointing;
-  const params = model.params();
-  const optimizer = makeOptimizer(params, {
+  // With LoRA only the adapters train (the base has no gradients and no AdamW state).
+  const optimizer = makeOptimizer(model.trainable(), {
     lr: cfg.optim.lr,
     betas: cfg.optim.betas,
     weight_decay: cfg.optim.weight_decay,
   });
   const t = cfg.trainer;
+  // A LoRA run saves the adapter as a PEFT folder (verl's lora_adapter/), else the whole model.
+  const saved = lora ? "lora_adapter" : "huggingface";
   const perEpoch = Math.floor(train.length / d.train_batch_size);
   const tracking = createTracking(t.logger, {
     dir: "outputs",
@@ -77,7 +109,7 @@ export async function main(args: string[]): Promise<void> {
     saveFreq: t.save_freq,
     save: (step) =>
       saveCheckpoint(t.default_local_dir, step, async (dir) => {
-        await writeModel(`${dir}/huggingface`, {
+        await writeModel(`${dir}/${saved}`, {
           config: start.config,
           model,
           files: start.files,
@@ -86,7 +118,8 @@ export async function main(args: string[]): Promise<void> {
   });
   tracking.close();
   console.log(`done: ${res.step} steps, val/loss ${res.valLoss.toFixed(4)}`);
-  console.log(`model: ${t.default_local_dir}/global_step_${res.step}/huggingface`);
+  console.log(`model: ${t.default_local_dir}/global_step_${res.step}/${saved}`);
+  return res;
 }
 
 if (import.meta.main) {

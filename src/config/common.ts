@@ -1,5 +1,50 @@
 /** Sections shared by several schemas (optimizer, checkpoint contents). */
-import { float, floatList, int, oneOf, oneOfOrNull, section, strList } from "./schema.ts";
+import {
+  float,
+  floatList,
+  int,
+  names,
+  oneOf,
+  oneOfOrNull,
+  section,
+  str,
+  strList,
+} from "./schema.ts";
+
+/**
+ * verl's LoRA keys of a model section (actor, critic, SFT), with PEFT's meaning. `what` names
+ * what trains besides the adapters (the critic's value head).
+ */
+export function loraFields(what = "") {
+  return {
+    lora_rank: int(
+      0,
+      "LoRA rank; 0 trains all weights. Above 0 the base weights are frozen (stored in f16 " +
+        "where the GPU has shader-f16) and only f32 LoRA adapters A [r, in] and B [out, r] " +
+        `train${what}.`,
+      { min: 0 },
+    ),
+    lora_alpha: float(
+      16,
+      "LoRA scaling numerator: a module computes x W^T + (alpha / rank) (x A^T) B^T.",
+      {
+        min: 0,
+      },
+    ),
+    target_modules: names(
+      "all-linear",
+      "Linear modules that get adapters: all-linear, a list such as [q_proj, v_proj], or a " +
+        "regex over full module names (PEFT's rule).",
+    ),
+    exclude_modules: names(null, "Modules left without adapters (a list or a regex), as in PEFT."),
+    lora_adapter_path: str(
+      null,
+      "A PEFT adapter folder (adapter_config.json + adapter_model.safetensors) to continue " +
+        "from; its r, lora_alpha and target_modules replace the keys above.",
+      { isPath: true },
+    ),
+  };
+}
 
 /** Learning-rate schedules. */
 export const LR_SCHEDULES = ["constant", "cosine"] as const;

@@ -6,7 +6,7 @@ import {
   POLICY_LOSSES,
   type PolicyLossKey,
 } from "../algos/mod.ts";
-import { checkpointSection, optimSection } from "./common.ts";
+import { checkpointSection, loraFields, optimSection } from "./common.ts";
 import { ConfigError } from "./errors.ts";
 import {
   bool,
@@ -22,8 +22,6 @@ import {
   str,
 } from "./schema.ts";
 import { ppoRollout } from "./ppo_rollout.ts";
-
-const LORA = "LoRA adapters are not available; the trainer updates all weights";
 
 const model = section("The policy model (a Hugging Face folder).", {
   path: str(
@@ -42,9 +40,7 @@ const model = section("The policy model (a Hugging Face folder).", {
     "Keep only each decoder layer's input for the backward pass, which runs the layer again: " +
       "less GPU memory for one more forward; the same gradients.",
   ),
-  lora_rank: int(0, "LoRA rank; 0 trains all weights.", { min: 0 }).unsupported(LORA),
-  lora_alpha: float(16, "LoRA scaling numerator (scale = alpha / rank).").unsupported(LORA),
-  target_modules: str("all-linear", "Modules that get LoRA adapters.").unsupported(LORA),
+  ...loraFields(),
   override_config: map("Entries that replace those of the model's config.json.").unsupported(
     "edit the model folder's config.json instead",
   ),

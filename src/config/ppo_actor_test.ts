@@ -81,3 +81,22 @@ Deno.test("clip_ratio sets both clip bounds unless they are given", () => {
   const dapo = a([`${A}.clip_ratio=0.3`, `${A}.clip_ratio_high=0.28`]);
   assert.deepEqual([dapo.clip_ratio_low, dapo.clip_ratio_high], [0.3, 0.28]);
 });
+
+Deno.test("LoRA keys: target_modules takes a name, a regex or a list; a number is refused", () => {
+  const M = "actor_rollout_ref.model";
+  const cfg = load([`${M}.lora_rank=16`, `${M}.target_modules=[q_proj,v_proj]`]);
+  assert.equal(cfg.actor_rollout_ref.model.lora_rank, 16);
+  assert.deepEqual(cfg.actor_rollout_ref.model.target_modules, ["q_proj", "v_proj"]);
+  assert.equal(load([]).actor_rollout_ref.model.target_modules, "all-linear");
+  assert.equal(load([]).actor_rollout_ref.model.exclude_modules, null);
+  const re = load([`${M}.target_modules='.*q_proj'`, `${M}.exclude_modules=[down_proj]`]);
+  assert.equal(re.actor_rollout_ref.model.target_modules, ".*q_proj");
+  assert.deepEqual(re.actor_rollout_ref.model.exclude_modules, ["down_proj"]);
+  assert.throws(
+    () => load([`${M}.target_modules=3`]),
+    (e: unknown) =>
+      e instanceof ConfigError && e.key === `${M}.target_modules` &&
+      /a name or a list of names/.test(e.message),
+  );
+  assert.equal(load(["critic.model.lora_rank=4"]).critic.model.lora_rank, 4);
+});

@@ -1,6 +1,6 @@
 /** `critic.*`, `reward_model.*`, `custom_reward_function.*` and `algorithm.*`. */
 import { ADV_ESTIMATORS, KL_ESTIMATORS, LOSS_AGG_MODES } from "../algos/mod.ts";
-import { checkpointSection, optimSection } from "./common.ts";
+import { checkpointSection, loraFields, optimSection } from "./common.ts";
 import { bool, float, int, map, oneOf, ref, section, str } from "./schema.ts";
 
 export const ppoCritic = section("The value model (PPO with GAE).", {
@@ -18,6 +18,7 @@ export const ppoCritic = section("The value model (PPO with GAE).", {
     ),
     use_remove_padding: bool(false, "Skip pad tokens in forward passes by packing sequences.")
       .unsupported("sequences run padded (packing is not available; the results are the same)"),
+    ...loraFields(", with the value head (score) trained in full as PEFT's modules_to_save"),
   }),
   ppo_mini_batch_size: int(
     ref("actor_rollout_ref.actor.ppo_mini_batch_size"),

@@ -5,7 +5,16 @@
  */
 
 /** The value kinds a config key can hold. */
-export type FieldKind = "int" | "float" | "bool" | "str" | "enum" | "list" | "paths" | "map";
+export type FieldKind =
+  | "int"
+  | "float"
+  | "bool"
+  | "str"
+  | "enum"
+  | "list"
+  | "paths"
+  | "names"
+  | "map";
 
 /** A default that copies another key, written `${a.b.c}` as OmegaConf does in verl's YAML. */
 export interface Ref {
@@ -183,6 +192,13 @@ export function floatList(
 /** One path or a list of paths (verl accepts both for `data.train_files`); each must exist. */
 export function paths(def: string | string[], doc: string): Field<string | string[]> {
   return make({ kind: "paths", default: def, doc, isPath: true });
+}
+
+/** A name or a list of names (PEFT's target_modules: `all-linear`, a regex, or module names). */
+export function names(def: null, doc: string): Field<string | string[] | null>;
+export function names(def: string | string[], doc: string): Field<string | string[]>;
+export function names(def: string | string[] | null, doc: string) {
+  return make({ kind: "names", default: def, doc });
 }
 
 /** A free-form mapping passed through unchecked (e.g. extra keyword arguments). */

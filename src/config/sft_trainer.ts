@@ -1,5 +1,5 @@
 /** The SFT trainer schema (verl's sft_trainer.yaml): masked cross-entropy on responses. */
-import { checkpointSection } from "./common.ts";
+import { checkpointSection, loraFields } from "./common.ts";
 import { ConfigError } from "./errors.ts";
 import { TRUNCATIONS } from "../data/mod.ts";
 import {
@@ -17,8 +17,6 @@ import {
 } from "./schema.ts";
 import { LOGGERS } from "../tracking/mod.ts";
 
-const LORA = "LoRA adapters are not available; SFT updates all weights";
-
 export const sftRoot = section("Supervised fine-tuning.", {
   data: section("Prompt/response pairs.", {
     train_files: paths("data/arithmetic/train.parquet", "Training parquet file or list."),
@@ -35,6 +33,15 @@ export const sftRoot = section("Supervised fine-tuning.", {
     train_batch_size: int(256, "Samples per optimizer step.", { min: 1 }),
     micro_batch_size_per_gpu: int(4, "Samples per forward/backward pass.", { min: 1 }),
     shuffle: bool(true, "Shuffle every epoch."),
+    multiturn: section("Whole conversations (with tool calls); loss on assistant turns only.", {
+      enable: bool(false, "Rows are conversations in messages_key (prompt/response keys unused)."),
+      messages_key: str("messages", "Column of [{role, content, tool_calls?}] messages."),
+      tools_key: str("tools", "Column of OpenAI function schemas given to the chat template."),
+      enable_thinking_key: str(
+        "enable_thinking",
+        "Boolean column given to the chat template as enable_thinking (where present).",
+      ),
+    }),
     seed: int(1, "Seed of the shuffle."),
   }),
   model: section("The model to fine-tune.", {
@@ -48,9 +55,7 @@ export const sftRoot = section("Supervised fine-tuning.", {
       false,
       "Recompute each decoder layer's activations in the backward pass (less GPU memory).",
     ),
-    lora_rank: int(0, "LoRA rank; 0 trains all weights.", { min: 0 }).unsupported(LORA),
-    lora_alpha: float(16, "LoRA scaling numerator.").unsupported(LORA),
-    target_modules: str("all-linear", "Modules that get LoRA adapters.").unsupported(LORA),
+    ...loraFields(),
   }),
   optim: section("AdamW and schedule.", {
     lr: float(1e-5, "Peak learning rate.", { min: 0 }),

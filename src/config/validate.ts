@@ -112,6 +112,10 @@ function checkKind(key: string, v: unknown, spec: FieldSpec): void {
       if (typeof v === "string") return;
       if (!Array.isArray(v) || v.length === 0 || v.some((p) => typeof p !== "string")) fail();
       return;
+    case "names":
+      if (typeof v === "string" && v !== "") return;
+      if (!Array.isArray(v) || v.length === 0 || v.some((p) => typeof p !== "string")) fail();
+      return;
     case "map":
       if (!isMapping(v)) fail();
       return;
@@ -152,6 +156,7 @@ export function expected(spec: FieldSpec): string {
     str: "a string",
     enum: `one of ${choicesOf(spec)?.join(", ")}`,
     paths: "a path or a list of paths",
+    names: "a name or a list of names",
     map: "a mapping",
     list: `a list of ${spec.item === "str" ? "strings" : "numbers"}` +
       (spec.choices ? ` from ${choicesOf(spec)!.join(", ")}` : "") +

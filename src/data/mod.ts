@@ -28,3 +28,21 @@ export {
   type Operator,
 } from "./synthetic.ts";
 export { loadSftExamples, type SftExample } from "./sft_data.ts";
+export {
+  multiturnExampleFromRow,
+  type MultiturnOptions,
+  multiturnTokens,
+} from "./sft_multiturn.ts";
+export {
+  calcToolConversation,
+  type CalcToolOptions,
+  calcToolSftRows,
+  CALCULATOR_TOOL,
+  generateCalcTool,
+} from "./calc_tool.ts";
+export {
+  generateSearchTask,
+  SEARCH_INSTRUCTION,
+  type SearchTask,
+  type SearchTaskOptions,
+} from "./search_task.ts";

@@ -40,6 +40,8 @@ export interface RenderOptions {
   addGenerationPrompt?: boolean;
   /** OpenAI function schemas handed to the template as `tools` (tool-calling prompts). */
   tools?: readonly unknown[];
+  /** Further template variables (e.g. `enable_thinking`). */
+  variables?: Record<string, unknown>;
 }
 
 /** The chat template's text for `messages` (tools go in the template's `tools` variable). */
@@ -50,9 +52,10 @@ export function renderChat(
 ): string {
   const tools = options.tools?.length ? options.tools : undefined;
   // Hugging Face tokenizers take further template variables in `extra`.
+  const extra = { ...options.variables, ...(tools ? { tools } : {}) };
   const templateOptions: { addGenerationPrompt: boolean; extra?: Record<string, unknown> } = {
     addGenerationPrompt: options.addGenerationPrompt ?? true,
-    ...(tools ? { extra: { tools } } : {}),
+    ...(Object.keys(extra).length ? { extra } : {}),
   };
   return tokenizer.applyChatTemplate(messages, templateOptions);
 }

@@ -1,5 +1,5 @@
 /**
- * SFT examples from verl-schema parquet: the prompt column (chat messages or a string) rendered
+ * SFT examples from verl-schema parquet (multi-turn conversations: sft_multiturn.ts): the prompt column (chat messages or a string) rendered
  * with the chat template and the generation prompt, the response column (optionally inside a
  * struct, via response_dict_keys) followed by EOS.
  */
@@ -7,11 +7,14 @@ import type { ChatMessage, Tokenizer } from "../io/mod.ts";
 import { DataError } from "./errors.ts";
 import { readParquet } from "./parquet.ts";
 import { renderPrompt, truncate, type Truncation } from "./prompt.ts";
+import { multiturnExampleFromRow, type MultiturnOptions } from "./sft_multiturn.ts";
 
 /** One tokenised example: the prompt (chat-templated) and the response with its EOS. */
 export interface SftExample {
   promptIds: number[];
   responseIds: number[];
+  /** Per response token: 1 = trained on (default all); multi-turn examples mask non-assistant turns. */
+  lossMask?: number[];
 }
 
 export interface SftDataOptions {
@@ -21,6 +24,8 @@ export interface SftDataOptions {
   responseDictKeys: string[];
   maxLength: number;
   truncation: Truncation;
+  /** `data.multiturn` when enabled: rows are whole conversations (sft_multiturn.ts). */
+  multiturn?: Omit<MultiturnOptions, "maxLength" | "truncation">;
 }
 
 function dig(value: unknown, keys: string[], where: string): unknown {
@@ -78,14 +83,29 @@ export async function loadSftExamples(
 ): Promise<SftExample[]> {
   const out: SftExample[] = [];
   for (const file of typeof files === "string" ? [files] : files) {
-    const rows = await readParquet(file, { required: [o.promptKey, o.responseKey] });
+    const mt = o.multiturn;
+    const required = mt ? [mt.messagesKey] : [o.promptKey, o.responseKey];
+    const rows = await readParquet(file, { required });
     if (rows.length === 0) {
       throw new DataError(
         file,
         "the file has no rows: data.train_files and data.val_files need at least one example",
       );
     }
-    rows.forEach((r, row) => out.push(sftExampleFromRow(r, tokenizer, o, { file, row })));
+    rows.forEach((r, row) =>
+      out.push(
+        mt
+          ? multiturnExampleFromRow(r, tokenizer, {
+            ...mt,
+            maxLength: o.maxLength,
+            truncation: o.truncation,
+          }, {
+            file,
+            row,
+          })
+          : sftExampleFromRow(r, tokenizer, o, { file, row }),
+      )
+    );
   }
   return out;
 }

@@ -49,13 +49,26 @@ export function byteLevelChar(byte: number): string {
   return String.fromCharCode(256 + n);
 }
 
+/** What a character tokenizer is built from; every field has the synthetic tasks' default. */
+export interface CharTokenizerOptions {
+  alphabet?: string;
+  /** Special tokens after {@link CHAR_SPECIAL_TOKENS} (e.g. a `<|tool|>` role marker). */
+  extraSpecialTokens?: readonly string[];
+  /**
+   * Multi-character tokens after the alphabet, matched whole before the characters are split (as
+   * a BPE vocabulary's merges would make them one token); decoded to their text.
+   */
+  addedTokens?: readonly string[];
+  chatTemplate?: string;
+}
+
 export interface CharTokenizerFiles {
   tokenizerJson: Record<string, unknown>;
   tokenizerConfig: Record<string, unknown>;
 }
 
 /** Builds tokenizer.json and tokenizer_config.json for `alphabet` (default {@link CHAR_ALPHABET}). */
-export function charTokenizerFiles(options: { alphabet?: string } = {}): CharTokenizerFiles {
+export function charTokenizerFiles(options: CharTokenizerOptions = {}): CharTokenizerFiles {
   const chars = [...(options.alphabet ?? CHAR_ALPHABET)];
   if (new Set(chars).size !== chars.length) throw new Error("alphabet has repeated characters");
   const wide = chars.find((c) => c.charCodeAt(0) >= 0x80);
@@ -63,7 +76,8 @@ export function charTokenizerFiles(options: { alphabet?: string } = {}): CharTok
     throw new Error(`alphabet character ${JSON.stringify(wide)} is not ASCII (one byte per token)`);
   }
   const vocab: Record<string, number> = {};
-  const added = CHAR_SPECIAL_TOKENS.map((content, id) => {
+  const specials = [...CHAR_SPECIAL_TOKENS, ...(options.extraSpecialTokens ?? [])];
+  const entry = (content: string, id: number, special: boolean) => {
     vocab[content] = id;
     return {
       id,
@@ -72,10 +86,13 @@ export function charTokenizerFiles(options: { alphabet?: string } = {}): CharTok
       lstrip: false,
       rstrip: false,
       normalized: false,
-      special: true,
+      special,
     };
-  });
-  chars.forEach((c, i) => (vocab[byteLevelChar(c.charCodeAt(0))] = CHAR_SPECIAL_TOKENS.length + i));
+  };
+  const added = specials.map((content, id) => entry(content, id, true));
+  chars.forEach((c, i) => (vocab[byteLevelChar(c.charCodeAt(0))] = specials.length + i));
+  const multi = options.addedTokens ?? [];
+  multi.forEach((c, i) => added.push(entry(c, specials.length + chars.length + i, false)));
   const byteLevel = {
     type: "ByteLevel",
     add_prefix_space: false,
@@ -115,9 +132,9 @@ export function charTokenizerFiles(options: { alphabet?: string } = {}): CharTok
     added_tokens_decoder: Object.fromEntries(
       added.map(({ id, ...rest }) => [String(id), rest]),
     ),
-    additional_special_tokens: CHAR_SPECIAL_TOKENS.slice(3),
+    additional_special_tokens: specials.slice(3),
     bos_token: null,
-    chat_template: CHAR_CHAT_TEMPLATE,
+    chat_template: options.chatTemplate ?? CHAR_CHAT_TEMPLATE,
     // Cleaning would eat the space in "3 ." and break round trips.
     clean_up_tokenization_spaces: false,
     eos_token: "<eos>",
@@ -131,7 +148,7 @@ export function charTokenizerFiles(options: { alphabet?: string } = {}): CharTok
 
 /** The two files as text, in the form committed under assets/char_tokenizer/. */
 export function charTokenizerTexts(
-  options: { alphabet?: string } = {},
+  options: CharTokenizerOptions = {},
 ): { "tokenizer.json": string; "tokenizer_config.json": string } {
   const files = charTokenizerFiles(options);
   return {
@@ -141,7 +158,7 @@ export function charTokenizerTexts(
 }
 
 /** The character tokenizer, ready to use. */
-export function charTokenizer(options: { alphabet?: string } = {}): HfTokenizer {
+export function charTokenizer(options: CharTokenizerOptions = {}): HfTokenizer {
   const files = charTokenizerFiles(options);
   return new HfTokenizer(files.tokenizerJson, files.tokenizerConfig, { source: "char_tokenizer" });
 }

@@ -72,12 +72,14 @@ export class KeyReader {
     return v;
   }
 
-  tokenIds(key: string): number | number[] {
-    const v = this.json[key];
+  /** A token id, a non-empty list of them, or null / absent (transformers' default: none). */
+  tokenIds(key: string): number | number[] | null {
+    const v = this.json[key] ?? null;
+    if (v === null) return null;
     const ok = (x: unknown) => typeof x === "number" && Number.isSafeInteger(x) && x >= 0;
     if (ok(v)) return v as number;
     if (Array.isArray(v) && v.length > 0 && v.every(ok)) return v as number[];
-    return this.fail(key, "a token id or a non-empty list of them");
+    return this.fail(key, "a token id, a non-empty list of them, or null");
   }
 
   string(key: string, fallback: string): string {

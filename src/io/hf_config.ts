@@ -44,7 +44,7 @@ export interface ModelConfig {
   mlpBias: boolean;
   maxPositionEmbeddings: number;
   bosTokenId: number | null;
-  eosTokenId: number | number[];
+  eosTokenId: number | number[] | null; // null: the tokenizer's EOS alone ends generation
   torchDtype: string;
   hiddenAct: string;
   spelling: ConfigSpelling;

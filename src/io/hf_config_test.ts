@@ -5,6 +5,7 @@ import {
   parseModelConfig,
   serializeModelConfig,
 } from "./hf_config.ts";
+import { stopTokenIds } from "./generation_config.ts";
 
 // Qwen/Qwen2.5-0.5B-Instruct's config.json as published.
 const QWEN25_05B = {
@@ -106,7 +107,10 @@ Deno.test("config: errors name the file and the key", () => {
       /num_attention_heads \(14\) is not divisible by num_key_value_heads \(3\)/,
     ],
     [bad({ hidden_size: 900 }), /hidden_size \(900\) is not divisible/],
-    [bad({ eos_token_id: [] }), /key "eos_token_id" must be a token id or a non-empty list/],
+    [
+      bad({ eos_token_id: [] }),
+      /key "eos_token_id" must be a token id, a non-empty list of them, or null/,
+    ],
     [bad({ tie_word_embeddings: "yes" }), /key "tie_word_embeddings" must be true or false/],
     [bad({ rms_norm_eps: -1 }), /key "rms_norm_eps" must be a positive number/],
   ];
@@ -139,4 +143,20 @@ Deno.test("config: a fresh tiny model gets transformers' defaults", () => {
   assert.equal(json.max_window_layers, 2);
   assert.equal(json.hidden_act, "silu");
   assert.equal("attention_bias" in json, false);
+});
+
+Deno.test("config: eos_token_id null or absent (transformers' default) is no config EOS", () => {
+  const base = {
+    model_type: "qwen2",
+    hidden_size: 64,
+    intermediate_size: 128,
+    num_hidden_layers: 2,
+    num_attention_heads: 4,
+    vocab_size: 96,
+  };
+  assert.equal(parseModelConfig({ ...base, eos_token_id: null }).eosTokenId, null);
+  const absent = parseModelConfig(base);
+  assert.equal(absent.eosTokenId, null);
+  assert.equal(parseModelConfig(serializeModelConfig(absent)).eosTokenId, null);
+  assert.deepEqual(stopTokenIds(5, { configEos: absent.eosTokenId }), [5]);
 });

@@ -2,8 +2,8 @@
  * Model and tokenizer interop: safetensors, Hugging Face config.json and model folders, tokenizers
  * with chat templates, and the synthetic tasks' character tokenizer.
  *
- * Browser-safe (no file system): dtype, safetensors, shards, hf_config, generation_config, hf_weights, tokenizer,
- * char_tokenizer. Deno-only: safetensors_fs and hf_folder.
+ * Browser-safe (no file system): dtype, safetensors, shards, hf_config, generation_config, hf_weights, peft, tokenizer,
+ * char_tokenizer, tool_tokenizer. Deno-only: safetensors_fs, hf_folder and peft_folder.
  */
 export type { ChatMessage, Tokenizer } from "./tokenizer_types.ts";
 export * from "./dtype.ts";
@@ -23,6 +23,16 @@ export {
   charTokenizer,
   type CharTokenizerFiles,
   charTokenizerFiles,
+  type CharTokenizerOptions,
   charTokenizerTexts,
 } from "./char_tokenizer.ts";
+export {
+  TOOL_ALPHABET,
+  TOOL_CALL_TOKENS,
+  TOOL_CHAT_TEMPLATE_TINY,
+  toolTokenizer,
+  toolTokenizerTexts,
+} from "./tool_tokenizer.ts";
 export { architecture, ARCHITECTURES, type ArchitectureSpec } from "./architectures.ts";
+export * from "./peft.ts";
+export * from "./peft_folder.ts";

@@ -6,21 +6,46 @@
 import type { ModelConfig } from "../io/mod.ts";
 import { linear, normalSampler } from "../tensor/mod.ts";
 import type { Tensor } from "../tensor/mod.ts";
-import { DecoderTrunk, type ForwardOptions, uploadWeights } from "./decoder.ts";
+import { DecoderTrunk, type ForwardOptions, type LoadOptions, uploadWeights } from "./decoder.ts";
 import { view } from "./layers.ts";
 import { criticWeightShapes, initWeights, VALUE_HEAD_BIAS, VALUE_HEAD_WEIGHT } from "./weights.ts";
 
 export class Critic extends DecoderTrunk {
-  private constructor(config: ModelConfig, weights: Map<string, Tensor>) {
-    super(config, weights);
+  private constructor(
+    config: ModelConfig,
+    weights: Map<string, Tensor>,
+    lora?: LoadOptions["lora"],
+  ) {
+    super(config, weights, lora);
   }
 
   /** A critic folder's tensors; a missing `score.bias` (a bias-free head) starts at zero. */
-  static fromTensors(config: ModelConfig, tensors: ReadonlyMap<string, Float32Array>): Critic {
+  static fromTensors(
+    config: ModelConfig,
+    tensors: ReadonlyMap<string, Float32Array>,
+    options: Pick<LoadOptions, "lora" | "dtype"> = {},
+  ): Critic {
     const all = new Map(tensors);
     if (!all.has(VALUE_HEAD_BIAS)) all.set(VALUE_HEAD_BIAS, new Float32Array(1));
     all.delete("lm_head.weight");
-    return new Critic(config, uploadWeights(criticWeightShapes(config), all, { what: "Critic" }));
+    // f16 applies to the trunk's matrices only: the value head stays f32 and trainable.
+    const what = "Critic", dtype = options.dtype;
+    const weights = uploadWeights(criticWeightShapes(config), all, { what, dtype });
+    return new Critic(config, weights, options.lora);
+  }
+
+  /**
+   * With LoRA: the adapters and the value head (PEFT's modules_to_save), which starts untrained
+   * and so must learn in full; without: every parameter.
+   */
+  override trainable(): Map<string, Tensor> {
+    if (!this.lora) return this.params();
+    const w = this.weights;
+    return new Map([
+      ...this.lora.params(),
+      [VALUE_HEAD_WEIGHT, w.get(VALUE_HEAD_WEIGHT)!],
+      [VALUE_HEAD_BIAS, w.get(VALUE_HEAD_BIAS)!],
+    ]);
   }
 
   /**
@@ -30,7 +55,7 @@ export class Critic extends DecoderTrunk {
   static fromActor(
     config: ModelConfig,
     actor: ReadonlyMap<string, Float32Array>,
-    options: { headStd?: number; seed?: number } = {},
+    options: { headStd?: number; seed?: number } & Pick<LoadOptions, "lora" | "dtype"> = {},
   ): Critic {
     const all = new Map(actor);
     const head = new Float32Array(config.hiddenSize);
@@ -41,7 +66,7 @@ export class Critic extends DecoderTrunk {
     }
     all.set(VALUE_HEAD_WEIGHT, head);
     all.set(VALUE_HEAD_BIAS, new Float32Array(1));
-    return Critic.fromTensors(config, all);
+    return Critic.fromTensors(config, all, options);
   }
 
   /** HF-like random trunk with the value head at zero. */

@@ -5,7 +5,13 @@
  * rename-free copy.
  */
 import { gpu } from "../gpu/mod.ts";
-import { type ModelConfig, type RopeScaling, ropeScalingOf } from "../io/mod.ts";
+import {
+  type LoraArrays,
+  type LoraSettings,
+  type ModelConfig,
+  type RopeScaling,
+  ropeScalingOf,
+} from "../io/mod.ts";
 import { attention, cast, checkpoint, embedding, isGradEnabled, linear } from "../tensor/mod.ts";
 import { lmHeadLogprob, type LmHeadLogprobOptions, noGrad, rmsNorm, scope } from "../tensor/mod.ts";
 import { f16BitsToF32, fmtShape, type LmHeadLogprobResult } from "../tensor/mod.ts";
@@ -19,6 +25,7 @@ import {
   type RopeCall,
 } from "./layers.ts";
 import { ropeFrequencies } from "./rope_scaling.ts";
+import { LoraAdapters, mergedWeight } from "./lora.ts";
 import { checkWeights, initWeights, tensorsIn, weightShapes } from "./weights.ts";
 
 export interface ForwardOptions {
@@ -26,6 +33,8 @@ export interface ForwardOptions {
   positionIds: Tensor;
   /** i32 [B, T] 1 = token, 0 = padding. */
   attentionMask: Tensor;
+  /** Run the base weights alone, LoRA adapters off (the reference policy of a LoRA actor). */
+  disableAdapters?: boolean;
 }
 
 /** What {@link CausalLM.tokenLogProbs} computes, besides the forward's inputs. */
@@ -40,6 +49,8 @@ export interface LoadOptions {
    * the GPU has shader-f16; such a model has no trainable f32 parameters. Default "f32".
    */
   dtype?: "f32" | "f16";
+  /** LoRA adapters on the linear layers; the base weights are then frozen. */
+  lora?: { settings: LoraSettings; arrays: LoraArrays };
 }
 
 const EMBED = "model.embed_tokens.weight";
@@ -74,16 +85,22 @@ export class DecoderTrunk {
   /** The scaled RoPE table [D/2] of linear / llama3 / yarn (null: theta's own, or dynamic). */
   readonly #ropeTable: Tensor | null;
   readonly #rope: RopeScaling;
+  /** LoRA adapters (null: every weight trains). */
+  readonly lora: LoraAdapters | null;
+  /** A view over another model's weights frees only these on dispose (null: all of its own). */
+  protected ownedWeights: Tensor[] | null = null;
   /** enable_gradient_checkpointing: each layer keeps its input; the backward reruns the layer. */
   gradientCheckpointing = false;
 
   protected constructor(
     readonly config: ModelConfig,
     protected readonly weights: Map<string, Tensor>,
+    lora?: LoadOptions["lora"],
   ) {
+    this.lora = lora ? new LoraAdapters(config, lora.settings, lora.arrays) : null;
     this.layers = Array.from(
       { length: config.numHiddenLayers },
-      (_, l) => layerParams(config, weights, l),
+      (_, l) => layerParams(config, weights, l, this.lora?.pairs),
     );
     this.#rope = ropeScalingOf(config);
     const fixed = this.#rope.type !== "default" && this.#rope.type !== "dynamic";
@@ -119,6 +136,11 @@ export class DecoderTrunk {
     return new Map(this.weights);
   }
 
+  /** What an optimizer updates: the LoRA A and B (PEFT names) when adapted, else params(). */
+  trainable(): Map<string, Tensor> {
+    return this.lora ? this.lora.params() : this.params();
+  }
+
   /** All parameters as f32 arrays, read back in one round trip. */
   async toArrays(): Promise<Map<string, Float32Array>> {
     const entries = [...this.weights];
@@ -152,12 +174,13 @@ export class DecoderTrunk {
     positions: Tensor,
     attend: (l: number) => Attend,
     longest = ids.shape[1],
+    adapters = true,
   ): Tensor {
     let h = embedding(ids, this.weights.get(EMBED)!);
     const inference = !isGradEnabled();
     const rope = this.#ropeCall(positions, longest);
     this.layers.forEach((w, l) => {
-      const ctx = { config: this.config, positions, attend: attend(l), rope };
+      const ctx = { config: this.config, positions, attend: attend(l), rope, adapters };
       if (!inference && this.gradientCheckpointing) {
         h = checkpoint(([x]) => decoderLayer(x, w, ctx), [h], { params: tensorsIn(w) });
       } else if (!inference) h = decoderLayer(h, w, ctx);
@@ -184,11 +207,14 @@ export class DecoderTrunk {
       inputIds,
       options.positionIds,
       () => (q, k, v) => attention(q, k, v, { keyMask: options.attentionMask, causal: true }),
+      inputIds.shape[1],
+      !options.disableAdapters,
     );
   }
 
   dispose(): void {
-    for (const t of this.weights.values()) t.dispose();
+    for (const t of this.ownedWeights ?? this.weights.values()) t.dispose();
+    this.lora?.dispose();
     this.#ropeTable?.dispose();
   }
 }
@@ -198,9 +224,17 @@ export class CausalLM extends DecoderTrunk {
   /** The lm_head matrix: the embedding table when tied (both uses' gradients add up). */
   #head: Tensor;
 
-  private constructor(config: ModelConfig, weights: Map<string, Tensor>) {
-    super(config, weights);
-    if (!config.tieWordEmbeddings) this.#head = weights.get("lm_head.weight")!;
+  private constructor(
+    config: ModelConfig,
+    weights: Map<string, Tensor>,
+    lora?: LoadOptions["lora"],
+    view?: { head: Tensor; owned: Tensor[] },
+  ) {
+    super(config, weights, lora);
+    if (view) {
+      this.#head = view.head;
+      this.ownedWeights = view.owned;
+    } else if (!config.tieWordEmbeddings) this.#head = weights.get("lm_head.weight")!;
     else if (weights.get(EMBED)!.dtype === "f32" && this.#f16Linear()) {
       // f16 inference: a half copy of the tied table for the lm_head; the gather stays f32.
       this.#head = noGrad(() => cast(weights.get(EMBED)!, "f16")).keep();
@@ -218,13 +252,32 @@ export class CausalLM extends DecoderTrunk {
     options: LoadOptions = {},
   ): CausalLM {
     const weights = uploadWeights(weightShapes(config), tensors, { ...options, what: "CausalLM" });
-    return new CausalLM(config, weights);
+    return new CausalLM(config, weights, options.lora);
   }
 
   /** HF-like random initialisation (normal, std 0.02), deterministic in `seed`. */
   static random(config: ModelConfig, options: LoadOptions & { seed?: number } = {}): CausalLM {
     const shapes = weightShapes(config);
     return CausalLM.fromTensors(config, initWeights(shapes, { seed: options.seed }), options);
+  }
+
+  /**
+   * An inference copy with every LoRA adapter merged into its weight (W + s B A, in W's dtype;
+   * the other weights and the lm_head shared, so it costs one copy of the adapted matrices): what
+   * a rollout decodes with, built after each update and disposed after use. Without adapters,
+   * the model itself.
+   */
+  withMergedAdapters(): CausalLM {
+    const lora = this.lora;
+    if (!lora) return this;
+    const weights = new Map(this.weights);
+    const owned: Tensor[] = [];
+    for (const [m, pair] of lora.pairs) {
+      const t = mergedWeight(weights.get(`${m}.weight`)!, pair).keep();
+      weights.set(`${m}.weight`, t);
+      owned.push(t);
+    }
+    return new CausalLM(this.config, weights, undefined, { head: this.#head, owned });
   }
 
   /** Logits [B, T, V] of a padded batch through autograd. */
@@ -237,9 +290,14 @@ export class CausalLM extends DecoderTrunk {
    * over vocabulary chunks fused with the log-softmax, never materialising [B, T, V] logits.
    */
   tokenLogProbs(inputIds: Tensor, options: TokenLogProbOptions): LmHeadLogprobResult {
-    const { positionIds, attentionMask, targets, ...rest } = options;
-    const h = this.hidden(inputIds, { positionIds, attentionMask }); // [B, T, C]
-    return lmHeadLogprob(h, this.#head, targets, rest);
+    const { targets, temperature, withEntropy, withSumPiSquared, chunkBytes, ...forward } = options;
+    const h = this.hidden(inputIds, forward); // [B, T, C]
+    return lmHeadLogprob(h, this.#head, targets, {
+      temperature,
+      withEntropy,
+      withSumPiSquared,
+      chunkBytes,
+    });
   }
 
   /** Empty KV caches for `batch` sequences of up to `maxLength` tokens; promptMask [B, P]. */
@@ -297,7 +355,8 @@ export class CausalLM extends DecoderTrunk {
   }
 
   override dispose(): void {
-    if (!this.weights.has("lm_head.weight") && this.#head !== this.weights.get(EMBED)) {
+    const view = this.ownedWeights !== null;
+    if (!view && !this.weights.has("lm_head.weight") && this.#head !== this.weights.get(EMBED)) {
       this.#head.dispose();
     }
     super.dispose();

@@ -7,12 +7,12 @@
 import { architecture, type ModelConfig } from "../io/mod.ts";
 import { record, registerOp } from "../tensor/mod.ts";
 import { add } from "../tensor/mod.ts";
-import { linear } from "../tensor/mod.ts";
 import { rmsNorm } from "../tensor/mod.ts";
 import { rope } from "../tensor/mod.ts";
 import { swiglu } from "../tensor/mod.ts";
 import type { Tensor } from "../tensor/mod.ts";
 import { hasOutputBias } from "./weights.ts";
+import { loraLinear, type LoraPair } from "./lora.ts";
 
 registerOp("view", "view(x, shape): the same buffer under another shape; the gradient likewise");
 
@@ -42,6 +42,8 @@ export interface LayerParams {
   gateBias: Tensor | null;
   upBias: Tensor | null;
   downBias: Tensor | null;
+  /** LoRA adapters of this layer's linear modules, by short name (`q_proj`); empty: none. */
+  lora: ReadonlyMap<string, LoraPair>;
 }
 
 /** How q and k are rotated in a forward: theta's table, or a given one, and the cos/sin factor. */
@@ -56,6 +58,7 @@ export function layerParams(
   config: ModelConfig,
   weights: ReadonlyMap<string, Tensor>,
   l: number,
+  lora?: ReadonlyMap<string, LoraPair>,
 ): LayerParams {
   const p = `model.layers.${l}`;
   const w = (name: string) => {
@@ -85,6 +88,10 @@ export function layerParams(
     gateBias: mlp ? w("mlp.gate_proj.bias") : null,
     upBias: mlp ? w("mlp.up_proj.bias") : null,
     downBias: mlp ? w("mlp.down_proj.bias") : null,
+    lora: new Map([...lora ?? []].flatMap(([m, pair]) => {
+      const hit = m.startsWith(`${p}.`) ? m.slice(p.length + 1).split(".").at(-1)! : null;
+      return hit ? [[hit, pair]] : [];
+    })),
   };
 }
 
@@ -95,16 +102,25 @@ export type Attend = (q: Tensor, k: Tensor, v: Tensor) => Tensor;
 export function decoderLayer(
   h: Tensor,
   w: LayerParams,
-  ctx: { config: ModelConfig; positions: Tensor; attend: Attend; rope: RopeCall },
+  ctx: {
+    config: ModelConfig;
+    positions: Tensor;
+    attend: Attend;
+    rope: RopeCall;
+    /** false runs the base weights alone (the reference policy of a LoRA actor). */
+    adapters: boolean;
+  },
 ): Tensor {
   const c = ctx.config;
+  const linear = (x: Tensor, m: string, wt: Tensor, b: Tensor | null) =>
+    loraLinear(x, wt, b, ctx.adapters ? w.lora.get(m) ?? null : null);
   const [B, T] = h.shape;
   const D = c.headDim, Hq = c.numAttentionHeads, Hkv = c.numKeyValueHeads;
   const eps = c.rmsNormEps;
   const x = rmsNorm(h, w.inputNorm, { eps });
-  let q = view(linear(x, w.q, w.qBias), [B, T, Hq, D]);
-  let k = view(linear(x, w.k, w.kBias), [B, T, Hkv, D]);
-  const v = view(linear(x, w.v, w.vBias), [B, T, Hkv, D]);
+  let q = view(linear(x, "q_proj", w.q, w.qBias), [B, T, Hq, D]);
+  let k = view(linear(x, "k_proj", w.k, w.kBias), [B, T, Hkv, D]);
+  const v = view(linear(x, "v_proj", w.v, w.vBias), [B, T, Hkv, D]);
   if (w.qNorm && w.kNorm) {
     q = rmsNorm(q, w.qNorm, { eps });
     k = rmsNorm(k, w.kNorm, { eps });
@@ -112,8 +128,11 @@ export function decoderLayer(
   const qr = rope(q, ctx.positions, ctx.rope);
   const kr = rope(k, ctx.positions, ctx.rope);
   const att = view(ctx.attend(qr, kr, v), [B, T, Hq * D]);
-  const h1 = add(h, linear(att, w.o, w.oBias));
+  const h1 = add(h, linear(att, "o_proj", w.o, w.oBias));
   const x2 = rmsNorm(h1, w.postNorm, { eps });
-  const act = swiglu(linear(x2, w.gate, w.gateBias), linear(x2, w.up, w.upBias));
-  return add(h1, linear(act, w.down, w.downBias));
+  const act = swiglu(
+    linear(x2, "gate_proj", w.gate, w.gateBias),
+    linear(x2, "up_proj", w.up, w.upBias),
+  );
+  return add(h1, linear(act, "down_proj", w.down, w.downBias));
 }

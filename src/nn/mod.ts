@@ -2,6 +2,7 @@
 export { CausalLM, type ForwardOptions } from "./decoder.ts";
 export { AdamW } from "./optim.ts";
 export { Critic } from "./critic.ts";
+export { initLora, LoraAdapters, loraLinear, loraSettings, mergeLoraRef } from "./lora.ts";
 export { positionIdsFromMask, refLogits, type RefWeights } from "./ref_model.ts";
 export { type RopeFrequencies, ropeFrequencies } from "./rope_scaling.ts";
 export { TINY_FAMILIES } from "./tiny_families.ts";

@@ -69,6 +69,7 @@ export function checkWeights(
 export function tensorsIn(value: unknown, out: Tensor[] = []): Tensor[] {
   if (value instanceof Tensor) out.push(value);
   else if (Array.isArray(value)) { for (const v of value) tensorsIn(v, out); }
+  else if (value instanceof Map) { for (const v of value.values()) tensorsIn(v, out); }
   else if (value !== null && typeof value === "object") {
     for (const v of Object.values(value)) tensorsIn(v, out);
   }

@@ -7,6 +7,8 @@ import { gsm8kScore } from "./gsm8k.ts";
 
 /** Data sources the synthetic generator writes. */
 export const ARITHMETIC_DATA_SOURCE = "synthetic/arithmetic";
+/** The calculator task (`deno task data --task calc_tool`): the same `#### n` rule. */
+export const CALC_TOOL_DATA_SOURCE = "synthetic/calc_tool";
 
 /** 1.0 when the last `#### n` equals the ground truth, else 0.0. */
 export function arithmeticScore(solution: string, groundTruth: string): number {

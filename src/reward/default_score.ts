@@ -1,5 +1,5 @@
 /** `defaultComputeScore`: the built-in scorer for each known data_source. */
-import { ARITHMETIC_DATA_SOURCE, arithmeticScore } from "./arithmetic.ts";
+import { ARITHMETIC_DATA_SOURCE, arithmeticScore, CALC_TOOL_DATA_SOURCE } from "./arithmetic.ts";
 import { gsm8kScore } from "./gsm8k.ts";
 import { mathScore } from "./math.ts";
 import { QA_DATA_SOURCES, qaEmScore } from "./qa_em.ts";
@@ -13,6 +13,7 @@ const SCORERS: Record<string, Scorer> = {
   "DigitalLearningGmbH/MATH-lighteval": (s, gt) => mathScore(s, gt),
   "HuggingFaceH4/MATH-500": (s, gt) => mathScore(s, gt),
   [ARITHMETIC_DATA_SOURCE]: (s, gt) => arithmeticScore(s, gt),
+  [CALC_TOOL_DATA_SOURCE]: (s, gt) => arithmeticScore(s, gt),
   ...Object.fromEntries(
     QA_DATA_SOURCES.map((d) => [d, (s: string, gt: string) => qaEmScore(s, gt)]),
   ),

@@ -2,7 +2,7 @@
  * Rewards: verl's compute_score signature, the built-in scorers dispatched on data_source, the
  * naive reward manager, and user reward functions run in a sandboxed worker.
  */
-export { ARITHMETIC_DATA_SOURCE, arithmeticScore } from "./arithmetic.ts";
+export { ARITHMETIC_DATA_SOURCE, arithmeticScore, CALC_TOOL_DATA_SOURCE } from "./arithmetic.ts";
 export {
   defaultComputeScore,
   KNOWN_DATA_SOURCES,
@@ -23,6 +23,7 @@ export {
   normalizeAnswer,
   QA_DATA_SOURCES,
   qaEmScore,
+  SEARCH_SYNTH_DATA_SOURCE,
 } from "./qa_em.ts";
 export {
   type RewardBatch,

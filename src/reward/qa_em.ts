@@ -10,6 +10,9 @@
  * here), a JSON list of answers, or one answer as plain text.
  */
 
+/** The synthetic knowledge-base task (`deno task data --task search`). */
+export const SEARCH_SYNTH_DATA_SOURCE = "searchR1_synth";
+
 /** data_source values scored by exact match: Search-R1's names, and verl's `searchR1_` ones. */
 export const QA_DATA_SOURCES: readonly string[] = [
   "nq",
@@ -19,7 +22,7 @@ export const QA_DATA_SOURCES: readonly string[] = [
   "2wikimultihopqa",
   "musique",
   "bamboogle",
-].flatMap((s) => [s, `searchR1_${s}`]);
+].flatMap((s) => [s, `searchR1_${s}`]).concat([SEARCH_SYNTH_DATA_SOURCE]);
 
 /** Python's string.punctuation. */
 const PUNCTUATION = new Set([..."!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"]);

@@ -6,6 +6,7 @@
  */
 import { gpuPolicyLoss } from "../algos/mod.ts";
 import { gpu } from "../gpu/mod.ts";
+import type { LoraAdapters } from "../nn/mod.ts";
 import { backward, type LmHeadLogprobResult, noGrad, scope, Tensor } from "../tensor/mod.ts";
 import { type Batch, range, responseSlice, sequenceInputs } from "./batch.ts";
 import { microBatches, type MicroBatching } from "./dynamic_bsz.ts";
@@ -22,6 +23,8 @@ import {
 export interface TrainableModel {
   params(): Map<string, Tensor>; // HF name -> parameter
   toArrays(): Promise<Map<string, Float32Array>>; // one readback of every parameter
+  /** LoRA adapters: a checkpoint then holds them as a PEFT folder instead of the weights. */
+  readonly lora?: LoraAdapters | null;
 }
 
 /** What the actor needs of a causal LM. */

@@ -79,6 +79,17 @@ export interface SequenceInputs {
 }
 
 /**
+ * Response positions of row `b` the model sees: every token up to the last one the policy wrote,
+ * so tool replies between a conversation's turns (response mask 0: never trained on) are still
+ * attended to and counted in positions, as verl's attention_mask keeps them.
+ */
+export function responseAttention(responseMask: Int32Array, R: number, b: number): Int32Array {
+  const row = responseMask.subarray(b * R, b * R + R);
+  const out = new Int32Array(R); // [R]
+  return out.fill(1, 0, row.findLastIndex((m) => m !== 0) + 1);
+}
+
+/**
  * Joins prompts and responses of the given rows into one sequence each. The logits at position
  * P - 1 + r predict response token r, so `targets` marks exactly those positions.
  */
@@ -91,7 +102,7 @@ export function sequenceInputs(batch: GenBatch, rows: readonly number[]): Sequen
     inputIds.set(batch.prompts.subarray(b * P, b * P + P), i * T);
     attentionMask.set(batch.promptMask.subarray(b * P, b * P + P), i * T);
     inputIds.set(batch.responses.subarray(b * R, b * R + R), i * T + P);
-    attentionMask.set(batch.responseMask.subarray(b * R, b * R + R), i * T + P);
+    attentionMask.set(responseAttention(batch.responseMask, R, b), i * T + P);
     let pos = -1;
     for (let t = 0; t < T; t++) {
       pos += attentionMask[i * T + t];

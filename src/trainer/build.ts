@@ -5,6 +5,8 @@
 import { createKlController } from "../algos/mod.ts";
 import type { ModelConfig, Tokenizer } from "../io/mod.ts";
 import { AdamW, CausalLM, Critic, type ForwardOptions, VALUE_HEAD_WEIGHT } from "../nn/mod.ts";
+import { gpu } from "../gpu/mod.ts";
+import { type LoraStart, loraStart } from "./lora.ts";
 import { type AgentInteraction, type AgentTool, generate } from "../rollout/mod.ts";
 import { RewardManager, rewardManagerOptions } from "../reward/mod.ts";
 import type { Tensor } from "../tensor/mod.ts";
@@ -12,6 +14,7 @@ import { criticEnabled, type PpoConfig } from "../config/mod.ts";
 import type { Optimizer } from "./optimizer_step.ts";
 import { DataLoader, type PromptItem } from "../data/mod.ts";
 import type { CheckpointStore, RolloutFn, TrainerParts } from "./parts.ts";
+import type { CausalModel } from "./actor.ts";
 import type { Logger } from "../tracking/mod.ts";
 
 export interface ModelWeights {
@@ -30,6 +33,12 @@ export interface BuildOptions {
    * e.g. critic.model.path) lends its trunk to a fresh critic. Default: the actor's trunk.
    */
   critic?: ModelWeights | null;
+  /**
+   * LoRA adapters to start the actor / critic from (a PEFT folder read by setup); default: fresh
+   * ones when the config's lora_rank > 0.
+   */
+  actorLora?: LoraStart | null;
+  criticLora?: LoraStart | null;
   /** Ids the rollout stops on; default the tokenizer's EOS (setup adds the folder's). */
   eosTokenIds?: number[];
   trainItems: PromptItem[];
@@ -65,62 +74,127 @@ export function makeOptimizer(
   return { adamw, params: list };
 }
 
-/** Wraps the generation engine into the controller's rollout function. */
+/**
+ * Wraps the generation engine into the controller's rollout function. A LoRA actor decodes a
+ * copy of its adapted matrices with the adapters merged in, rebuilt per call: cheaper than the
+ * adapters' extra products in every decode step (README, LoRA); `mergeLora: false` decodes
+ * through the adapters instead (benchmarks).
+ */
 export function rolloutFor(
   model: CausalLM,
   tokenizer: Tokenizer,
   eosTokenIds: number[] = [tokenizer.eosTokenId],
+  options: { mergeLora?: boolean } = {},
 ): RolloutFn {
   return async (prompts, o) => {
-    const out = await generate(model, {
-      inputIds: prompts.inputIds,
-      attentionMask: prompts.attentionMask,
-      batch: prompts.batch,
-      promptLength: prompts.promptLength,
-      n: o.n,
-      responseLength: o.responseLength,
-      temperature: o.temperature,
-      topK: o.topK,
-      topP: o.topP,
-      doSample: o.doSample,
-      eosTokenIds,
-      padTokenId: tokenizer.padTokenId,
-      seed: o.seed,
-      returnLogProbs: o.returnLogProbs ?? false,
-      onProgress: o.onProgress,
-    });
-    return { responses: out.responses, responseMask: out.responseMask, logProbs: out.logProbs };
+    const merged = options.mergeLora === false ? model : model.withMergedAdapters();
+    try {
+      return await rolloutWith(merged, tokenizer, eosTokenIds, prompts, o);
+    } finally {
+      if (merged !== model) merged.dispose();
+    }
   };
+}
+
+async function rolloutWith(
+  model: CausalLM,
+  tokenizer: Tokenizer,
+  eosTokenIds: number[],
+  prompts: Parameters<RolloutFn>[0],
+  o: Parameters<RolloutFn>[1],
+): ReturnType<RolloutFn> {
+  const out = await generate(model, {
+    inputIds: prompts.inputIds,
+    attentionMask: prompts.attentionMask,
+    batch: prompts.batch,
+    promptLength: prompts.promptLength,
+    n: o.n,
+    responseLength: o.responseLength,
+    temperature: o.temperature,
+    topK: o.topK,
+    topP: o.topP,
+    doSample: o.doSample,
+    eosTokenIds,
+    padTokenId: tokenizer.padTokenId,
+    seed: o.seed,
+    returnLogProbs: o.returnLogProbs ?? false,
+    onProgress: o.onProgress,
+  });
+  return { responses: out.responses, responseMask: out.responseMask, logProbs: out.logProbs };
+}
+
+/**
+ * The frozen base of a LoRA model: f16 matrices where the GPU has shader-f16 (they get no
+ * gradients, so half precision only rounds the base), f32 otherwise.
+ */
+export function loraBaseDtype(lora: LoraStart | null): "f16" | "f32" {
+  return lora && gpu().hasF16 ? "f16" : "f32";
+}
+
+/** The actor as the reference policy: the same model with its adapters off (no second copy). */
+export function adaptersOff(model: CausalLM): CausalModel {
+  return {
+    forward: (ids, f) => model.forward(ids, { ...f, disableAdapters: true }),
+    tokenLogProbs: (ids, o) => model.tokenLogProbs(ids, { ...o, disableAdapters: true }),
+    params: () => model.params(),
+    toArrays: () => model.toArrays(),
+  };
+}
+
+function buildCritic(o: BuildOptions): NonNullable<TrainerParts["critic"]> {
+  const cfg = o.config;
+  const start = o.critic ?? o.actor;
+  const lora = o.criticLora !== undefined ? o.criticLora : loraStart(cfg.critic.model, {
+    config: start.config,
+    section: "critic.model",
+    baseModel: cfg.critic.model.path,
+    taskType: "TOKEN_CLS",
+    seed: cfg.trainer.seed + 1,
+  });
+  const tensors = new Map(start.tensors);
+  for (const [name, x] of lora?.saved ?? []) tensors.set(name, x);
+  const load = { lora: lora ?? undefined, dtype: loraBaseDtype(lora) };
+  const net = tensors.has(VALUE_HEAD_WEIGHT)
+    ? Critic.fromTensors(start.config, tensors, load)
+    : Critic.fromActor(start.config, tensors, { seed: cfg.trainer.seed, ...load });
+  net.gradientCheckpointing = cfg.critic.model.enable_gradient_checkpointing;
+  const model = {
+    forward: (ids: Tensor, f: ForwardOptions) => net.values(ids, f),
+    params: () => net.params(),
+    toArrays: () => net.toArrays(),
+    lora: net.lora,
+  };
+  return { model, optimizer: makeOptimizer(net.trainable(), cfg.critic.optim) };
 }
 
 export function buildTrainerParts(o: BuildOptions): TrainerParts {
   const cfg = o.config;
   const a = cfg.actor_rollout_ref;
-  const actorModel = CausalLM.fromTensors(o.actor.config, o.actor.tensors);
+  const lora = o.actorLora !== undefined ? o.actorLora : loraStart(a.model, {
+    config: o.actor.config,
+    section: "actor_rollout_ref.model",
+    baseModel: a.model.path,
+    seed: cfg.trainer.seed,
+  });
+  const actorModel = CausalLM.fromTensors(o.actor.config, o.actor.tensors, {
+    lora: lora ?? undefined,
+    dtype: loraBaseDtype(lora),
+  });
   actorModel.gradientCheckpointing = a.model.enable_gradient_checkpointing;
   const useRef = a.actor.use_kl_loss || cfg.algorithm.use_kl_in_reward;
   const refW = o.reference ?? o.actor;
-  const refModel = useRef ? CausalLM.fromTensors(refW.config, refW.tensors) : null;
-  let critic: TrainerParts["critic"] = null;
-  if (criticEnabled(cfg)) {
-    const start = o.critic ?? o.actor;
-    const net = start.tensors.has(VALUE_HEAD_WEIGHT)
-      ? Critic.fromTensors(start.config, start.tensors)
-      : Critic.fromActor(start.config, start.tensors, { seed: cfg.trainer.seed });
-    net.gradientCheckpointing = cfg.critic.model.enable_gradient_checkpointing;
-    const model = {
-      forward: (ids: Tensor, f: ForwardOptions) => net.values(ids, f),
-      params: () => net.params(),
-      toArrays: () => net.toArrays(),
-    };
-    critic = { model, optimizer: makeOptimizer(net.params(), cfg.critic.optim) };
-  }
+  const refModel = !useRef
+    ? null
+    : lora
+    ? adaptersOff(actorModel)
+    : CausalLM.fromTensors(refW.config, refW.tensors);
+  const critic = criticEnabled(cfg) ? buildCritic(o) : null;
   const reward = o.reward ??
     new RewardManager({ tokenizer: o.tokenizer, log: o.print, ...rewardManagerOptions(cfg) });
   return {
     config: cfg,
     tokenizer: o.tokenizer,
-    actor: { model: actorModel, optimizer: makeOptimizer(actorModel.params(), a.actor.optim) },
+    actor: { model: actorModel, optimizer: makeOptimizer(actorModel.trainable(), a.actor.optim) },
     ref: refModel,
     critic,
     rollout: rolloutFor(actorModel, o.tokenizer, o.eosTokenIds),

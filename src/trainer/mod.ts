@@ -12,7 +12,14 @@ export {
   type TrainerParts,
 } from "./parts.ts";
 export { type AdvBatch, type Batch, type GenBatch, type ScoredBatch } from "./batch.ts";
-export { buildTrainerParts, makeOptimizer, type ModelWeights } from "./build.ts";
+export {
+  adaptersOff,
+  buildTrainerParts,
+  loraBaseDtype,
+  makeOptimizer,
+  type ModelWeights,
+  rolloutFor,
+} from "./build.ts";
 export { readWeights, runFolder, setupTrainer, tokenizerFromFiles } from "./setup.ts";
 export { sftFit } from "./sft_trainer.ts";
 export {
@@ -35,4 +42,12 @@ export {
   runGeneration,
   tinyGenerationModel,
 } from "./main_generation.ts";
+export { mergeLoraFolder, type MergeSummary } from "./merge_lora.ts";
+export {
+  checkpointArrays,
+  loraFromCheckpoint,
+  type LoraKeys,
+  type LoraStart,
+  loraStart,
+} from "./lora.ts";
 export { evaluateResponses, type EvaluationResult } from "./main_eval.ts";

@@ -3,8 +3,12 @@
  * custom reward module), resolves the resume checkpoint, and builds the parts `fit()` runs on.
  */
 import {
+  type AdapterFolder,
   type GenerationConfig,
   type HfTokenizer,
+  isAdapterFolder,
+  type ModelConfig,
+  readAdapterFolder,
   readCompanionFiles,
   readModelFolder,
   stopTokenIds,
@@ -30,6 +34,7 @@ import { checkWritableDirs } from "./checkpoint/preflight.ts";
 import { FolderCheckpointStore } from "./checkpoint/store.ts";
 import type { GenerationRow, TrainerParts } from "./parts.ts";
 import { createTracking, runDirOf } from "../tracking/mod.ts";
+import { type LoraKeys, loraStart } from "./lora.ts";
 
 /** What a model folder holds for training: f32 weights and the files that travel with them. */
 export interface FolderWeights extends ModelWeights {
@@ -124,6 +129,21 @@ export function runFolder(cfg: PpoConfig) {
   return { dir: "outputs", projectName: t.project_name, experimentName: t.experiment_name };
 }
 
+/**
+ * The PEFT folder a LoRA model starts from: the resumed checkpoint's part when it holds an
+ * adapter, else `lora_adapter_path`, else none (fresh adapters).
+ */
+async function adapterToLoad(
+  keys: LoraKeys,
+  resumePart: string | null,
+  config: ModelConfig,
+): Promise<AdapterFolder | null> {
+  if (resumePart && (await isAdapterFolder(resumePart))) {
+    return await readAdapterFolder(resumePart, config);
+  }
+  return keys.lora_adapter_path ? await readAdapterFolder(keys.lora_adapter_path, config) : null;
+}
+
 export async function setupTrainer(
   cfg: PpoConfig,
   options: SetupOptions = {},
@@ -155,16 +175,40 @@ export async function setupTrainer(
   // No model path means the tiny checkpoint the embedded default starts from.
   const modelPath = cfg.actor_rollout_ref.model.path ?? TINY_CHECKPOINT;
   const base = await readWeights(modelPath);
-  const actor = resumePath ? await readWeights(`${resumePath}/actor`) : base;
+  const m = cfg.actor_rollout_ref.model;
+  // A LoRA checkpoint holds the adapter (a PEFT folder); the base comes from model.path.
+  const actorAdapter = await adapterToLoad(m, resumePath && `${resumePath}/actor`, base.config);
+  const actor = resumePath && !actorAdapter ? await readWeights(`${resumePath}/actor`) : base;
+  const actorLora = loraStart(m, {
+    config: base.config,
+    section: "actor_rollout_ref.model",
+    adapter: actorAdapter,
+    baseModel: m.path,
+    seed: t.seed,
+  });
   // critic.model.path defaults to the actor's; another folder starts the critic from its trunk.
   const criticPath = cfg.critic.model.path ?? TINY_CHECKPOINT;
-  const critic = !criticEnabled(cfg)
-    ? null
-    : resumePath
-    ? await readWeights(`${resumePath}/critic`)
-    : criticPath !== modelPath
+  const cm = cfg.critic.model;
+  const criticBase = criticEnabled(cfg) && criticPath !== modelPath
     ? await readWeights(criticPath)
     : null;
+  const criticAdapter = criticEnabled(cfg)
+    ? await adapterToLoad(cm, resumePath && `${resumePath}/critic`, (criticBase ?? base).config)
+    : null;
+  const criticLora = !criticEnabled(cfg) ? null : loraStart(cm, {
+    config: (criticBase ?? base).config,
+    section: "critic.model",
+    adapter: criticAdapter,
+    baseModel: cm.path,
+    taskType: "TOKEN_CLS",
+    seed: t.seed + 1,
+  });
+  const critic = !criticEnabled(cfg)
+    ? null
+    : resumePath && !criticAdapter
+    ? await readWeights(`${resumePath}/critic`)
+    : criticBase ?? (criticLora ? base : null);
+
   // verl's rollout refuses the same: positions past the model's window were never trained.
   checkContextLength({
     maxPromptLength: cfg.data.max_prompt_length,
@@ -214,6 +258,8 @@ export async function setupTrainer(
     actor,
     reference: resumePath ? base : undefined,
     critic,
+    actorLora,
+    criticLora,
     // vLLM (verl's rollout) stops on every EOS id of generation_config.json and config.json.
     eosTokenIds: stopTokenIds(tokenizer.eosTokenId, {
       generationConfig: base.generationConfig,

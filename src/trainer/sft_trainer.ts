@@ -29,7 +29,10 @@ interface MicroInputs {
   tokens: number;
 }
 
-/** Right-pads prompt + response; position t predicts token t + 1 where that token is a response token. */
+/**
+ * Right-pads prompt + response; position t predicts token t + 1 where that token is a response
+ * token the loss mask keeps.
+ */
 export function sftInputs(examples: SftExample[]): MicroInputs {
   const T = Math.max(2, ...examples.map((e) => e.promptIds.length + e.responseIds.length));
   const n = examples.length;
@@ -44,6 +47,7 @@ export function sftInputs(examples: SftExample[]): MicroInputs {
       pos[i * T + t] = t;
     });
     for (let r = 0; r < e.responseIds.length; r++) {
+      if (e.lossMask && !e.lossMask[r]) continue;
       targets[i * T + e.promptIds.length - 1 + r] = e.responseIds[r];
       tokens++;
     }
@@ -55,6 +59,11 @@ export function sftInputs(examples: SftExample[]): MicroInputs {
     targets: Tensor.from(targets, [n * T], "i32"),
     tokens,
   };
+}
+
+/** Response tokens the loss covers (all, or those the loss mask keeps). */
+export function trainedTokens(e: SftExample): number {
+  return e.lossMask ? e.lossMask.reduce((a, m) => a + (m ? 1 : 0), 0) : e.responseIds.length;
 }
 
 /** Σ -log p(target) over the response tokens (ignored targets give log p = 0). */
@@ -130,7 +139,7 @@ export async function sftFit(o: SftFitOptions): Promise<{ step: number; valLoss:
       : range(o.train.length);
     const k = (step - 1) % perEpoch;
     const batch = order.slice(k * o.batchSize, (k + 1) * o.batchSize).map((i) => o.train[i]);
-    const totalTokens = batch.reduce((a, e) => a + e.responseIds.length, 0);
+    const totalTokens = batch.reduce((a, e) => a + trainedTokens(e), 0);
     const t0 = performance.now();
     const losses: Tensor[] = [];
     for (const rows of chunks(range(batch.length), o.microBatchSize)) {

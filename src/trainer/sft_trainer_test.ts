@@ -4,7 +4,7 @@ import { CausalLM } from "../nn/mod.ts";
 import { gpuTest } from "../testing/mod.ts";
 import { makeOptimizer } from "./build.ts";
 import type { SftExample } from "../data/mod.ts";
-import { sftEvalLoss, sftFit, sftInputs } from "./sft_trainer.ts";
+import { sftEvalLoss, sftFit, sftInputs, trainedTokens } from "./sft_trainer.ts";
 import { tinyModelConfig } from "../nn/mod.ts";
 
 function examples(): SftExample[] {
@@ -42,6 +42,15 @@ gpuTest("sft inputs mark exactly the response tokens as targets", async () => {
     -100,
   ]);
   assert.deepEqual([...await m.mask.toArray()], [1, 1, 1, 1, 1, 1, 1, 0, 0, 0]);
+});
+
+gpuTest("sft inputs leave out response tokens the loss mask zeroes (tool turns)", async () => {
+  // Response [8, 9, 10, 11]: 9 and 10 are a tool's reply, never a target.
+  const ex = [{ promptIds: [5, 6], responseIds: [8, 9, 10, 11], lossMask: [1, 0, 0, 1] }];
+  const m = sftInputs(ex);
+  assert.equal(m.tokens, 2);
+  assert.equal(trainedTokens(ex[0]), 2);
+  assert.deepEqual([...await m.targets.toArray()], [-100, 8, -100, -100, 11, -100]);
 });
 
 gpuTest("sft lowers the response loss of a small set by a factor of four", async () => {

@@ -209,6 +209,12 @@ export const TASK_CASES: BadInput[] = [
     /distinct problems/,
   ),
   data("data with a ratio above one", ["--plain_ratio=2"], /plain_ratio/),
+  data("data with an unknown task", ["--task=chess"], /--task.*chess/),
+  data(
+    "data with a flag of another task",
+    ["--task=calc_tool", "--plain_ratio=0.5"],
+    /--plain_ratio does not apply to --task calc_tool/,
+  ),
   {
     name: "config path given to the data task",
     task: "data",

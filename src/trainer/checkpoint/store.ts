@@ -13,6 +13,7 @@ import {
   readSafetensorsFile,
   tensorToFloat32,
   type TorchFloatDtype,
+  writeAdapterFolder,
   writeModelFolder,
   writeSafetensorsFile,
 } from "../../io/mod.ts";
@@ -55,10 +56,48 @@ function assertFinite(what: string, arrays: Iterable<[string, Float32Array]>): v
 const partName = (dir: string) => dir.replace(/\/+$/, "").split("/").at(-1);
 
 /**
- * Writes a model's parameters as a Hugging Face folder (temp name, then rename); refuses
- * parameters holding NaN or ±Infinity, naming the folder's part (`actor`) and the tensor.
+ * A LoRA model's adapter as a PEFT folder (adapter_config.json, adapter_model.safetensors in
+ * f32, the companion files), with the fully trained tensors PEFT's modules_to_save names.
+ */
+async function writeAdapter(dir: string, m: Omit<SavedModel, "optimizer">): Promise<void> {
+  const lora = m.model.lora!;
+  const adapters = await lora.toArrays();
+  const flat = [...adapters].flatMap(([k, x]): [string, Float32Array][] => [
+    [`${k}.lora_A`, x.a],
+    [`${k}.lora_B`, x.b],
+  ]);
+  const saved = new Map<string, { shape: number[]; data: Float32Array }>();
+  const toSave = lora.settings.modulesToSave ?? [];
+  if (toSave.length > 0) {
+    const params = m.model.params();
+    const arrays = await m.model.toArrays();
+    for (const [name, data] of arrays) {
+      if (toSave.some((mod) => name.startsWith(`${mod}.`))) {
+        saved.set(name, { shape: [...params.get(name)!.shape], data });
+      }
+    }
+  }
+  assertFinite(`${partName(dir)} adapter`, [
+    ...flat,
+    ...[...saved].map(([k, t]): [string, Float32Array] => [k, t.data]),
+  ]);
+  await writeAdapterFolder(dir, {
+    config: m.config,
+    settings: lora.settings,
+    adapters,
+    shapes: lora.shapes(),
+    saved,
+    files: m.files,
+  });
+}
+
+/**
+ * Writes a model's parameters as a Hugging Face folder (temp name, then rename), or a LoRA
+ * model's adapter as a PEFT folder; refuses parameters holding NaN or ±Infinity, naming the
+ * folder's part (`actor`) and the tensor.
  */
 export async function writeModel(dir: string, m: Omit<SavedModel, "optimizer">): Promise<void> {
+  if (m.model.lora) return await writeAdapter(dir, m);
   const params = m.model.params();
   const arrays = await m.model.toArrays();
   assertFinite(`${partName(dir)} weights`, arrays);
@@ -86,7 +125,8 @@ async function writeOptimizer(path: string, part: SavedModel, name: string): Pro
     const t = floatTensor([x.length], x);
     return { name, dtype: t.dtype, shape: t.shape, bytes: t.data };
   };
-  const master = saveDtype(part.config) === "float32"
+  // Adapters are saved in f32: no master copies needed.
+  const master = saveDtype(part.config) === "float32" || part.model.lora
     ? []
     : await gpu().read(opt.params.map((p) => ({ buffer: p.buffer, size: p.byteSize })));
   const tensors = [

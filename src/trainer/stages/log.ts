@@ -1,6 +1,6 @@
 /** log: verl's data metrics of a step (scores, rewards, advantages, lengths, rollout entropy/KL). */
 import { computeDataMetrics, klPenalty, maskedMean, rolloutProbsDiff } from "../../algos/mod.ts";
-import type { AdvBatch } from "../batch.ts";
+import { type AdvBatch, responseAttention } from "../batch.ts";
 import { killPoint } from "../kill_point.ts";
 import type { TrainerParts } from "../parts.ts";
 
@@ -9,7 +9,7 @@ export function dataMetrics(batch: AdvBatch): Record<string, number> {
   const attentionMask = new Int32Array(batch.size * (P + R)); // [B, P + R]
   for (let b = 0; b < batch.size; b++) {
     attentionMask.set(batch.promptMask.subarray(b * P, b * P + P), b * (P + R));
-    attentionMask.set(batch.responseMask.subarray(b * R, b * R + R), b * (P + R) + P);
+    attentionMask.set(responseAttention(batch.responseMask, R, b), b * (P + R) + P);
   }
   const m: Record<string, number> = computeDataMetrics({
     R,

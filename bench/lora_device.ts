@@ -1,0 +1,298 @@
+/**
+ * LoRA vs full fine-tuning: one GRPO step (gen, reward, old_log_prob, ref, adv, update_actor, as
+ * `fit()` runs them) on the Qwen2.5-0.5B and 1.5B shapes with random weights. Each (shape, mode)
+ * runs in its own process so the peak GPU memory is its own; prints JSON lines and a summary with
+ * the ratios the LoRA targets are about (peak memory LoRA / full, update tokens/s LoRA / full).
+ * The LoRA child also times merging every adapter into a copy of its weight (W + s B A on the GPU),
+ * the per-step cost of a merged-weights rollout, against the rollout it would replace.
+ *
+ *   deno run -A bench/lora_device.ts                         # both shapes, full and LoRA r=32
+ *   deno run -A bench/lora_device.ts --shapes=1.5b --rank=32 --prompts=8 --n=8
+ *   deno run -A bench/lora_device.ts --shapes=tiny           # a CPU-adapter smoke run
+ *   ... --rollout=adapters   # the LoRA run decodes through the adapters, not a merged copy
+ *   deno run -A bench/lora_device.ts --rollout-compare --shapes=0.5b,1.5b [--batch=64]
+ *                            # decode through adapters vs merge + decode, same model, alternated
+ */
+import { initGpu } from "../src/gpu/mod.ts";
+import { charTokenizer, makeModelConfig, type ModelConfigInit } from "../src/io/mod.ts";
+import { CausalLM, initLora, initWeights, loraSettings, weightShapes } from "../src/nn/mod.ts";
+import { generate } from "../src/rollout/mod.ts";
+import { RewardManager } from "../src/reward/mod.ts";
+import { buildTrainerParts, rolloutFor, trainStep } from "../src/trainer/mod.ts";
+import { loadConfig } from "../src/config/mod.ts";
+import type { PromptItem } from "../src/data/mod.ts";
+import { add, cast, matmul, mulScalar, noGrad, scope, type Tensor } from "../src/tensor/mod.ts";
+
+const SHAPES: Record<string, Partial<ModelConfigInit>> = {
+  "0.5b": {
+    hiddenSize: 896,
+    intermediateSize: 4864,
+    numHiddenLayers: 24,
+    numAttentionHeads: 14,
+    numKeyValueHeads: 2,
+  },
+  "1.5b": {
+    hiddenSize: 1536,
+    intermediateSize: 8960,
+    numHiddenLayers: 28,
+    numAttentionHeads: 12,
+    numKeyValueHeads: 2,
+  },
+  tiny: {
+    hiddenSize: 64,
+    intermediateSize: 192,
+    numHiddenLayers: 2,
+    numAttentionHeads: 4,
+    numKeyValueHeads: 2,
+    vocabSize: 512,
+  },
+};
+
+const opt = (name: string, d: string) =>
+  Deno.args.find((a) => a.startsWith(`--${name}=`))?.split("=")[1] ?? d;
+const num = (name: string, d: number) => Number(opt(name, String(d)));
+
+/** One (shape, mode) in this process: JSON lines on stdout, the last one the result. */
+async function child(shape: string, rank: number): Promise<void> {
+  const prompts = num("prompts", 8), n = num("n", 8), P = num("prompt-len", 128);
+  const R = num("response-len", 256), micro = num("micro", 8), steps = num("steps", 2);
+  const g = await initGpu();
+  const vocab = SHAPES[shape].vocabSize ?? 151936;
+  const config = makeModelConfig({
+    modelType: "qwen2",
+    vocabSize: vocab,
+    eosTokenId: vocab - 1,
+    maxPositionEmbeddings: 4096,
+    tieWordEmbeddings: true,
+    ropeTheta: 1e6,
+    ...SHAPES[shape],
+  } as ModelConfigInit);
+  const tensors = initWeights(weightShapes(config), { seed: 0 });
+  let seed = 1;
+  const rand = () => ((seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32);
+  const items: PromptItem[] = Array.from({ length: prompts * (steps + 1) }, (_, i) => ({
+    index: i,
+    inputIds: Array.from({ length: P }, () => Math.floor(rand() * (vocab - 1))),
+    dataSource: "random",
+    groundTruth: "",
+    extraInfo: {},
+  }));
+  const reward = new RewardManager({
+    scorer: {
+      scoreBatch: (s) => Promise.resolve(s.map(() => ({ ok: true, value: rand() < 0.5 ? 1 : 0 }))),
+      close() {},
+    },
+    tokenizer: charTokenizer(),
+  });
+  const cfg = loadConfig("ppo_trainer", {
+    skipPathChecks: true,
+    overrides: [
+      `data.train_batch_size=${prompts}`,
+      `data.max_prompt_length=${P}`,
+      `data.max_response_length=${R}`,
+      `actor_rollout_ref.rollout.n=${n}`,
+      `actor_rollout_ref.actor.ppo_mini_batch_size=${prompts}`,
+      `actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=${micro}`,
+      `actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=${micro}`,
+      "actor_rollout_ref.rollout.top_k=-1",
+      "actor_rollout_ref.rollout.ignore_eos=true",
+      // GRPO with a KL loss: the reference forward runs (adapters off with LoRA, a copy if full).
+      "actor_rollout_ref.actor.use_kl_loss=true",
+      `actor_rollout_ref.model.lora_rank=${rank}`,
+      `actor_rollout_ref.model.lora_alpha=${2 * rank || 16}`,
+      "algorithm.adv_estimator=grpo",
+    ],
+  });
+  const parts = buildTrainerParts({
+    config: cfg,
+    tokenizer: charTokenizer(),
+    actor: { config, tensors },
+    trainItems: items,
+    valItems: [],
+    tracking: { log() {}, close() {} },
+    reward,
+    peakMemoryBytes: () => g.pool.peakBytes,
+  });
+  tensors.clear();
+  // --rollout=adapters: decode through the adapters instead of a merged copy.
+  const adapters = opt("rollout", "merged") === "adapters";
+  if (adapters) {
+    parts.rollout = rolloutFor(parts.actor.model as CausalLM, charTokenizer(), [vocab - 1], {
+      mergeLora: false,
+    });
+  }
+  const mode = rank > 0 ? `lora_r${rank}${adapters ? "_adapters" : ""}` : "full";
+  const trainable = parts.actor.optimizer.params.reduce((a, p) => a + p.size, 0);
+  console.log(JSON.stringify({ adapter: g.adapterName, f16: g.hasF16, shape, mode, trainable }));
+  let last: Record<string, number> = {};
+  for (let step = 1; step <= steps; step++) {
+    const m = await trainStep(parts, step, parts.trainLoader.next()!);
+    const genTokens = prompts * n * m["response_length/mean"];
+    last = {
+      step,
+      step_s: m["timing_s/step"],
+      gen_s: m["timing_s/gen"],
+      ref_s: m["timing_s/ref"] ?? 0,
+      update_s: m["timing_s/update_actor"],
+      gen_tok_per_s: Math.round(genTokens / m["timing_s/gen"]),
+      update_tok_per_s: Math.round((prompts * n * (P + R)) / m["timing_s/update_actor"]),
+      peak_gb: Math.round(g.pool.peakBytes / 1e7) / 100,
+    };
+    console.log(JSON.stringify({ fig: "lora_step", shape, mode, ...last }));
+  }
+  const model = parts.actor.model as CausalLM;
+  if (model.lora) last.merge_s = await mergeSeconds(model);
+  console.log(JSON.stringify({ fig: "lora_result", shape, mode, ...last }));
+}
+
+/** Seconds to build W + s B A for every adapted module (what a merged rollout pays per step). */
+async function mergeSeconds(model: CausalLM): Promise<number> {
+  const lora = model.lora!;
+  const weights = model.params();
+  const run = () =>
+    noGrad(() => {
+      const out: Tensor[] = [];
+      for (const [m, p] of lora.pairs) {
+        const w = weights.get(`${m}.weight`)!;
+        out.push(
+          scope(() => {
+            const delta = mulScalar(matmul(p.b, p.a), p.scale); // [out, in]
+            const sum = add(w.dtype === "f32" ? w : cast(w, "f32"), delta);
+            return w.dtype === "f32" ? sum : cast(sum, w.dtype);
+          }).keep(),
+        );
+      }
+      return out;
+    });
+  const time = async () => {
+    const t0 = performance.now();
+    const out = run();
+    await out[0].toArray(); // waits for the queue
+    const s = (performance.now() - t0) / 1000;
+    for (const t of out) t.dispose();
+    return s;
+  };
+  await time(); // pipelines compiled
+  return Math.round((await time()) * 1000) / 1000;
+}
+
+/** Runs every (shape, mode) in a child process and prints the ratios. */
+async function parent(): Promise<void> {
+  const shapes = opt("shapes", "0.5b,1.5b").split(",");
+  const rank = num("rank", 32);
+  const pass = Deno.args.filter((a) => !a.startsWith("--shapes=") && !a.startsWith("--rank="));
+  const results: Record<string, Record<string, number>> = {};
+  for (const shape of shapes) {
+    for (const r of [0, rank]) {
+      const out = await new Deno.Command(Deno.execPath(), {
+        args: ["run", "-A", new URL(import.meta.url).pathname, `--child=${shape}:${r}`, ...pass],
+        stdout: "piped",
+        stderr: "inherit",
+      }).output();
+      const lines = new TextDecoder().decode(out.stdout).trim().split("\n");
+      for (const l of lines) console.log(l);
+      const res = lines.map((l) => JSON.parse(l)).find((j) => j.fig === "lora_result");
+      if (!out.success || !res) {
+        console.log(JSON.stringify({ shape, rank: r, error: `exit ${out.code}` }));
+        continue;
+      }
+      results[`${shape}:${r}`] = res;
+    }
+    const full = results[`${shape}:0`], lora = results[`${shape}:${rank}`];
+    if (full && lora) {
+      console.log(JSON.stringify({
+        fig: "lora_vs_full",
+        shape,
+        rank,
+        peak_gb: { full: full.peak_gb, lora: lora.peak_gb },
+        peak_ratio: Math.round((lora.peak_gb / full.peak_gb) * 1000) / 1000,
+        update_tok_per_s: { full: full.update_tok_per_s, lora: lora.update_tok_per_s },
+        update_speedup: Math.round((lora.update_tok_per_s / full.update_tok_per_s) * 100) / 100,
+        rollout: opt("rollout", "merged"),
+        gen_tok_per_s: { full: full.gen_tok_per_s, lora: lora.gen_tok_per_s },
+        merge_s: lora.merge_s,
+        gen_s: { full: full.gen_s, lora: lora.gen_s },
+      }));
+    }
+  }
+}
+
+/**
+ * The rollout choice, measured in one process on one model: decode through the adapters vs merge
+ * them into a copy (timed with the decode) and decode that; alternated `--repeats` times.
+ */
+async function compareRollout(shape: string, rank: number): Promise<void> {
+  const B = num("batch", 64), P = num("prompt-len", 128), R = num("response-len", 256);
+  const repeats = num("repeats", 3);
+  const g = await initGpu();
+  const vocab = SHAPES[shape].vocabSize ?? 151936;
+  const config = makeModelConfig({
+    modelType: "qwen2",
+    vocabSize: vocab,
+    eosTokenId: vocab - 1,
+    maxPositionEmbeddings: 4096,
+    tieWordEmbeddings: true,
+    ropeTheta: 1e6,
+    ...SHAPES[shape],
+  } as ModelConfigInit);
+  const settings = loraSettings({ rank, alpha: 2 * rank });
+  const lora = { settings, arrays: initLora(config, settings) };
+  const model = CausalLM.fromTensors(config, initWeights(weightShapes(config), { seed: 0 }), {
+    lora,
+    dtype: g.hasF16 ? "f16" : "f32",
+  });
+  let seed = 3;
+  const rand = () => ((seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32);
+  const ids = Int32Array.from({ length: B * P }, () => Math.floor(rand() * (vocab - 1)));
+  const decode = (m: CausalLM) =>
+    generate(m, {
+      inputIds: ids,
+      attentionMask: new Int32Array(B * P).fill(1),
+      batch: B,
+      promptLength: P,
+      responseLength: R,
+      temperature: 1,
+      topK: 0,
+      topP: 1,
+      doSample: true,
+      eosTokenIds: [],
+      padTokenId: 0,
+      seed: 1,
+    });
+  const times: Record<string, number[]> = { adapters: [], merged: [] };
+  await decode(model); // pipelines compiled
+  for (let i = 0; i < repeats; i++) {
+    let t0 = performance.now();
+    await decode(model);
+    times.adapters.push((performance.now() - t0) / 1000);
+    t0 = performance.now();
+    const merged = model.withMergedAdapters();
+    await decode(merged);
+    merged.dispose();
+    times.merged.push((performance.now() - t0) / 1000);
+  }
+  const median = (x: number[]) => [...x].sort((a, b) => a - b)[Math.floor(x.length / 2)];
+  console.log(JSON.stringify({
+    fig: "lora_rollout",
+    adapter: g.adapterName,
+    shape,
+    rank,
+    B,
+    P,
+    R,
+    adapters_s: median(times.adapters),
+    merged_incl_merge_s: median(times.merged),
+    merge_s: await mergeSeconds(model),
+    all: times,
+  }));
+}
+
+const which = opt("child", "");
+if (Deno.args.includes("--rollout-compare")) {
+  for (const shape of opt("shapes", "0.5b").split(",")) {
+    await compareRollout(shape, num("rank", 32));
+  }
+} else if (which) {
+  const [shape, r] = which.split(":");
+  await child(shape, Number(r));
+} else await parent();

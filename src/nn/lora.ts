@@ -1,0 +1,233 @@
+/**
+ * LoRA adapters on the decoder's linear layers: y = x W^T (+ b) + s (x A^T) B^T with A [r, in],
+ * B [out, r], s = alpha / r (alpha / sqrt(r) with rsLoRA). A starts kaiming-uniform as in PEFT
+ * (bound 1 / sqrt(in)), B at zero, so a fresh adapter leaves the model unchanged. The adapter
+ * tensors are f32 and are the only trainable tensors of an adapted model (its base weights are
+ * frozen: no gradients, no optimizer state). `mergeLoraRef` is the plain-TS merge W + s B A.
+ */
+import {
+  linearModules,
+  type LoraArrays,
+  loraScale,
+  type LoraSettings,
+  type ModelConfig,
+  peftKey,
+  resolveLoraTargets,
+} from "../io/mod.ts";
+import { gpu } from "../gpu/mod.ts";
+import {
+  accumulate,
+  add,
+  cast,
+  linear,
+  matmul,
+  mulScalar,
+  noGrad,
+  record,
+  registerOp,
+  scaleInPlace,
+  scope,
+  Tensor,
+  uniformArray,
+} from "../tensor/mod.ts";
+
+/** One module's adapter on the GPU. */
+export interface LoraPair {
+  a: Tensor; // [r, in]
+  b: Tensor; // [out, r]
+  scale: number;
+}
+
+/** Default settings for verl's keys (PEFT's defaults for the rest). */
+export function loraSettings(o: {
+  rank: number;
+  alpha?: number;
+  targetModules?: string | readonly string[];
+  excludeModules?: string | readonly string[] | null;
+  baseModel?: string | null;
+  taskType?: LoraSettings["taskType"];
+}): LoraSettings {
+  return {
+    rank: o.rank,
+    alpha: o.alpha ?? 16,
+    targetModules: o.targetModules ?? "all-linear",
+    excludeModules: o.excludeModules ?? null,
+    useRslora: false,
+    modulesToSave: o.taskType === "TOKEN_CLS" ? ["score"] : null,
+    baseModelNameOrPath: o.baseModel ?? null,
+    taskType: o.taskType ?? "CAUSAL_LM",
+  };
+}
+
+/** Fresh adapters: A ~ U(-1/sqrt(in), 1/sqrt(in)) (kaiming_uniform, a = sqrt(5)), B = 0. */
+export function initLora(config: ModelConfig, s: LoraSettings, seed = 0): LoraArrays {
+  const shapes = linearModules(config);
+  const out: LoraArrays = new Map();
+  resolveLoraTargets(config, s).forEach((m, i) => {
+    const [o, inF] = shapes.get(m)!;
+    const bound = 1 / Math.sqrt(inF);
+    const a = uniformArray(s.rank * inF, seed * 7919 + i, -bound, bound);
+    out.set(m, { a, b: new Float32Array(o * s.rank) });
+  });
+  return out;
+}
+
+/** The adapters of a model on the GPU, and whether forwards use them. */
+export class LoraAdapters {
+  readonly pairs = new Map<string, LoraPair>();
+  readonly scale: number;
+
+  constructor(
+    readonly config: ModelConfig,
+    readonly settings: LoraSettings,
+    arrays: LoraArrays,
+  ) {
+    this.scale = loraScale(settings);
+    const shapes = linearModules(config);
+    const r = settings.rank;
+    for (const m of resolveLoraTargets(config, settings)) {
+      const x = arrays.get(m);
+      if (!x) throw new Error(`LoRA: no adapter for ${m}`);
+      const [o, inF] = shapes.get(m)!;
+      this.pairs.set(m, {
+        a: Tensor.from(x.a, [r, inF], "f32", peftKey(m, "A")).keep(),
+        b: Tensor.from(x.b, [o, r], "f32", peftKey(m, "B")).keep(),
+        scale: this.scale,
+      });
+    }
+  }
+
+  /** Weight shapes [out, in] of the adapted modules. */
+  shapes(): Map<string, [number, number]> {
+    const all = linearModules(this.config);
+    return new Map([...this.pairs.keys()].map((m) => [m, all.get(m)!]));
+  }
+
+  /** The trainable tensors under PEFT's names, module by module (A then B). */
+  params(): Map<string, Tensor> {
+    const out = new Map<string, Tensor>();
+    for (const [m, p] of this.pairs) out.set(peftKey(m, "A"), p.a).set(peftKey(m, "B"), p.b);
+    return out;
+  }
+
+  /** Every A and B as f32 arrays, in one readback. */
+  async toArrays(): Promise<LoraArrays> {
+    const list = [...this.pairs];
+    const ranges = list.flatMap(([, p]) => [p.a, p.b]).map((t) => ({
+      buffer: t.buffer,
+      size: t.byteSize,
+    }));
+    const bytes = await gpu().read(ranges);
+    const out: LoraArrays = new Map();
+    list.forEach(([m], i) => {
+      out.set(m, { a: new Float32Array(bytes[2 * i]), b: new Float32Array(bytes[2 * i + 1]) });
+    });
+    return out;
+  }
+
+  dispose(): void {
+    for (const p of this.pairs.values()) {
+      p.a.dispose();
+      p.b.dispose();
+    }
+  }
+}
+
+registerOp(
+  "lora_linear",
+  "y = x W^T + b + s (x A^T) B^T, W and b frozen; grads to x, A [r, in] and B [out, r]",
+);
+
+/**
+ * y = x W^T + b, plus s (x A^T) B^T when an adapter is given. x [..., in] -> [..., out]. One op
+ * on the tape: the adapter's product is added into y in place, and the backward keeps only x and
+ * x A^T [N, r], so an adapted layer holds no activation of [N, out] beyond the base linear's.
+ * Backward (g = dL/dy, l = x A^T): dB = s g^T l, dl = s g B, dA = dl^T x, dx = g W + dl A.
+ */
+export function loraLinear(
+  x: Tensor,
+  w: Tensor,
+  bias: Tensor | null,
+  lora: LoraPair | null,
+): Tensor {
+  if (!lora) return linear(x, w, bias);
+  if (w.requiresGrad || bias?.requiresGrad) {
+    throw new Error(`lora_linear: the base weight ${w.label} must be frozen under an adapter`);
+  }
+  const { a, b, scale } = lora;
+  const inF = w.shape[1], outF = w.shape[0], r = a.shape[0];
+  const rows = x.size / inF;
+  const [y, low] = noGrad(() => {
+    const y = linear(x, w, bias); // [..., out]
+    const low = linear(x, a); // [..., r]
+    const up = linear(low, b); // [..., out]
+    accumulate(y, up, scale);
+    up.dispose();
+    return [y, low];
+  });
+  const out = record("lora_linear", [x, a, b], y, (g) => {
+    // 2-D views, disposed here so that x and l are released as soon as this backward ran.
+    const g2 = g.reshape([rows, outF]), x2 = x.reshape([rows, inF]), l2 = low.reshape([rows, r]);
+    const gb = b.requiresGrad ? matmul(g2, l2, { transA: true }) : null; // [out, r]
+    if (gb) scaleInPlace(gb, scale);
+    const gl = matmul(g2, b); // [N, r]
+    scaleInPlace(gl, scale);
+    const ga = a.requiresGrad ? matmul(gl, x2, { transA: true }) : null; // [r, in]
+    let gx: Tensor | null = null;
+    if (x.requiresGrad) {
+      const flat = matmul(g2, w); // [N, in]
+      const viaA = matmul(gl, a); // [N, in]
+      accumulate(flat, viaA);
+      viaA.dispose();
+      gx = flat.reshape(x.shape);
+      flat.dispose();
+    }
+    for (const t of [g2, x2, l2, gl, low]) t.dispose();
+    return [gx, ga, gb];
+  });
+  if (!out.node) low.dispose();
+  return out;
+}
+
+/** Plain-TS merge W + s B A of every adapted module, in a copy of `base`. */
+export function mergeLoraRef(
+  config: ModelConfig,
+  base: ReadonlyMap<string, Float32Array>,
+  adapters: LoraArrays,
+  s: Pick<LoraSettings, "rank" | "alpha" | "useRslora">,
+): Map<string, Float32Array> {
+  const shapes = linearModules(config);
+  const out = new Map(base);
+  const scale = loraScale(s), r = s.rank;
+  for (const [m, { a, b }] of adapters) {
+    const name = `${m}.weight`;
+    const w = base.get(name);
+    const shape = shapes.get(m);
+    if (!w || !shape) throw new Error(`LoRA merge: the base model has no ${name}`);
+    const [o, inF] = shape;
+    const merged = Float32Array.from(w);
+    for (let i = 0; i < o; i++) {
+      for (let j = 0; j < inF; j++) {
+        let acc = 0;
+        for (let k = 0; k < r; k++) acc += b[i * r + k] * a[k * inF + j];
+        merged[i * inF + j] += scale * acc;
+      }
+    }
+    out.set(name, merged);
+  }
+  return out;
+}
+
+/**
+ * W + s B A on the GPU in W's dtype (f32 arithmetic), for a merged-weights rollout copy.
+ * w [out, in], B [out, r], A [r, in].
+ */
+export function mergedWeight(w: Tensor, p: LoraPair): Tensor {
+  return noGrad(() =>
+    scope(() => {
+      const delta = mulScalar(matmul(p.b, p.a), p.scale); // [out, in]
+      if (w.dtype === "f32") return add(w, delta);
+      return cast(add(cast(w, "f32"), delta), w.dtype);
+    })
+  );
+}

@@ -5,9 +5,10 @@
 import assert from "node:assert/strict";
 import { gpu } from "../gpu/mod.ts";
 import { backward, mulScalar, sum, Tensor, zeroGrad } from "../tensor/mod.ts";
-import { assertClose, gpuTest, leftPadded } from "../testing/mod.ts";
+import { assertClose, gpuTest, leftPadded, randomArray } from "../testing/mod.ts";
 import { CausalLM } from "./decoder.ts";
 import { Critic } from "./critic.ts";
+import { initLora, loraSettings } from "./lora.ts";
 import { positionIdsFromMask } from "./ref_model.ts";
 import { TINY_QWEN2, tinyModelConfig, tinyWeights } from "./tiny_model.ts";
 
@@ -83,3 +84,37 @@ gpuTest("gradient checkpointing in the critic trunk: the same gradients", async 
     assertClose(grads[1].get(name)!, g, { atol: 1e-5, rtol: 1e-4, label: name });
   }
 });
+
+gpuTest(
+  "gradient checkpointing with LoRA: frozen base, the adapters' gradients unchanged",
+  async () => {
+    const base = tinyWeights(config, { seed: 7, init: "varied" });
+    const s = loraSettings({ rank: 2, alpha: 4 });
+    const arrays = initLora(config, s, 8);
+    let k = 0;
+    for (const x of arrays.values()) x.b.set(randomArray(x.b.length, 90 + k++, -0.2, 0.2));
+    const grads = [];
+    for (const on of [false, true]) {
+      const model = CausalLM.fromTensors(config, base, { lora: { settings: s, arrays } });
+      model.gradientCheckpointing = on;
+      const trainable = model.trainable();
+      for (const p of trainable.values()) p.requiresGrad = true;
+      const x = batch();
+      const out = model.tokenLogProbs(x.ids, x);
+      backward(mulScalar(sum(out.logProbs), -1));
+      grads.push(
+        new Map(
+          await Promise.all(
+            [...trainable].map(async ([n, p]) => [n, await p.grad!.toArray()] as const),
+          ),
+        ),
+      );
+      model.dispose();
+    }
+    assert.ok(grads[0].size > 0);
+    for (const [name, g] of grads[0]) {
+      assert.ok(grads[1].get(name), `${name}: no gradient with checkpointing`);
+      assertClose(grads[1].get(name)!, g, { atol: 1e-5, rtol: 1e-4, label: name });
+    }
+  },
+);

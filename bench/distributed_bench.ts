@@ -28,7 +28,7 @@ import { ARITHMETIC_DATA_SOURCE } from "../src/reward/mod.ts";
 import { attachRemote, buildTrainerParts, trainStep } from "../src/trainer/mod.ts";
 import { loadConfig } from "../src/config/mod.ts";
 import { startNatsServer } from "../src/distributed/mod.ts";
-import type { PromptItem } from "../src/data/mod.ts";
+import { grpoStepOverrides, lcg, qwen25Config, randomPrompts } from "./grpo_setup.ts";
 
 const arg = (name: string, d: string) =>
   Deno.args.find((a) => a.startsWith(`--${name}=`))?.split("=")[1] ?? d;
@@ -42,45 +42,29 @@ const micro = num("micro", big ? 8 : 32);
 
 const g = await initGpu();
 const tok = charTokenizer();
-const config: ModelConfig = makeModelConfig(
-  big
-    ? {
-      modelType: "qwen2",
-      hiddenSize: 896,
-      intermediateSize: 4864,
-      numHiddenLayers: num("layers", 24),
-      numAttentionHeads: 14,
-      numKeyValueHeads: 2,
-      vocabSize: 151936,
-      eosTokenId: tok.eosTokenId,
-      maxPositionEmbeddings: 4096,
-      tieWordEmbeddings: true,
-      ropeTheta: 1e6,
-    }
-    : {
-      modelType: "qwen2",
-      hiddenSize: 64,
-      intermediateSize: 128,
-      numHiddenLayers: 2,
-      numAttentionHeads: 4,
-      numKeyValueHeads: 2,
-      vocabSize: tok.vocabSize,
-      eosTokenId: tok.eosTokenId,
-      maxPositionEmbeddings: 256,
-      tieWordEmbeddings: true,
-      ropeTheta: 1e4,
-    },
-);
+const config: ModelConfig = big
+  ? qwen25Config("0.5b", { numHiddenLayers: num("layers", 24), eosTokenId: tok.eosTokenId })
+  : makeModelConfig({
+    modelType: "qwen2",
+    hiddenSize: 64,
+    intermediateSize: 128,
+    numHiddenLayers: 2,
+    numAttentionHeads: 4,
+    numKeyValueHeads: 2,
+    vocabSize: tok.vocabSize,
+    eosTokenId: tok.eosTokenId,
+    maxPositionEmbeddings: 256,
+    tieWordEmbeddings: true,
+    ropeTheta: 1e4,
+  });
 const tensors = initWeights(weightShapes(config), { seed: 0 });
-let seed = 1;
-const rand = () => ((seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32);
-const items: PromptItem[] = Array.from({ length: prompts * (steps + 2) }, (_, i) => ({
-  index: i,
-  inputIds: Array.from({ length: P }, () => 1 + Math.floor(rand() * (tok.vocabSize - 2))),
+const items = randomPrompts(prompts * (steps + 2), {
+  promptLength: P,
+  ids: [1, tok.vocabSize - 1],
+  rand: lcg(1),
   dataSource: ARITHMETIC_DATA_SOURCE,
   groundTruth: "7",
-  extraInfo: {},
-}));
+});
 const prefix = "webrl.bench.distributed";
 // --nats-server=PATH: a carried binary on machines without Debian's package (or a network).
 const binary = arg("nats-server", "nats-server");
@@ -88,17 +72,9 @@ const server = workers > 0 ? await startNatsServer({ prefix, wsPort: null, binar
 const cfg = loadConfig("ppo_trainer", {
   skipPathChecks: true,
   overrides: [
-    `data.train_batch_size=${prompts}`,
-    `data.max_prompt_length=${P}`,
-    `data.max_response_length=${R}`,
-    `actor_rollout_ref.rollout.n=${n}`,
-    `actor_rollout_ref.actor.ppo_mini_batch_size=${prompts}`,
-    `actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=${micro}`,
-    `actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=${micro}`,
-    "actor_rollout_ref.rollout.top_k=-1",
+    ...grpoStepOverrides({ prompts, n, promptLength: P, responseLength: R, micro }),
     "actor_rollout_ref.rollout.calculate_log_probs=true",
     "actor_rollout_ref.actor.use_kl_loss=false",
-    "algorithm.adv_estimator=grpo",
     `trainer.total_training_steps=${steps}`,
     ...(server
       ? [

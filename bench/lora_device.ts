@@ -14,39 +14,36 @@
  *                            # decode through adapters vs merge + decode, same model, alternated
  */
 import { initGpu } from "../src/gpu/mod.ts";
-import { charTokenizer, makeModelConfig, type ModelConfigInit } from "../src/io/mod.ts";
+import { charTokenizer, type ModelConfig } from "../src/io/mod.ts";
 import { CausalLM, initLora, initWeights, loraSettings, weightShapes } from "../src/nn/mod.ts";
 import { generate } from "../src/rollout/mod.ts";
-import { RewardManager } from "../src/reward/mod.ts";
 import { buildTrainerParts, rolloutFor, trainStep } from "../src/trainer/mod.ts";
 import { loadConfig } from "../src/config/mod.ts";
-import type { PromptItem } from "../src/data/mod.ts";
+import {
+  coinFlipReward,
+  grpoStepOverrides,
+  isQwen25Shape,
+  lcg,
+  qwen25Config,
+  randomPrompts,
+} from "./grpo_setup.ts";
 import { add, cast, matmul, mulScalar, noGrad, scope, type Tensor } from "../src/tensor/mod.ts";
 
-const SHAPES: Record<string, Partial<ModelConfigInit>> = {
-  "0.5b": {
-    hiddenSize: 896,
-    intermediateSize: 4864,
-    numHiddenLayers: 24,
-    numAttentionHeads: 14,
-    numKeyValueHeads: 2,
-  },
-  "1.5b": {
-    hiddenSize: 1536,
-    intermediateSize: 8960,
-    numHiddenLayers: 28,
-    numAttentionHeads: 12,
-    numKeyValueHeads: 2,
-  },
-  tiny: {
-    hiddenSize: 64,
-    intermediateSize: 192,
-    numHiddenLayers: 2,
-    numAttentionHeads: 4,
-    numKeyValueHeads: 2,
-    vocabSize: 512,
-  },
-};
+/** A Qwen2.5 shape, or "tiny" (a 2-layer model over 512 ids) for a CPU adapter. */
+function benchConfig(shape: string): ModelConfig {
+  if (shape === "tiny") {
+    return qwen25Config("0.5b", {
+      hiddenSize: 64,
+      intermediateSize: 192,
+      numHiddenLayers: 2,
+      numAttentionHeads: 4,
+      numKeyValueHeads: 2,
+      vocabSize: 512,
+    });
+  }
+  if (!isQwen25Shape(shape)) throw new Error(`--shapes: ${shape} is not 0.5b, 1.5b or tiny`);
+  return qwen25Config(shape);
+}
 
 const opt = (name: string, d: string) =>
   Deno.args.find((a) => a.startsWith(`--${name}=`))?.split("=")[1] ?? d;
@@ -57,50 +54,25 @@ async function child(shape: string, rank: number): Promise<void> {
   const prompts = num("prompts", 8), n = num("n", 8), P = num("prompt-len", 128);
   const R = num("response-len", 256), micro = num("micro", 8), steps = num("steps", 2);
   const g = await initGpu();
-  const vocab = SHAPES[shape].vocabSize ?? 151936;
-  const config = makeModelConfig({
-    modelType: "qwen2",
-    vocabSize: vocab,
-    eosTokenId: vocab - 1,
-    maxPositionEmbeddings: 4096,
-    tieWordEmbeddings: true,
-    ropeTheta: 1e6,
-    ...SHAPES[shape],
-  } as ModelConfigInit);
+  const config = benchConfig(shape);
+  const vocab = config.vocabSize;
   const tensors = initWeights(weightShapes(config), { seed: 0 });
-  let seed = 1;
-  const rand = () => ((seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32);
-  const items: PromptItem[] = Array.from({ length: prompts * (steps + 1) }, (_, i) => ({
-    index: i,
-    inputIds: Array.from({ length: P }, () => Math.floor(rand() * (vocab - 1))),
-    dataSource: "random",
-    groundTruth: "",
-    extraInfo: {},
-  }));
-  const reward = new RewardManager({
-    scorer: {
-      scoreBatch: (s) => Promise.resolve(s.map(() => ({ ok: true, value: rand() < 0.5 ? 1 : 0 }))),
-      close() {},
-    },
-    tokenizer: charTokenizer(),
+  const rand = lcg(1);
+  const items = randomPrompts(prompts * (steps + 1), {
+    promptLength: P,
+    ids: [0, vocab - 1],
+    rand,
   });
+  const reward = coinFlipReward(rand);
   const cfg = loadConfig("ppo_trainer", {
     skipPathChecks: true,
     overrides: [
-      `data.train_batch_size=${prompts}`,
-      `data.max_prompt_length=${P}`,
-      `data.max_response_length=${R}`,
-      `actor_rollout_ref.rollout.n=${n}`,
-      `actor_rollout_ref.actor.ppo_mini_batch_size=${prompts}`,
-      `actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=${micro}`,
-      `actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=${micro}`,
-      "actor_rollout_ref.rollout.top_k=-1",
+      ...grpoStepOverrides({ prompts, n, promptLength: P, responseLength: R, micro }),
       "actor_rollout_ref.rollout.ignore_eos=true",
       // GRPO with a KL loss: the reference forward runs (adapters off with LoRA, a copy if full).
       "actor_rollout_ref.actor.use_kl_loss=true",
       `actor_rollout_ref.model.lora_rank=${rank}`,
       `actor_rollout_ref.model.lora_alpha=${2 * rank || 16}`,
-      "algorithm.adv_estimator=grpo",
     ],
   });
   const parts = buildTrainerParts({
@@ -225,24 +197,15 @@ async function compareRollout(shape: string, rank: number): Promise<void> {
   const B = num("batch", 64), P = num("prompt-len", 128), R = num("response-len", 256);
   const repeats = num("repeats", 3);
   const g = await initGpu();
-  const vocab = SHAPES[shape].vocabSize ?? 151936;
-  const config = makeModelConfig({
-    modelType: "qwen2",
-    vocabSize: vocab,
-    eosTokenId: vocab - 1,
-    maxPositionEmbeddings: 4096,
-    tieWordEmbeddings: true,
-    ropeTheta: 1e6,
-    ...SHAPES[shape],
-  } as ModelConfigInit);
+  const config = benchConfig(shape);
+  const vocab = config.vocabSize;
   const settings = loraSettings({ rank, alpha: 2 * rank });
   const lora = { settings, arrays: initLora(config, settings) };
   const model = CausalLM.fromTensors(config, initWeights(weightShapes(config), { seed: 0 }), {
     lora,
     dtype: g.hasF16 ? "f16" : "f32",
   });
-  let seed = 3;
-  const rand = () => ((seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32);
+  const rand = lcg(3);
   const ids = Int32Array.from({ length: B * P }, () => Math.floor(rand() * (vocab - 1)));
   const decode = (m: CausalLM) =>
     generate(m, {

@@ -1,0 +1,104 @@
+/**
+ * What the GRPO-step benches share: the Qwen2.5 shapes (config.json of the Hugging Face
+ * checkpoints), random prompts, coin-flip rewards (so GRPO groups have non-zero advantages) and
+ * the overrides that make one step of `prompts` x `n` samples of `P` + `R` tokens.
+ */
+import { makeModelConfig, type ModelConfig, type ModelConfigInit } from "../src/io/mod.ts";
+import { charTokenizer } from "../src/io/mod.ts";
+import { RewardManager } from "../src/reward/mod.ts";
+import type { PromptItem } from "../src/data/mod.ts";
+
+export const QWEN25_VOCAB = 151936;
+
+export const QWEN25_SHAPES = {
+  "0.5b": {
+    hiddenSize: 896,
+    intermediateSize: 4864,
+    numHiddenLayers: 24,
+    numAttentionHeads: 14,
+    numKeyValueHeads: 2,
+  },
+  "1.5b": {
+    hiddenSize: 1536,
+    intermediateSize: 8960,
+    numHiddenLayers: 28,
+    numAttentionHeads: 12,
+    numKeyValueHeads: 2,
+  },
+} satisfies Record<string, Partial<ModelConfigInit>>;
+
+export type Qwen25Shape = keyof typeof QWEN25_SHAPES;
+
+export function isQwen25Shape(name: string): name is Qwen25Shape {
+  return name in QWEN25_SHAPES;
+}
+
+/** A Qwen2.5-shaped config (tied embeddings, rope theta 1e6); `o` overrides any field. */
+export function qwen25Config(shape: Qwen25Shape, o: Partial<ModelConfigInit> = {}): ModelConfig {
+  const vocabSize = o.vocabSize ?? QWEN25_VOCAB;
+  return makeModelConfig({
+    modelType: "qwen2",
+    vocabSize,
+    eosTokenId: vocabSize - 1,
+    maxPositionEmbeddings: 4096,
+    tieWordEmbeddings: true,
+    ropeTheta: 1e6,
+    ...QWEN25_SHAPES[shape],
+    ...o,
+  });
+}
+
+/** A seeded linear congruential generator in [0, 1). */
+export function lcg(seed = 1): () => number {
+  let s = seed;
+  return () => ((s = (s * 1103515245 + 12345) >>> 0) / 2 ** 32);
+}
+
+/** `count` prompts of `promptLength` ids drawn from [lo, hi). */
+export function randomPrompts(
+  count: number,
+  o: {
+    promptLength: number;
+    ids: [lo: number, hi: number];
+    rand: () => number;
+    dataSource?: string;
+    groundTruth?: string;
+  },
+): PromptItem[] {
+  const [lo, hi] = o.ids;
+  return Array.from({ length: count }, (_, i) => ({
+    index: i,
+    inputIds: Array.from({ length: o.promptLength }, () => lo + Math.floor(o.rand() * (hi - lo))),
+    dataSource: o.dataSource ?? "random",
+    groundTruth: o.groundTruth ?? "",
+    extraInfo: {},
+  }));
+}
+
+/** Scores every response 0 or 1 at random. */
+export function coinFlipReward(rand: () => number): RewardManager {
+  return new RewardManager({
+    scorer: {
+      scoreBatch: (s) => Promise.resolve(s.map(() => ({ ok: true, value: rand() < 0.5 ? 1 : 0 }))),
+      close() {},
+    },
+    tokenizer: charTokenizer(),
+  });
+}
+
+/** One GRPO step of `prompts` x `n` samples, one mini-batch, `micro`-sample micro-batches. */
+export function grpoStepOverrides(
+  o: { prompts: number; n: number; promptLength: number; responseLength: number; micro: number },
+): string[] {
+  return [
+    `data.train_batch_size=${o.prompts}`,
+    `data.max_prompt_length=${o.promptLength}`,
+    `data.max_response_length=${o.responseLength}`,
+    `actor_rollout_ref.rollout.n=${o.n}`,
+    `actor_rollout_ref.actor.ppo_mini_batch_size=${o.prompts}`,
+    `actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=${o.micro}`,
+    `actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=${o.micro}`,
+    "actor_rollout_ref.rollout.top_k=-1",
+    "algorithm.adv_estimator=grpo",
+  ];
+}

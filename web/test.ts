@@ -11,8 +11,7 @@
  *   resumes:   a reload offers the saved run; it resumes at the stopped step and finishes
  *   fails:     a step that throws shows its error and leaves the page usable
  *   byo:       web/test_byo.ts (own model folder, prompts, pasted reward, oversized folder)
- *   calc:      the calculator task: its explanation (a call, the reply, `#### n`), its model; two
- *              steps with finite metrics and a sampled conversation with a calculator call shown
+ *   calc:      web/test_calc.ts (the calculator task: explanation, two steps, a call shown)
  *
  * Screenshots go to dist/web-test/ and are checked for their key elements.
  *
@@ -31,6 +30,7 @@ import {
   waitStep,
 } from "./test_page.ts";
 import { checkModelZip, testBringYourOwn } from "./test_byo.ts";
+import { testCalculator } from "./test_calc.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 export const OUT = `${ROOT}dist/web-test`;
@@ -44,6 +44,8 @@ function arg(name: string): string | undefined {
 async function explains(h: Harness): Promise<void> {
   const page = await h.open(TINY);
   const s = await state(page);
+  // The example comes with the worker's first answer to the form's check.
+  await page.waitForSelector("#task-explain .example", { timeout: 20_000 });
   const text = await page.locator("#task-explain").innerText();
   assert.match(text, /#### (-?\d+)/, "the explanation shows a rewarded answer");
   assert.match(text, /scores 0/, "the explanation shows a plain answer scoring 0");
@@ -215,51 +217,6 @@ async function fails(h: Harness): Promise<void> {
   await page.close();
 }
 
-async function calc(h: Harness): Promise<void> {
-  // The calculator task: 2 prompts x 8 conversations per step, so the starting model (which calls
-  // the calculator in about a third of its sampled conversations) shows some calls.
-  const page = await h.open(`${TINY}&task=calc_tool&steps=2&n=8&saveFreq=-1`);
-  await page.waitForFunction(() =>
-    /a rewarded conversation/.test(document.getElementById("task-explain")!.textContent!)
-  );
-  const text = await page.locator("#task-explain").innerText();
-  assert.match(text, /calculator/, text);
-  assert.match(text, /assistant: <tool_call>\{"name": "calculator"/, text);
-  assert.match(text, /tool: (\d+)\nassistant: #### \1/, text);
-  assert.match(await page.locator("#model-info").innerText(), /tiny_calc/);
-  assert.equal(await page.inputValue("select[name=taskName]"), "calc_tool");
-  assert.ok(await page.locator("#arithmetic-knobs").isHidden(), "arithmetic knobs shown");
-  await page.click("#start");
-  await waitStatus(page, ["done", "error"], 120);
-  const s = await state(page);
-  assert.equal(s.status, "done", `calculator run ended with ${s.status}: ${s.error}`);
-  for (const m of s.metrics.filter((m) => m.step > 0)) {
-    for (const k of ["actor/pg_loss", "actor/grad_norm", "critic/score/mean", "num_turns/mean"]) {
-      assert.ok(Number.isFinite(m.metrics[k]), `step ${m.step}: ${k} = ${m.metrics[k]}`);
-    }
-  }
-  // A sampled conversation that called the calculator and got its reply, shown with roles.
-  const calls = page.locator("#samples tr").filter({
-    has: page.locator(".turn.assistant", { hasText: '<tool_call>{"name": "calculator"' }),
-  }).filter({ has: page.locator(".turn.tool") });
-  const shown = await calls.count();
-  assert.ok(shown > 0, "no sample shows a calculator call and its reply");
-  const turns = await calls.first().locator(".turn").allInnerTexts();
-  const reply = turns.findIndex((t) => /^tool\s*-?\d+(\.\d+)?$/.test(t));
-  assert.ok(reply > 0 && /^assistant\s*<tool_call>/.test(turns[reply - 1]), turns.join(" | "));
-  await checkScreenshot(page, `${OUT}/5-calculator.png`, [
-    "#task-explain",
-    "#samples td.conversation",
-  ]);
-  await page.close();
-  const steps = s.metrics.filter((m) => m.step > 0);
-  console.log(
-    `calc: ${shown} shown calls with replies; num_turns/mean ${
-      steps.map((m) => m.metrics["num_turns/mean"].toFixed(2)).join(", ")
-    }`,
-  );
-}
-
 const SCENARIOS: Record<string, (h: Harness) => Promise<void>> = {
   explains,
   refuses,
@@ -267,7 +224,7 @@ const SCENARIOS: Record<string, (h: Harness) => Promise<void>> = {
   resumes,
   fails,
   byo: (h) => testBringYourOwn(h, OUT),
-  calc,
+  calc: (h) => testCalculator(h, OUT),
 };
 
 export async function runPageTest(o: { build: boolean; only?: string[]; chromium?: string }) {

@@ -19,6 +19,7 @@ export const LAYERS: Record<string, number> = {
   data: 5,
   rollout: 6,
   config: 7,
+  distributed: 7.5,
   trainer: 8,
   cli: 9,
 };

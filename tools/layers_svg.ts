@@ -10,6 +10,7 @@ import { LAYERS } from "./layers.ts";
 export const ROLES: Record<string, string> = {
   cli: "one thin file per task",
   trainer: "fit(), stages/, SFT, checkpoints, generate, eval",
+  distributed: "NATS jobs, weights, worker",
   config: "schema, YAML, overrides, checks",
   rollout: "generation engine, GPU sampler",
   data: "parquet, prompt builder, loader, tasks",

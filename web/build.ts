@@ -1,8 +1,10 @@
 /**
  * Bundles the browser trainer into a static folder (default `dist/web/`): index.html, main.js (the
  * page), worker.js (the trainer's Web Worker), reward_sandbox.js (the worker a pasted reward
- * function runs in), style.css (ours plus uPlot's) and the starting models (model/ for the
- * arithmetic task, model_calc/ for the calculator task, each listed in its files.json).
+ * function runs in), rollout.html with rollout.js and rollout_worker.js (a tab that joins a
+ * distributed run as a rollout worker), style.css (ours plus uPlot's) and the starting models
+ * (model/ for the arithmetic task, model_calc/ for the calculator task, each listed in its
+ * files.json).
  *
  *   deno run -A web/build.ts [--out dist/web] [--dev]
  *
@@ -166,6 +168,8 @@ export async function buildWeb(options: BuildOptions = {}): Promise<string> {
       main: entry,
       worker: `${WEB}worker.ts`,
       reward_sandbox: `${WEB}reward_sandbox.ts`,
+      rollout: `${WEB}rollout_page.ts`,
+      rollout_worker: `${WEB}rollout_worker.ts`,
     },
     bundle: true,
     format: "esm",
@@ -183,6 +187,7 @@ export async function buildWeb(options: BuildOptions = {}): Promise<string> {
   });
   await esbuild.stop();
   await Deno.copyFile(`${WEB}index.html`, `${out}/index.html`);
+  await Deno.copyFile(`${WEB}rollout.html`, `${out}/rollout.html`);
   const uplotCss = await Deno.readTextFile(`${nodeModules}/uplot/dist/uPlot.min.css`);
   await Deno.writeTextFile(
     `${out}/style.css`,

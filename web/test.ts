@@ -12,6 +12,7 @@
  *   fails:     a step that throws shows its error and leaves the page usable
  *   byo:       web/test_byo.ts (own model folder, prompts, pasted reward, oversized folder)
  *   calc:      web/test_calc.ts (the calculator task: explanation, two steps, a call shown)
+ *   rollout:   web/test_rollout.ts (web/rollout.html joins a distributed run over NATS WebSocket)
  *
  * Screenshots go to dist/web-test/ and are checked for their key elements.
  *
@@ -31,6 +32,7 @@ import {
 } from "./test_page.ts";
 import { checkModelZip, testBringYourOwn } from "./test_byo.ts";
 import { testCalculator } from "./test_calc.ts";
+import { testRollout } from "./test_rollout.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 export const OUT = `${ROOT}dist/web-test`;
@@ -225,6 +227,7 @@ const SCENARIOS: Record<string, (h: Harness) => Promise<void>> = {
   fails,
   byo: (h) => testBringYourOwn(h, OUT),
   calc: (h) => testCalculator(h, OUT),
+  rollout: (h) => testRollout(h, OUT),
 };
 
 export async function runPageTest(o: { build: boolean; only?: string[]; chromium?: string }) {

@@ -118,3 +118,4 @@ export {
 } from "./estimators/table.ts";
 export { sumPiSquaredRef } from "./sum_pi_squared.ts";
 export { sumPiSquared } from "./gpu/sum_pi_squared.ts";
+export { type RolloutIsLevel, type RolloutIsResult, rolloutIsWeights } from "./rollout_is.ts";

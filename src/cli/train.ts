@@ -36,6 +36,7 @@ export async function main(args: string[]): Promise<void> {
   const t0 = performance.now();
   const res = await fit(parts);
   parts.tracking.close();
+  await parts.remote?.close();
   closeAgentEnv(parts);
   checkTrained(cfg, res, total);
   // The charts of what the file or tensorboard logger wrote (none with the console alone).

@@ -1,7 +1,7 @@
 /** `critic.*`, `reward_model.*`, `custom_reward_function.*` and `algorithm.*`. */
 import { ADV_ESTIMATORS, KL_ESTIMATORS, LOSS_AGG_MODES } from "../algos/mod.ts";
 import { checkpointSection, loraFields, optimSection } from "./common.ts";
-import { bool, float, int, map, oneOf, ref, section, str } from "./schema.ts";
+import { bool, float, int, map, oneOf, oneOfOrNull, ref, section, str } from "./schema.ts";
 
 export const ppoCritic = section("The value model (PPO with GAE).", {
   enable: bool(null, "Train a critic; null enables it exactly when adv_estimator is gae."),
@@ -121,4 +121,15 @@ export const ppoAlgorithm = section("Advantage estimation and KL control.", {
     horizon: int(10000, "Adaptive controller horizon in samples.", { min: 1 }),
     target_kl: float(0.1, "KL the adaptive controller aims for.", { min: 0 }),
   }),
+  rollout_correction: section(
+    "Importance sampling against the rollout policy (off-policy workers, f16 rollouts).",
+    {
+      rollout_is: oneOfOrNull(
+        ["token", "sequence"],
+        "Truncated IS weights min(pi_old / pi_rollout, threshold) per token or per sequence, " +
+          "multiplying the policy-gradient loss; null = off. Needs rollout.calculate_log_probs.",
+      ),
+      rollout_is_threshold: float(2.0, "Upper bound of the IS weights.", { min: 1 }),
+    },
+  ),
 });

@@ -3,6 +3,7 @@ import { LOGGERS } from "../tracking/mod.ts";
 import { ppoActorRolloutRef } from "./ppo_actor.ts";
 import { ppoAlgorithm, ppoCritic, ppoCustomReward, ppoRewardModel } from "./ppo_critic.ts";
 import { ppoData } from "./ppo_data.ts";
+import { ppoDistributed } from "./ppo_distributed.ts";
 import { bool, type Infer, int, oneOf, section, str, strList } from "./schema.ts";
 
 export const ppoTrainerSection = section("Run control: length, logging, checkpoints, devices.", {
@@ -71,6 +72,7 @@ export const ppoRoot = section("PPO/GRPO trainer.", {
   custom_reward_function: ppoCustomReward,
   algorithm: ppoAlgorithm,
   trainer: ppoTrainerSection,
+  distributed: ppoDistributed,
 });
 
 /** The resolved PPO/GRPO trainer config. */

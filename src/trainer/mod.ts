@@ -21,6 +21,8 @@ export {
   rolloutFor,
 } from "./build.ts";
 export { readWeights, runFolder, setupTrainer, tokenizerFromFiles } from "./setup.ts";
+export { attachRemote, type RemoteSetupOptions } from "./remote_setup.ts";
+export { PeekLoader } from "./peek_loader.ts";
 export { sftFit } from "./sft_trainer.ts";
 export {
   type AgentEnv,

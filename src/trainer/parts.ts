@@ -10,6 +10,7 @@ import type { Optimizer } from "./optimizer_step.ts";
 import type { PromptItem } from "../data/mod.ts";
 import type { AgentInteraction, AgentTool } from "../rollout/mod.ts";
 import type { ChatMessage } from "../io/mod.ts";
+import type { GenBatch, LogProbBatch } from "./batch.ts";
 
 /** Left-padded prompts `[B, P]` for the rollout. */
 export interface RolloutPrompts {
@@ -61,6 +62,26 @@ export interface CheckpointStore {
   resume(): Promise<Record<string, unknown> | null>;
 }
 
+/** What fit() asks of the distributed backend (implemented by RemoteRollout, remote.ts). */
+export interface RemoteGen {
+  /** The step's samples from the workers, with the transport's metrics. */
+  gen(
+    parts: TrainerParts,
+    items: PromptItem[],
+    o: { step: number; uidPrefix: string; genBatch: number },
+  ): Promise<{ batch: GenBatch; metrics: Record<string, number> }>;
+  /** Publishes the jobs of the steps after `step` that max_staleness allows to run ahead. */
+  prefetch(parts: TrainerParts, step: number): Promise<void>;
+  /** Masks out groups whose log-probs or rewards disagree with the trainer's. */
+  verify(
+    parts: TrainerParts,
+    batch: LogProbBatch,
+  ): { batch: LogProbBatch; metrics: Record<string, number> };
+  /** Publishes the actor's weights as `version`. */
+  publish(parts: TrainerParts, version: number): Promise<void>;
+  close(): Promise<void>;
+}
+
 export interface TrainerParts {
   config: PpoConfig;
   tokenizer: Tokenizer;
@@ -84,6 +105,8 @@ export interface TrainerParts {
   /** Called between steps; resolve false to stop early (the browser's pause/stop). */
   shouldContinue?: () => Promise<boolean> | boolean;
   print?: (line: string) => void;
+  /** distributed.backend=nats: rollouts come from workers (src/trainer/remote.ts). */
+  remote?: RemoteGen;
   /** Peak bytes of GPU buffers in use, for perf/max_memory_allocated_gb. */
   peakMemoryBytes?: () => number;
 }

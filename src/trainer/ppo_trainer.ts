@@ -15,6 +15,7 @@ import { dataMetrics, log, perfMetrics } from "./stages/log.ts";
 import { oldLogProb } from "./stages/old_log_prob.ts";
 import { ref } from "./stages/ref.ts";
 import { reward } from "./stages/reward.ts";
+import { rolloutCorrection } from "./stages/rollout_corr.ts";
 import { resume, save } from "./stages/save.ts";
 import { updateActorStage } from "./stages/update_actor.ts";
 import { updateCriticStage } from "./stages/update_critic.ts";
@@ -97,11 +98,16 @@ export async function trainStep(
   const scored = parts.config.algorithm.filter_groups.enable
     ? await filterGroups(parts, items, sample)
     : await sample(items, 1);
+  // max_staleness >= 1: the next steps' jobs are generated while this step updates.
+  await parts.remote?.prefetch(parts, step);
   const withLogProbs = await time("old_log_prob", () => oldLogProb(parts, scored.batch));
-  const withRef = await time("ref", () => ref(parts, withLogProbs), parts.ref !== null);
+  const verified = parts.remote?.verify(parts, withLogProbs) ??
+    { batch: withLogProbs, metrics: {} };
+  const withRef = await time("ref", () => ref(parts, verified.batch), parts.ref !== null);
   const valued = await time("values", () => values(parts, withRef), parts.critic !== null);
   const advantaged = await time("adv", () => adv(parts, valued, parts.klCtrl));
-  const batch = advantaged.batch;
+  const corrected = rolloutCorrection(parts, advantaged.batch);
+  const batch = corrected.batch;
   const critic = parts.critic
     ? await time(
       "update_critic",
@@ -116,6 +122,8 @@ export async function trainStep(
         updateActorStage(parts, batch, { step, lr: lrAt(parts, "actor", step - 1), onProgress }),
     )
     : {};
+  const remote = parts.remote;
+  if (remote) await time("publish_weights", () => remote.publish(parts, step));
   progress.done();
 
   parts.onGenerations?.("train", step, generationRows(parts, batch, step));
@@ -123,6 +131,8 @@ export async function trainStep(
     ...scored.batch.rolloutMetrics,
     ...scored.metrics,
     ...advantaged.metrics,
+    ...verified.metrics,
+    ...corrected.metrics,
     ...dataMetrics(batch),
     ...critic,
     ...actor,

@@ -30,6 +30,7 @@ import { RLDataset } from "../data/mod.ts";
 import { buildTrainerParts, type ModelWeights } from "./build.ts";
 import { checkFiniteWeights } from "./checkpoint/finite.ts";
 import { openCheckpoints } from "./checkpoint/open.ts";
+import { attachRemote } from "./remote_setup.ts";
 import { checkWritableDirs } from "./checkpoint/preflight.ts";
 import { FolderCheckpointStore } from "./checkpoint/store.ts";
 import type { GenerationRow, TrainerParts } from "./parts.ts";
@@ -251,6 +252,10 @@ export async function setupTrainer(
   });
   const trainDump = jsonlDumper(t.rollout_data_dir);
   const valDump = jsonlDumper(t.validation_data_dir);
+  const eosTokenIds = stopTokenIds(tokenizer.eosTokenId, {
+    generationConfig: base.generationConfig,
+    configEos: base.config.eosTokenId,
+  });
   // The reference policy always starts from the original model, also when resuming.
   const parts = buildTrainerParts({
     config: cfg,
@@ -261,10 +266,7 @@ export async function setupTrainer(
     actorLora,
     criticLora,
     // vLLM (verl's rollout) stops on every EOS id of generation_config.json and config.json.
-    eosTokenIds: stopTokenIds(tokenizer.eosTokenId, {
-      generationConfig: base.generationConfig,
-      configEos: base.config.eosTokenId,
-    }),
+    eosTokenIds,
     trainItems: train.items,
     valItems: val.items,
     tracking,
@@ -275,6 +277,9 @@ export async function setupTrainer(
     onGenerations: (kind, step, rows) => (kind === "train" ? trainDump : valDump)?.(step, rows),
     peakMemoryBytes: () => gpu().pool.peakBytes,
   });
+  if (cfg.distributed.backend === "nats") {
+    await attachRemote(parts, { modelConfig: actor.config, tokenizerFiles: files, eosTokenIds });
+  }
   parts.checkpoints = new FolderCheckpointStore({
     root: t.default_local_dir,
     actor: {

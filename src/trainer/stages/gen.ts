@@ -29,6 +29,15 @@ export async function gen(
   items: PromptItem[],
   options: GenOptions,
 ): Promise<GenBatch> {
+  if (parts.remote && !options.validation && !options.greedy) {
+    // distributed.backend=nats: the workers sample; their metrics travel with the batch.
+    const { batch, metrics } = await parts.remote.gen(parts, items, {
+      step: options.step,
+      uidPrefix: options.uidPrefix,
+      genBatch: options.genBatch ?? 1,
+    });
+    return { ...batch, rolloutMetrics: metrics };
+  }
   const cfg = parts.config.actor_rollout_ref.rollout;
   const sampling = options.validation ? { ...cfg, ...cfg.val_kwargs } : cfg;
   const seed = (options.genBatch ?? 1) > 1

@@ -1,0 +1,187 @@
+/**
+ * The distributed rollout against the single-process step, on the same random-weight model:
+ * a local nats-server, the trainer in this process, `--workers` worker processes
+ * (`deno task worker`), `--steps` GRPO steps; prints one JSON line per step and a summary (step
+ * time, tokens/s, bytes moved per step, job latency). `--workers=0` is the single-process
+ * baseline (distributed.backend=none).
+ *
+ *   deno run -A bench/distributed_bench.ts --shape=tiny --workers=1      # CPU machine
+ *   deno run -A bench/distributed_bench.ts --shape=0.5b --workers=0      # one GPU
+ *   deno run -A bench/distributed_bench.ts --shape=0.5b --workers=1 --pin --staleness=1
+ *
+ * Other flags: --steps=4 --prompts --n --prompt-len --response-len --micro --layers,
+ * --nats-server=PATH (default `nats-server` on the PATH). bench/README.md has the 2-GPU recipe.
+ *
+ * `--pin` runs worker i on GPU i+1 (the trainer keeps GPU 0, Deno's first adapter): each worker
+ * starts in a private mount namespace whose /dev/nvidia0..i are /dev/null, so Vulkan sees only
+ * the GPUs after them (root or CAP_SYS_ADMIN; CUDA_VISIBLE_DEVICES does not apply to Vulkan).
+ */
+import { initGpu } from "../src/gpu/mod.ts";
+import {
+  charTokenizer,
+  charTokenizerTexts,
+  makeModelConfig,
+  type ModelConfig,
+} from "../src/io/mod.ts";
+import { initWeights, weightShapes } from "../src/nn/mod.ts";
+import { ARITHMETIC_DATA_SOURCE } from "../src/reward/mod.ts";
+import { attachRemote, buildTrainerParts, trainStep } from "../src/trainer/mod.ts";
+import { loadConfig } from "../src/config/mod.ts";
+import { startNatsServer } from "../src/distributed/mod.ts";
+import type { PromptItem } from "../src/data/mod.ts";
+
+const arg = (name: string, d: string) =>
+  Deno.args.find((a) => a.startsWith(`--${name}=`))?.split("=")[1] ?? d;
+const num = (name: string, d: number) => Number(arg(name, String(d)));
+const shape = arg("shape", "tiny"), workers = num("workers", 1), steps = num("steps", 4);
+const staleness = num("staleness", 0), pin = Deno.args.includes("--pin");
+const big = shape === "0.5b";
+const prompts = num("prompts", big ? 8 : 8), n = num("n", big ? 8 : 4);
+const P = num("prompt-len", big ? 128 : 8), R = num("response-len", big ? 256 : 16);
+const micro = num("micro", big ? 8 : 32);
+
+const g = await initGpu();
+const tok = charTokenizer();
+const config: ModelConfig = makeModelConfig(
+  big
+    ? {
+      modelType: "qwen2",
+      hiddenSize: 896,
+      intermediateSize: 4864,
+      numHiddenLayers: num("layers", 24),
+      numAttentionHeads: 14,
+      numKeyValueHeads: 2,
+      vocabSize: 151936,
+      eosTokenId: tok.eosTokenId,
+      maxPositionEmbeddings: 4096,
+      tieWordEmbeddings: true,
+      ropeTheta: 1e6,
+    }
+    : {
+      modelType: "qwen2",
+      hiddenSize: 64,
+      intermediateSize: 128,
+      numHiddenLayers: 2,
+      numAttentionHeads: 4,
+      numKeyValueHeads: 2,
+      vocabSize: tok.vocabSize,
+      eosTokenId: tok.eosTokenId,
+      maxPositionEmbeddings: 256,
+      tieWordEmbeddings: true,
+      ropeTheta: 1e4,
+    },
+);
+const tensors = initWeights(weightShapes(config), { seed: 0 });
+let seed = 1;
+const rand = () => ((seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32);
+const items: PromptItem[] = Array.from({ length: prompts * (steps + 2) }, (_, i) => ({
+  index: i,
+  inputIds: Array.from({ length: P }, () => 1 + Math.floor(rand() * (tok.vocabSize - 2))),
+  dataSource: ARITHMETIC_DATA_SOURCE,
+  groundTruth: "7",
+  extraInfo: {},
+}));
+const prefix = "webrl.bench.distributed";
+// --nats-server=PATH: a carried binary on machines without Debian's package (or a network).
+const binary = arg("nats-server", "nats-server");
+const server = workers > 0 ? await startNatsServer({ prefix, wsPort: null, binary }) : null;
+const cfg = loadConfig("ppo_trainer", {
+  skipPathChecks: true,
+  overrides: [
+    `data.train_batch_size=${prompts}`,
+    `data.max_prompt_length=${P}`,
+    `data.max_response_length=${R}`,
+    `actor_rollout_ref.rollout.n=${n}`,
+    `actor_rollout_ref.actor.ppo_mini_batch_size=${prompts}`,
+    `actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=${micro}`,
+    `actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=${micro}`,
+    "actor_rollout_ref.rollout.top_k=-1",
+    "actor_rollout_ref.rollout.calculate_log_probs=true",
+    "actor_rollout_ref.actor.use_kl_loss=false",
+    "algorithm.adv_estimator=grpo",
+    `trainer.total_training_steps=${steps}`,
+    ...(server
+      ? [
+        "distributed.backend=nats",
+        `distributed.url=${server.url}`,
+        `distributed.subject_prefix=${prefix}`,
+        `distributed.nkey_seed=${server.trainerSeed}`,
+        `distributed.max_staleness=${staleness}`,
+      ]
+      : []),
+  ],
+});
+const parts = buildTrainerParts({
+  config: cfg,
+  tokenizer: tok,
+  actor: { config, tensors },
+  trainItems: items,
+  valItems: [],
+  tracking: { log() {}, close() {} },
+  peakMemoryBytes: () => g.pool.peakBytes,
+});
+const procs: Deno.ChildProcess[] = [];
+if (server) {
+  await attachRemote(parts, {
+    modelConfig: config,
+    tokenizerFiles: charTokenizerTexts(),
+    eosTokenIds: [tok.eosTokenId],
+  });
+  const worker = new URL("../src/cli/worker.ts", import.meta.url).pathname;
+  for (let i = 0; i < workers; i++) {
+    const cmd = [Deno.execPath(), "run", "-A", worker, "--url", server.url, "--prefix", prefix];
+    const hide = Array.from({ length: i + 1 }, (_, k) => `mount --bind /dev/null /dev/nvidia${k}`);
+    const argv = pin
+      ? ["unshare", "-m", "sh", "-c", `${hide.join(" && ")} && exec "$@"`, "sh", ...cmd]
+      : cmd;
+    procs.push(
+      new Deno.Command(argv[0], {
+        args: [...argv.slice(1), "--id", `w${i}`],
+        env: { NATS_NKEY_SEED: server.workerSeed },
+        stdout: "null",
+      }).spawn(),
+    );
+  }
+}
+console.log(
+  JSON.stringify({ adapter: g.adapterName, shape, workers, staleness, pin, prompts, n, P, R }),
+);
+const rows: Record<string, number>[] = [];
+for (let step = 1; step <= steps; step++) {
+  const m = await trainStep(parts, step, parts.trainLoader.next()!);
+  const keep = Object.fromEntries(
+    Object.entries(m).filter(([k]) =>
+      k.startsWith("timing_s/") || k.startsWith("distributed/") || k === "perf/throughput" ||
+      k === "response_length/mean"
+    ).map(([k, v]) => [k, Math.round(v * 1e4) / 1e4]),
+  );
+  rows.push(keep);
+  console.log(JSON.stringify({ fig: "distributed_step", step, ...keep }));
+}
+// Step 1 compiles pipelines and (distributed) waits for workers to start: left out of the means.
+const later = rows.slice(1);
+const mean = (k: string) => later.reduce((a, r) => a + (r[k] ?? 0), 0) / Math.max(1, later.length);
+const bytes = mean("distributed/bytes_jobs") + mean("distributed/bytes_trajectories") +
+  mean("distributed/bytes_weights");
+console.log(JSON.stringify({
+  fig: "distributed_summary",
+  shape,
+  workers,
+  staleness,
+  step_s: mean("timing_s/step"),
+  gen_wait_s: mean("timing_s/gen"),
+  tokens_per_s: mean("perf/throughput"),
+  bytes_per_step: Math.round(bytes),
+  bytes_weights: Math.round(mean("distributed/bytes_weights")),
+  job_latency_s: mean("distributed/job_latency_s/mean"),
+  worker_gen_s: mean("distributed/worker_gen_s/mean"),
+  rejected_groups: mean("distributed/rejected_groups"),
+  logprob_diff_max: Math.max(...later.map((r) => r["distributed/logprob_diff/max"] ?? 0)),
+}));
+await parts.remote?.close();
+for (const p of procs) {
+  p.kill("SIGTERM");
+  await p.status;
+}
+await server?.stop();
+Deno.exit(0);

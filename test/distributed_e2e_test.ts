@@ -1,0 +1,165 @@
+/**
+ * A distributed run end to end against a real nats-server on loopback: the trainer with
+ * distributed.backend=nats and two workers (one over TCP, one over WebSocket) for a few steps,
+ * on-policy and one step off-policy; and an untrusted worker whose forged trajectories are
+ * rejected and counted against it.
+ */
+import assert from "node:assert/strict";
+import { jetstream } from "@nats-io/jetstream";
+import { initGpu } from "../src/gpu/mod.ts";
+import { loadConfig } from "../src/config/mod.ts";
+import {
+  connectNats,
+  decodeJob,
+  encodeTrajectory,
+  natsTestsEnabled,
+  runNames,
+  runWorker,
+  withNatsServer,
+} from "../src/distributed/mod.ts";
+import { fit, setupTrainer } from "../src/trainer/mod.ts";
+import type { Logger } from "../src/tracking/mod.ts";
+import { makeTinyRun } from "./tiny_run.ts";
+
+const enabled = await natsTestsEnabled();
+
+async function distributedRun(
+  prefix: string,
+  extra: string[],
+  workers: (url: string, wsUrl: string, seed: string, signal: AbortSignal) => Promise<unknown>[],
+): Promise<Map<number, Record<string, number>>> {
+  await initGpu();
+  const logged = new Map<number, Record<string, number>>();
+  await withNatsServer(prefix, async (s) => {
+    const dir = Deno.makeTempDirSync({ prefix: "webrl_dist_" });
+    const tiny = await makeTinyRun(dir);
+    const cfg = loadConfig("ppo_trainer", {
+      overrides: [
+        ...tiny.overrides,
+        "trainer.total_training_steps=3",
+        "distributed.backend=nats",
+        `distributed.url=${s.url}`,
+        `distributed.subject_prefix=${prefix}`,
+        `distributed.nkey_seed=${s.trainerSeed}`,
+        "distributed.step_timeout_s=120",
+        ...extra,
+      ],
+    });
+    const parts = await setupTrainer(cfg, { print: () => {} });
+    parts.tracking = {
+      log: (k, m) => logged.set(k, { ...logged.get(k), ...m }),
+      close() {},
+    } as Logger;
+    const stop = new AbortController();
+    const running = workers(s.url, s.wsUrl!, s.workerSeed, stop.signal);
+    let res;
+    try {
+      res = await fit(parts);
+    } finally {
+      stop.abort();
+      await Promise.allSettled(running);
+      await parts.remote!.close();
+    }
+    assert.equal(res.globalStep, 3);
+    Deno.removeSync(dir, { recursive: true });
+  });
+  return logged;
+}
+
+function honest(prefix: string, useWs = true) {
+  return (url: string, wsUrl: string, seed: string, signal: AbortSignal) =>
+    [[url, "tcp"], ...(useWs ? [[wsUrl, "ws"]] : [])].map(async ([u, id]) => {
+      const nc = await connectNats(u, { nkeySeed: seed });
+      await runWorker(nc, { prefix, workerId: id, signal });
+      await nc.close();
+    });
+}
+
+if (enabled) {
+  for (const staleness of [0, 1]) {
+    Deno.test({
+      name: `distributed: trainer + 2 workers, max_staleness=${staleness}, 3 steps`,
+      sanitizeOps: false,
+      sanitizeResources: false,
+      fn: async () => {
+        const prefix = `webrl.e2e.s${staleness}`;
+        const logged = await distributedRun(
+          prefix,
+          [
+            `distributed.max_staleness=${staleness}`,
+            "algorithm.rollout_correction.rollout_is=token",
+          ],
+          honest(prefix),
+        );
+        for (let step = 1; step <= 3; step++) {
+          const m = logged.get(step)!;
+          assert.equal(m["distributed/jobs"], 4, `step ${step}`);
+          assert.equal(m["distributed/rejected_groups"], 0, `step ${step}`);
+          assert.equal(m["distributed/staleness/max"], step === 1 ? 0 : staleness);
+          assert.ok(
+            m["distributed/logprob_diff/max"] < 0.1,
+            `${m["distributed/logprob_diff/max"]}`,
+          );
+          assert.ok(Number.isFinite(m["actor/pg_loss"]));
+          assert.ok(m["rollout_corr/rollout_is_mean"] > 0.5);
+        }
+        // Off-policy: step k+1's jobs were out before step k's update, so they were in flight.
+        if (staleness === 1) assert.ok(logged.get(3)!["distributed/in_flight_before_wait_s"] > 0);
+      },
+    });
+  }
+
+  Deno.test({
+    name: "distributed: an untrusted worker's forged trajectories are rejected and counted",
+    sanitizeOps: false,
+    sanitizeResources: false,
+    fn: async () => {
+      const prefix = "webrl.e2e.forged";
+      // One honest worker; one that answers its jobs with made-up tokens, log-probs and scores.
+      const forger = async (url: string, seed: string, signal: AbortSignal) => {
+        const nc = await connectNats(url, { nkeySeed: seed });
+        const js = jetstream(nc);
+        const n = runNames(prefix);
+        const c = await js.consumers.get(n.jobStream, n.consumer);
+        while (!signal.aborted) {
+          const m = await c.next({ expires: 1000 });
+          if (!m) continue;
+          const job = await decodeJob(m.data);
+          const R = job.responseLength;
+          await js.publish(
+            n.traj,
+            await encodeTrajectory({
+              jobId: job.jobId,
+              epoch: job.epoch,
+              step: job.step,
+              version: job.version,
+              workerId: "forger",
+              n: job.n,
+              responseLength: R,
+              responses: new Int32Array(job.n * R).fill(5),
+              responseMask: new Int32Array(job.n * R).fill(1),
+              logProbs: new Float32Array(job.n * R).fill(-0.01),
+              scores: Array(job.n).fill(1),
+              genSeconds: 0,
+              deliveries: 1,
+            }),
+          );
+          await m.ackAck();
+        }
+        await nc.close();
+      };
+      const logged = await distributedRun(prefix, [], (url, _ws, seed, signal) => [
+        forger(url, seed, signal),
+        ...honest(prefix, false)(url, url, seed, signal),
+      ]);
+      let rejected = 0, forged = 0;
+      for (const m of logged.values()) {
+        rejected += m["distributed/rejected_groups"] ?? 0;
+        forged += m["distributed/rejected/forger"] ?? 0;
+        assert.equal(m["distributed/rejected/tcp"] ?? 0, 0);
+      }
+      assert.ok(forged > 0, "the forger took no job");
+      assert.equal(rejected, forged);
+    },
+  });
+}

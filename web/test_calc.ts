@@ -8,19 +8,39 @@ import assert from "node:assert/strict";
 import { checkScreenshot, type Harness, state, waitStatus } from "./test_page.ts";
 
 export async function testCalculator(h: Harness, out: string): Promise<void> {
-  // The calculator task: 2 prompts x 8 conversations per step, so the starting model (which calls
-  // the calculator in about a third of its sampled conversations) shows some calls.
-  const page = await h.open(`tiny=1&task=calc_tool&steps=2&n=8&saveFreq=-1`);
+  // The picker brings the calculator task's settings (configs/tasks/calc_tool.yaml, shrunk by
+  // tiny=1); then 2 prompts x 8 conversations per step, so the starting model (which calls the
+  // calculator in about a third of its sampled conversations) shows some calls.
+  const page = await h.open("tiny=1");
+  assert.match(await page.locator("#model-info").innerText(), /tiny_arith/);
+  await page.selectOption("select[name=taskName]", "calc_tool");
   await page.waitForFunction(() =>
     /a rewarded conversation/.test(document.getElementById("task-explain")!.textContent!)
   );
+  assert.equal(await page.inputValue("input[name=lr]"), "0.001");
+  assert.equal(await page.inputValue("input[name=maxResponseLength]"), "32");
+  assert.equal(await page.inputValue("select[name=reward]"), "auto");
   const text = await page.locator("#task-explain").innerText();
   assert.match(text, /calculator/, text);
   assert.match(text, /assistant: <tool_call>\{"name": "calculator"/, text);
   assert.match(text, /tool: (\d+)\nassistant: #### \1/, text);
   assert.match(await page.locator("#model-info").innerText(), /tiny_calc/);
-  assert.equal(await page.inputValue("select[name=taskName]"), "calc_tool");
   assert.ok(await page.locator("#arithmetic-knobs").isHidden(), "arithmetic knobs shown");
+  // Back and forth: the arithmetic task brings its model, knobs and settings back.
+  await page.selectOption("select[name=taskName]", "arithmetic");
+  await page.waitForFunction(() =>
+    /tiny_arith/.test(document.getElementById("model-info")!.textContent!)
+  );
+  assert.ok(await page.locator("#arithmetic-knobs").isVisible(), "arithmetic knobs hidden");
+  assert.equal(await page.inputValue("input[name=maxResponseLength]"), "10");
+  await page.selectOption("select[name=taskName]", "calc_tool");
+  await page.waitForFunction(() =>
+    /tiny_calc/.test(document.getElementById("model-info")!.textContent!)
+  );
+  await page.fill("input[name=steps]", "2");
+  await page.fill("input[name=n]", "8");
+  await page.fill("input[name=saveFreq]", "-1");
+  await page.waitForSelector("#start:not([disabled])");
   await page.click("#start");
   await waitStatus(page, ["done", "error"], 120);
   const s = await state(page);

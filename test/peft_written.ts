@@ -11,6 +11,14 @@ const out = Deno.args[0];
 if (!out) throw new Error("usage: deno run -A test/peft_written.ts OUT");
 const expected = JSON.parse(Deno.readTextFileSync(`${out}/expected.json`));
 const ids: number[] = expected.ids;
+// The python side saves no tokenizer (ids are fixed); lend the base folder the tiny model's.
+for (const f of ["tokenizer.json", "tokenizer_config.json"]) {
+  try {
+    Deno.statSync(`${out}/base/${f}`);
+  } catch {
+    Deno.copyFileSync(new URL(`../assets/tiny_arith/${f}`, import.meta.url), `${out}/base/${f}`);
+  }
+}
 const model = await loadModel(`${out}/base`, { adapter: `${out}/adapter` });
 const seq = [{ prompt: ids.slice(0, 1), response: ids.slice(1) }];
 const [lp] = (await responseLogProbs(model, seq)).logProbs;

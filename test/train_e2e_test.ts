@@ -52,12 +52,14 @@ const COMMON = [
   "timing_s/step",
   "perf/throughput",
   "perf/total_num_tokens",
+  "perf/max_memory_allocated_gb",
+  "perf/max_memory_reserved_gb",
   "training/global_step",
   "training/epoch",
 ];
 
 Deno.test({
-  name: "GRPO with a KL loss runs two steps and logs verl's metrics",
+  name: "GRPO with a KL loss and gradient checkpointing runs two steps and logs verl's metrics",
   sanitizeResources: false,
   sanitizeOps: false,
   fn: async () => {
@@ -65,6 +67,7 @@ Deno.test({
       "algorithm.adv_estimator=grpo",
       "actor_rollout_ref.actor.use_kl_loss=true",
       "trainer.test_freq=2",
+      "actor_rollout_ref.model.enable_gradient_checkpointing=true",
     ]);
     assertFinite(m.get(2)!, [...COMMON, "actor/kl_loss", "timing_s/ref"]);
     const val = Object.keys(m.get(2)!).find((k) => k.startsWith("val-core/synthetic/arithmetic/"));
@@ -73,7 +76,8 @@ Deno.test({
 });
 
 Deno.test({
-  name: "PPO with a critic (gae) and KL in the reward runs two steps",
+  name:
+    "PPO with a critic (gae), KL in the reward, use_dynamic_bsz and a checkpointed critic runs two steps",
   sanitizeResources: false,
   sanitizeOps: false,
   fn: async () => {
@@ -83,6 +87,11 @@ Deno.test({
       "actor_rollout_ref.rollout.n=1",
       "actor_rollout_ref.actor.ppo_mini_batch_size=4",
       "critic.ppo_mini_batch_size=4",
+      // token-budget micro-batches everywhere (T = 22): actor, old log-prob, ref, critic, values
+      "actor_rollout_ref.actor.use_dynamic_bsz=true",
+      "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=40",
+      "critic.ppo_max_token_len_per_gpu=30",
+      "critic.model.enable_gradient_checkpointing=true",
     ]);
     assertFinite(m.get(2)!, [
       ...COMMON,
@@ -94,6 +103,23 @@ Deno.test({
       "timing_s/update_critic",
       "actor/reward_kl_penalty",
     ]);
+  },
+});
+
+Deno.test({
+  name:
+    "use_dynamic_bsz: a token budget below max_prompt_length + max_response_length names its key",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  fn: async () => {
+    await assert.rejects(
+      () =>
+        run([
+          "actor_rollout_ref.actor.use_dynamic_bsz=true",
+          "actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu=21",
+        ]),
+      /actor_rollout_ref\.rollout\.log_prob_max_token_len_per_gpu=21 is below data\.max_prompt_length \+ data\.max_response_length = 22/,
+    );
   },
 });
 

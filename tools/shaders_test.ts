@@ -83,6 +83,7 @@ export const COVERAGE: Record<string, Coverage> = {
   grad_norm_finish: gradNorm,
   kv_cache: kvCache,
   kv_cache_last: kvCache,
+  lm_head_logprob: tensorOp("lm_head_logprob"),
   logprob: tensorOp("logprob"),
   logprob_unfused: tensorOp("logprob_unfused", "logprob", "logprob_test"),
   matmul,

@@ -74,6 +74,7 @@ export async function main(args: string[]): Promise<{ step: number; valLoss: num
     lora: lora ?? undefined,
     dtype: loraBaseDtype(lora),
   });
+  model.gradientCheckpointing = cfg.model.enable_gradient_checkpointing;
   // With LoRA only the adapters train (the base has no gradients and no AdamW state).
   const optimizer = makeOptimizer(model.trainable(), {
     lr: cfg.optim.lr,

@@ -37,8 +37,9 @@ const model = section("The policy model (a Hugging Face folder).", {
     .unsupported("sequences run padded (packing is not available; the results are the same)"),
   enable_gradient_checkpointing: bool(
     false,
-    "Recompute activations in the backward pass to save GPU memory.",
-  ).unsupported("activations are kept for the backward pass"),
+    "Keep only each decoder layer's input for the backward pass, which runs the layer again: " +
+      "less GPU memory for one more forward; the same gradients.",
+  ),
   ...loraFields(),
   override_config: map("Entries that replace those of the model's config.json.").unsupported(
     "edit the model folder's config.json instead",
@@ -60,6 +61,17 @@ const actor = section("The PPO update of the policy.", {
   ppo_micro_batch_size_per_gpu: int(
     8,
     "Samples per forward/backward pass; gradients accumulate over a mini-batch.",
+    { min: 1 },
+  ),
+  use_dynamic_bsz: bool(
+    false,
+    "Split mini-batches by token budget (ppo_max_token_len_per_gpu) instead of " +
+      "ppo_micro_batch_size_per_gpu; the update is the same up to f32 rounding.",
+  ),
+  ppo_max_token_len_per_gpu: int(
+    16384,
+    "use_dynamic_bsz: most prompt + response tokens per micro-batch; at least " +
+      "max_prompt_length + max_response_length.",
     { min: 1 },
   ),
   ppo_epochs: int(1, "Passes over each rollout batch.", { min: 1 }),
@@ -123,6 +135,15 @@ const refModel = section("The frozen reference policy (used for KL).", {
   log_prob_micro_batch_size_per_gpu: int(
     ref("actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu"),
     "Samples per reference forward pass.",
+    { min: 1 },
+  ),
+  log_prob_use_dynamic_bsz: bool(
+    ref("actor_rollout_ref.actor.use_dynamic_bsz"),
+    "Split reference forward passes by token budget (log_prob_max_token_len_per_gpu).",
+  ),
+  log_prob_max_token_len_per_gpu: int(
+    ref("actor_rollout_ref.actor.ppo_max_token_len_per_gpu"),
+    "log_prob_use_dynamic_bsz: most tokens per reference forward pass.",
     { min: 1 },
   ),
 });

@@ -70,6 +70,7 @@ export function checkPpo(cfg: PpoConfig): void {
     );
   }
   checkSumPiSquared(cfg);
+  checkTokenBudgets(cfg);
   checkDapo(cfg);
   checkDistributed(cfg);
   // rollout.temperature=0 and val_kwargs.temperature=0 decode greedily (as vLLM does).
@@ -96,6 +97,54 @@ export function checkPpo(cfg: PpoConfig): void {
       "trainer.resume_from_path",
       "trainer.resume_mode=resume_path needs trainer.resume_from_path",
     );
+  }
+}
+
+/**
+ * use_dynamic_bsz: each token budget holds at least one whole padded sequence (verl asserts the
+ * same: max_token_len >= max_prompt_length + max_response_length).
+ */
+function checkTokenBudgets(cfg: PpoConfig): void {
+  const { actor, rollout, ref } = cfg.actor_rollout_ref, c = cfg.critic;
+  const T = cfg.data.max_prompt_length + cfg.data.max_response_length;
+  const AR = "actor_rollout_ref";
+  const budgets: [boolean, number, string][] = [
+    [
+      actor.use_dynamic_bsz,
+      actor.ppo_max_token_len_per_gpu,
+      `${AR}.actor.ppo_max_token_len_per_gpu`,
+    ],
+    [
+      rollout.log_prob_use_dynamic_bsz,
+      rollout.log_prob_max_token_len_per_gpu,
+      `${AR}.rollout.log_prob_max_token_len_per_gpu`,
+    ],
+    [
+      ref.log_prob_use_dynamic_bsz,
+      ref.log_prob_max_token_len_per_gpu,
+      `${AR}.ref.log_prob_max_token_len_per_gpu`,
+    ],
+  ];
+  if (criticEnabled(cfg)) {
+    budgets.push([
+      c.use_dynamic_bsz,
+      c.ppo_max_token_len_per_gpu,
+      "critic.ppo_max_token_len_per_gpu",
+    ]);
+    budgets.push([
+      c.use_dynamic_bsz,
+      c.forward_max_token_len_per_gpu,
+      "critic.forward_max_token_len_per_gpu",
+    ]);
+  }
+  for (const [on, tokens, key] of budgets) {
+    if (on && tokens < T) {
+      throw new ConfigError(
+        key,
+        `${key}=${tokens} is below data.max_prompt_length + data.max_response_length = ${T}: ` +
+          `a token budget must hold one whole sequence; raise it to at least ${T}`,
+      );
+    }
   }
 }
 

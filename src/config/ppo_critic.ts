@@ -12,8 +12,10 @@ export const ppoCritic = section("The value model (PPO with GAE).", {
       "Model folder to start the critic from; null builds the tiny model.",
       { isPath: true },
     ).orNull(),
-    enable_gradient_checkpointing: bool(false, "Recompute activations in the backward pass.")
-      .unsupported("activations are kept for the backward pass"),
+    enable_gradient_checkpointing: bool(
+      false,
+      "Recompute each decoder layer's activations in the backward pass (less GPU memory).",
+    ),
     use_remove_padding: bool(false, "Skip pad tokens in forward passes by packing sequences.")
       .unsupported("sequences run padded (packing is not available; the results are the same)"),
     ...loraFields(", with the value head (score) trained in full as PEFT's modules_to_save"),
@@ -31,6 +33,21 @@ export const ppoCritic = section("The value model (PPO with GAE).", {
   forward_micro_batch_size_per_gpu: int(
     ref("critic.ppo_micro_batch_size_per_gpu"),
     "Samples per forward pass when computing values.",
+    { min: 1 },
+  ),
+  use_dynamic_bsz: bool(
+    ref("actor_rollout_ref.actor.use_dynamic_bsz"),
+    "Split critic passes by token budget (ppo_max_token_len_per_gpu, " +
+      "forward_max_token_len_per_gpu) instead of the micro-batch sizes.",
+  ),
+  ppo_max_token_len_per_gpu: int(
+    32768,
+    "use_dynamic_bsz: most tokens per critic forward/backward pass.",
+    { min: 1 },
+  ),
+  forward_max_token_len_per_gpu: int(
+    ref("critic.ppo_max_token_len_per_gpu"),
+    "use_dynamic_bsz: most tokens per forward pass when computing values.",
     { min: 1 },
   ),
   ppo_epochs: int(ref("actor_rollout_ref.actor.ppo_epochs"), "Passes over each batch.", {

@@ -92,6 +92,15 @@ export const ppoRollout = section("Generation engine and sampling.", {
     "Samples per forward pass when recomputing old log-probs.",
     { min: 1 },
   ),
+  log_prob_use_dynamic_bsz: bool(
+    ref("actor_rollout_ref.actor.use_dynamic_bsz"),
+    "Split the old log-prob passes by token budget (log_prob_max_token_len_per_gpu).",
+  ),
+  log_prob_max_token_len_per_gpu: int(
+    ref("actor_rollout_ref.actor.ppo_max_token_len_per_gpu"),
+    "log_prob_use_dynamic_bsz: most tokens per old log-prob forward pass.",
+    { min: 1 },
+  ),
   calculate_log_probs: bool(
     false,
     "Keep the sampler's log-probs of the chosen tokens (for debugging the recomputed ones).",

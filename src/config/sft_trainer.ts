@@ -51,8 +51,10 @@ export const sftRoot = section("Supervised fine-tuning.", {
     dtype: oneOf(["float32", "float16"], "float32", "Parameter dtype on the GPU.").unsupported(
       "SFT keeps float32 weights",
     ),
-    enable_gradient_checkpointing: bool(false, "Recompute activations in the backward pass.")
-      .unsupported("activations are kept for the backward pass"),
+    enable_gradient_checkpointing: bool(
+      false,
+      "Recompute each decoder layer's activations in the backward pass (less GPU memory).",
+    ),
     ...loraFields(),
   }),
   optim: section("AdamW and schedule.", {

@@ -10,6 +10,8 @@ export class BufferPool {
   #free = new Map<number, GPUBuffer[]>();
   #inUseBytes = 0;
   #peakBytes = 0;
+  #reservedBytes = 0; // every buffer the pool holds, in use or free (torch's "reserved")
+  #peakReservedBytes = 0;
 
   constructor(
     private readonly device: GPUDevice,
@@ -36,7 +38,12 @@ export class BufferPool {
       );
     }
     const list = this.#free.get(size);
-    const buf = list?.pop() ?? this.device.createBuffer({ size, usage: this.usage, label });
+    let buf = list?.pop();
+    if (!buf) {
+      buf = this.device.createBuffer({ size, usage: this.usage, label });
+      this.#reservedBytes += size;
+      this.#peakReservedBytes = Math.max(this.#peakReservedBytes, this.#reservedBytes);
+    }
     this.#inUseBytes += size;
     this.#peakBytes = Math.max(this.#peakBytes, this.#inUseBytes);
     return buf;
@@ -51,7 +58,12 @@ export class BufferPool {
 
   /** Destroys every free buffer (after a phase that used unusual sizes). */
   trim(): void {
-    for (const list of this.#free.values()) for (const b of list) b.destroy();
+    for (const list of this.#free.values()) {
+      for (const b of list) {
+        this.#reservedBytes -= b.size;
+        b.destroy();
+      }
+    }
     this.#free.clear();
   }
 
@@ -61,7 +73,15 @@ export class BufferPool {
   get peakBytes(): number {
     return this.#peakBytes;
   }
+  /** Bytes of every buffer the pool holds (in use or free for reuse). */
+  get reservedBytes(): number {
+    return this.#reservedBytes;
+  }
+  get peakReservedBytes(): number {
+    return this.#peakReservedBytes;
+  }
   resetPeak(): void {
     this.#peakBytes = this.#inUseBytes;
+    this.#peakReservedBytes = this.#reservedBytes;
   }
 }

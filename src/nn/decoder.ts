@@ -12,14 +12,10 @@ import {
   type RopeScaling,
   ropeScalingOf,
 } from "../io/mod.ts";
-import { isGradEnabled, noGrad } from "../tensor/mod.ts";
-import { scope } from "../tensor/mod.ts";
-import { attention } from "../tensor/mod.ts";
-import { cast } from "../tensor/mod.ts";
-import { embedding } from "../tensor/mod.ts";
-import { linear } from "../tensor/mod.ts";
-import { rmsNorm } from "../tensor/mod.ts";
-import { f16BitsToF32, fmtShape, ropeDynamicInvFreq, Tensor } from "../tensor/mod.ts";
+import { attention, cast, checkpoint, embedding, isGradEnabled, linear } from "../tensor/mod.ts";
+import { lmHeadLogprob, type LmHeadLogprobOptions, noGrad, rmsNorm, scope } from "../tensor/mod.ts";
+import { f16BitsToF32, fmtShape, type LmHeadLogprobResult } from "../tensor/mod.ts";
+import { ropeDynamicInvFreq, Tensor } from "../tensor/mod.ts";
 import { KvCache, lastStep } from "./kv_cache.ts";
 import {
   type Attend,
@@ -30,7 +26,7 @@ import {
 } from "./layers.ts";
 import { ropeFrequencies } from "./rope_scaling.ts";
 import { LoraAdapters, mergedWeight } from "./lora.ts";
-import { checkWeights, initWeights, weightShapes } from "./weights.ts";
+import { checkWeights, initWeights, tensorsIn, weightShapes } from "./weights.ts";
 
 export interface ForwardOptions {
   /** i32 [B, T] rotary positions (left padding: cumsum(mask) - 1, clipped at 0). */
@@ -39,6 +35,12 @@ export interface ForwardOptions {
   attentionMask: Tensor;
   /** Run the base weights alone, LoRA adapters off (the reference policy of a LoRA actor). */
   disableAdapters?: boolean;
+}
+
+/** What {@link CausalLM.tokenLogProbs} computes, besides the forward's inputs. */
+export interface TokenLogProbOptions extends ForwardOptions, LmHeadLogprobOptions {
+  /** i32 [B, T] or [B * T]: the token each position predicts; -100 is ignored (log-prob 0). */
+  targets: Tensor;
 }
 
 export interface LoadOptions {
@@ -87,6 +89,8 @@ export class DecoderTrunk {
   readonly lora: LoraAdapters | null;
   /** A view over another model's weights frees only these on dispose (null: all of its own). */
   protected ownedWeights: Tensor[] | null = null;
+  /** enable_gradient_checkpointing: each layer keeps its input; the backward reruns the layer. */
+  gradientCheckpointing = false;
 
   protected constructor(
     readonly config: ModelConfig,
@@ -177,7 +181,9 @@ export class DecoderTrunk {
     const rope = this.#ropeCall(positions, longest);
     this.layers.forEach((w, l) => {
       const ctx = { config: this.config, positions, attend: attend(l), rope, adapters };
-      if (!inference) h = decoderLayer(h, w, ctx);
+      if (!inference && this.gradientCheckpointing) {
+        h = checkpoint(([x]) => decoderLayer(x, w, ctx), [h], { params: tensorsIn(w) });
+      } else if (!inference) h = decoderLayer(h, w, ctx);
       else {
         // Off the tape nothing needs a layer's intermediates: free them before the next layer.
         const next = scope(() => decoderLayer(h, w, ctx));
@@ -277,6 +283,21 @@ export class CausalLM extends DecoderTrunk {
   /** Logits [B, T, V] of a padded batch through autograd. */
   forward(inputIds: Tensor, options: ForwardOptions): Tensor {
     return linear(this.hidden(inputIds, options), this.#head);
+  }
+
+  /**
+   * Log-probs (entropy, Σπ²) of `targets`, shaped like them, through autograd: the LM head runs
+   * over vocabulary chunks fused with the log-softmax, never materialising [B, T, V] logits.
+   */
+  tokenLogProbs(inputIds: Tensor, options: TokenLogProbOptions): LmHeadLogprobResult {
+    const { targets, temperature, withEntropy, withSumPiSquared, chunkBytes, ...forward } = options;
+    const h = this.hidden(inputIds, forward); // [B, T, C]
+    return lmHeadLogprob(h, this.#head, targets, {
+      temperature,
+      withEntropy,
+      withSumPiSquared,
+      chunkBytes,
+    });
   }
 
   /** Empty KV caches for `batch` sequences of up to `maxLength` tokens; promptMask [B, P]. */

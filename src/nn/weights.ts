@@ -3,7 +3,7 @@
  * initialisation (normal, std `initializer_range` = 0.02; norms at one; biases at zero) so that a
  * fresh model written to a folder loads in `transformers` unchanged.
  */
-import { normalSampler } from "../tensor/mod.ts";
+import { normalSampler, Tensor } from "../tensor/mod.ts";
 import { expectedTensorShapes, type ModelConfig } from "../io/mod.ts";
 
 export { hasOutputBias } from "../io/mod.ts";
@@ -63,4 +63,15 @@ export function checkWeights(
       throw new Error(`${what}: ${name} has ${got} values, expected [${shape.join(", ")}] = ${n}`);
     }
   }
+}
+
+/** Every tensor in a parameter record (a layer's), nested records and arrays included. */
+export function tensorsIn(value: unknown, out: Tensor[] = []): Tensor[] {
+  if (value instanceof Tensor) out.push(value);
+  else if (Array.isArray(value)) { for (const v of value) tensorsIn(v, out); }
+  else if (value instanceof Map) { for (const v of value.values()) tensorsIn(v, out); }
+  else if (value !== null && typeof value === "object") {
+    for (const v of Object.values(value)) tensorsIn(v, out);
+  }
+  return out;
 }

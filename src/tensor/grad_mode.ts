@@ -29,3 +29,14 @@ export async function noGradAsync<T>(fn: () => Promise<T>): Promise<T> {
     gradEnabled = prev;
   }
 }
+
+/** Runs fn with the tape on (a checkpointed segment recomputes its forward inside backward). */
+export function withGrad<T>(fn: () => T): T {
+  const prev = gradEnabled;
+  gradEnabled = true;
+  try {
+    return fn();
+  } finally {
+    gradEnabled = prev;
+  }
+}

@@ -10,7 +10,8 @@ export {
   type TypedArray,
 } from "./tensor.ts";
 export { scope, scopeAsync } from "./scope.ts";
-export { isGradEnabled, noGrad, noGradAsync } from "./grad_mode.ts";
+export { isGradEnabled, noGrad, noGradAsync, withGrad } from "./grad_mode.ts";
+export { checkpoint, type CheckpointOptions } from "./ops/checkpoint.ts";
 export { backward, OPS, record, registerOp, zeroGrad } from "./autograd.ts";
 export { accumulate, clone, fill, fillInPlace, scaleInPlace, zeros } from "./ops/basic.ts";
 export { grid1d } from "./ops/grid.ts";
@@ -30,6 +31,14 @@ export { adamwStep } from "./ops/adamw.ts";
 export { crossEntropy } from "./ops/cross_entropy.ts";
 export { logprobEntropy, logprobKernel } from "./ops/logprob.ts";
 export { logprobEntropyBackwardRef, logprobEntropyRef } from "./ref/logprob.ts";
+export {
+  LM_HEAD_CHUNK_BYTES,
+  lmHeadChunkColumns,
+  lmHeadLogprob,
+  type LmHeadLogprobOptions,
+  type LmHeadLogprobResult,
+} from "./ops/lm_head_logprob.ts";
+export { lmHeadLogprobBackwardRef, lmHeadLogprobRef } from "./ref/lm_head_logprob.ts";
 export { mixSeed, mulberry32, permutation, randInt, uniformArray } from "./random.ts";
 export { unfusedKernel, unfusedLogProbs } from "./ops/logprob_unfused.ts";
 export { gemm, pickTile, type TileConfig, TILES, tileShape } from "./ops/matmul_kernel.ts";

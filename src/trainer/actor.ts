@@ -4,11 +4,12 @@
  * fused GPU policy loss of src/algos (ppo_micro_loss.ts), back-propagated through the model
  * without a readback; src/algos' computeActorLoss is its CPU reference, for tests.
  */
-import { gpuPolicyLoss, sumPiSquared } from "../algos/mod.ts";
+import { gpuPolicyLoss } from "../algos/mod.ts";
 import { gpu } from "../gpu/mod.ts";
 import type { LoraAdapters } from "../nn/mod.ts";
-import { backward, logprobEntropy, noGrad, scope, Tensor } from "../tensor/mod.ts";
-import { type Batch, chunks, range, responseSlice, sequenceInputs } from "./batch.ts";
+import { backward, type LmHeadLogprobResult, noGrad, scope, Tensor } from "../tensor/mod.ts";
+import { type Batch, range, responseSlice, sequenceInputs } from "./batch.ts";
+import { microBatches, type MicroBatching } from "./dynamic_bsz.ts";
 import type { Optimizer } from "./optimizer_step.ts";
 import { updateLoop, type UpdateLoopOptions } from "./minibatch.ts";
 import {
@@ -32,6 +33,18 @@ export interface CausalModel extends TrainableModel {
     inputIds: Tensor,
     options: { positionIds: Tensor; attentionMask: Tensor },
   ): Tensor; // logits [B, T, V]
+  /** Per-position statistics of `targets` without [B, T, V] logits (see CausalLM). */
+  tokenLogProbs(
+    inputIds: Tensor,
+    options: {
+      positionIds: Tensor;
+      attentionMask: Tensor;
+      targets: Tensor;
+      temperature?: number;
+      withEntropy?: boolean;
+      withSumPiSquared?: boolean;
+    },
+  ): LmHeadLogprobResult;
 }
 
 export interface SequenceTensors {
@@ -60,8 +73,7 @@ export function uploadSequences(batch: Batch, rows: readonly number[]): Sequence
 export async function computeLogProbs(
   model: CausalModel,
   batch: Batch,
-  options: {
-    microBatchSize: number;
+  options: MicroBatching & {
     withEntropy: boolean;
     temperature?: number;
     /** Σ_v π_v² per position (the optimal token baselines' path weights) */
@@ -74,16 +86,18 @@ export async function computeLogProbs(
   const temperature = options.temperature ?? 1;
   const parts: { rows: number[]; outs: (Tensor | null)[] }[] = [];
   noGrad(() => {
-    for (const rows of chunks(range(batch.size), options.microBatchSize)) {
+    for (const rows of microBatches(batch, range(batch.size), options)) {
       const kept = scope(() => {
         const t = uploadSequences(batch, rows);
-        const logits = model.forward(t.ids, { positionIds: t.pos, attentionMask: t.mask });
-        const lp = logprobEntropy(logits, t.targets, {
+        const lp = model.tokenLogProbs(t.ids, {
+          positionIds: t.pos,
+          attentionMask: t.mask,
+          targets: t.targets,
           withEntropy: options.withEntropy,
+          withSumPiSquared: options.withSumPiSquared,
           temperature,
         });
-        const spp = options.withSumPiSquared ? sumPiSquared(logits, { temperature }) : null;
-        return [lp.logProbs, lp.entropy ?? null, spp];
+        return [lp.logProbs, lp.entropy, lp.sumPiSquared];
       });
       parts.push({ rows, outs: kept.map((t) => t?.keep() ?? null) });
     }
@@ -117,7 +131,7 @@ export interface ActorUpdateOptions extends Omit<UpdateLoopOptions, "stream"> {
 
 /**
  * PPO epochs over shuffled mini-batches; returns verl's actor/* metrics. Each micro-batch runs
- * forward -> logprobEntropy -> the fused policy loss -> backward on the GPU; the loss statistics
+ * the trunk -> the chunked LM head + log-prob (tokenLogProbs) -> the fused policy loss -> backward on the GPU; the loss statistics
  * are summed on the GPU and read with each mini-batch's grad norm.
  */
 export async function updateActor(
@@ -137,10 +151,14 @@ export async function updateActor(
     { gradNorm: "actor/grad_norm", stats: actorStatNames(o.loss) },
     (mb) => {
       const t = uploadSequences(batch, mb.rows);
-      const logits = model.forward(t.ids, { positionIds: t.pos, attentionMask: t.mask });
       // [n, T] targets give [n, T] log-probs and entropies, the layout the loss takes
-      const targets = t.targets.reshape([mb.rows.length, T]);
-      const out = logprobEntropy(logits, targets, { withEntropy, temperature: o.temperature });
+      const out = model.tokenLogProbs(t.ids, {
+        positionIds: t.pos,
+        attentionMask: t.mask,
+        targets: t.targets.reshape([mb.rows.length, T]),
+        withEntropy,
+        temperature: o.temperature,
+      });
       const res = actorMicroLoss(out, batch, mb, o.loss, microBatchSeed(o.seed, o.step, micro++));
       backward(res.loss);
       return res.stats;

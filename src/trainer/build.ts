@@ -55,6 +55,7 @@ export interface BuildOptions {
   onGenerations?: TrainerParts["onGenerations"];
   shouldContinue?: TrainerParts["shouldContinue"];
   peakMemoryBytes?: () => number;
+  peakReservedBytes?: () => number;
 }
 
 /** An AdamW over every trainable tensor of a model, with verl's `optim` keys. */
@@ -134,6 +135,7 @@ export function loraBaseDtype(lora: LoraStart | null): "f16" | "f32" {
 export function adaptersOff(model: CausalLM): CausalModel {
   return {
     forward: (ids, f) => model.forward(ids, { ...f, disableAdapters: true }),
+    tokenLogProbs: (ids, o) => model.tokenLogProbs(ids, { ...o, disableAdapters: true }),
     params: () => model.params(),
     toArrays: () => model.toArrays(),
   };
@@ -155,6 +157,7 @@ function buildCritic(o: BuildOptions): NonNullable<TrainerParts["critic"]> {
   const net = tensors.has(VALUE_HEAD_WEIGHT)
     ? Critic.fromTensors(start.config, tensors, load)
     : Critic.fromActor(start.config, tensors, { seed: cfg.trainer.seed, ...load });
+  net.gradientCheckpointing = cfg.critic.model.enable_gradient_checkpointing;
   const model = {
     forward: (ids: Tensor, f: ForwardOptions) => net.values(ids, f),
     params: () => net.params(),
@@ -177,6 +180,7 @@ export function buildTrainerParts(o: BuildOptions): TrainerParts {
     lora: lora ?? undefined,
     dtype: loraBaseDtype(lora),
   });
+  actorModel.gradientCheckpointing = a.model.enable_gradient_checkpointing;
   const useRef = a.actor.use_kl_loss || cfg.algorithm.use_kl_in_reward;
   const refW = o.reference ?? o.actor;
   const refModel = !useRef
@@ -211,5 +215,6 @@ export function buildTrainerParts(o: BuildOptions): TrainerParts {
     onGenerations: o.onGenerations,
     shouldContinue: o.shouldContinue,
     peakMemoryBytes: o.peakMemoryBytes,
+    peakReservedBytes: o.peakReservedBytes,
   };
 }

@@ -8,7 +8,8 @@ import type { LossAggMode } from "../algos/mod.ts";
 import { gpu } from "../gpu/mod.ts";
 import { backward, noGrad, scope, type Tensor } from "../tensor/mod.ts";
 import { type TrainableModel, uploadSequences } from "./actor.ts";
-import { type Batch, chunks, range, responseSlice } from "./batch.ts";
+import { type Batch, range, responseSlice } from "./batch.ts";
+import { microBatches, type MicroBatching } from "./dynamic_bsz.ts";
 import type { Optimizer } from "./optimizer_step.ts";
 import { updateLoop, type UpdateLoopOptions } from "./minibatch.ts";
 import { CRITIC_STAT_NAMES, criticMicroLoss } from "./ppo_micro_loss.ts";
@@ -24,12 +25,12 @@ export interface ValueModel extends TrainableModel {
 export async function computeValues(
   critic: ValueModel,
   batch: Batch,
-  options: { microBatchSize: number },
+  options: MicroBatching,
 ): Promise<Float32Array> {
   const P = batch.promptLength, R = batch.responseLength;
   const parts: { rows: number[]; v: Tensor }[] = [];
   noGrad(() => {
-    for (const rows of chunks(range(batch.size), options.microBatchSize)) {
+    for (const rows of microBatches(batch, range(batch.size), options)) {
       const v = scope(() => {
         const t = uploadSequences(batch, rows);
         return critic.forward(t.ids, { positionIds: t.pos, attentionMask: t.mask });

@@ -13,11 +13,11 @@ import type { Tick } from "../tracking/mod.ts";
 import { accumulate, scope, seededRandom, shuffled, type Tensor, zeros } from "../tensor/mod.ts";
 import { type Batch, chunks, range } from "./batch.ts";
 import { type Optimizer, optimizerStep } from "./optimizer_step.ts";
+import { microBatches, type MicroBatching } from "./dynamic_bsz.ts";
 
-export interface UpdateLoopOptions {
+export interface UpdateLoopOptions extends MicroBatching {
   ppoEpochs: number;
   miniBatchSize: number; // samples
-  microBatchSize: number;
   shuffle: boolean;
   seed: number;
   step: number;
@@ -70,7 +70,7 @@ export async function updateLoop(
       let miniTokens = 0;
       for (const b of mini) for (let r = 0; r < R; r++) miniTokens += batch.responseMask[b * R + r];
       const acc = zeros([k], "update.stats").keep(); // [k] sum over this mini-batch's micro-batches
-      for (const rows of chunks(mini, o.microBatchSize)) {
+      for (const rows of microBatches(batch, mini, o)) {
         const responseMask = new Int32Array(rows.length * R);
         rows.forEach((b, i) =>
           responseMask.set(batch.responseMask.subarray(b * R, b * R + R), i * R)

@@ -109,6 +109,8 @@ export interface TrainerParts {
   remote?: RemoteGen;
   /** Peak bytes of GPU buffers in use, for perf/max_memory_allocated_gb. */
   peakMemoryBytes?: () => number;
+  /** Peak bytes of GPU buffers held by the pool (in use or free), for perf/max_memory_reserved_gb. */
+  peakReservedBytes?: () => number;
 }
 
 export interface GenerationRow {

@@ -276,6 +276,7 @@ export async function setupTrainer(
     print,
     onGenerations: (kind, step, rows) => (kind === "train" ? trainDump : valDump)?.(step, rows),
     peakMemoryBytes: () => gpu().pool.peakBytes,
+    peakReservedBytes: () => gpu().pool.peakReservedBytes,
   });
   if (cfg.distributed.backend === "nats") {
     await attachRemote(parts, { modelConfig: actor.config, tokenizerFiles: files, eosTokenIds });

@@ -6,12 +6,12 @@
 import type { SftExample } from "../data/mod.ts";
 import {
   backward,
-  crossEntropy,
   mulScalar,
   noGrad,
   scope,
   seededRandom,
   shuffled,
+  sum,
   Tensor,
 } from "../tensor/mod.ts";
 import { gpu } from "../gpu/mod.ts";
@@ -66,10 +66,14 @@ export function trainedTokens(e: SftExample): number {
   return e.lossMask ? e.lossMask.reduce((a, m) => a + (m ? 1 : 0), 0) : e.responseIds.length;
 }
 
+/** Σ -log p(target) over the response tokens (ignored targets give log p = 0). */
 function sumLoss(model: CausalModel, m: MicroInputs): Tensor {
-  const logits = model.forward(m.ids, { positionIds: m.pos, attentionMask: m.mask });
-  const V = logits.shape.at(-1)!;
-  return crossEntropy(logits.reshape([-1, V]), m.targets, { ignoreIndex: -100, reduction: "sum" });
+  const out = model.tokenLogProbs(m.ids, {
+    positionIds: m.pos,
+    attentionMask: m.mask,
+    targets: m.targets,
+  });
+  return mulScalar(sum(out.logProbs), -1);
 }
 
 /** Sums scalar losses with one readback for all micro-batches, and releases them. */

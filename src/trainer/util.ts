@@ -1,6 +1,7 @@
 /** Small helpers the controller shares: lr schedules, timers, metric reduction. */
 import type { PpoConfig } from "../config/mod.ts";
 import type { Tick } from "../tracking/mod.ts";
+import type { MicroBatching } from "./dynamic_bsz.ts";
 
 export interface LrScheduleOptions {
   lr: number;
@@ -73,4 +74,56 @@ export function microBatchSize(cfg: PpoConfig, pass: "actor" | "ref" | "rollout"
   if (pass === "actor") return a.actor.ppo_micro_batch_size_per_gpu ?? 8;
   if (pass === "ref") return a.ref.log_prob_micro_batch_size_per_gpu ?? 8;
   return a.rollout.log_prob_micro_batch_size_per_gpu ?? 8;
+}
+
+/**
+ * How a pass splits its rows: the micro-batch size, and the token budget when the pass's
+ * use_dynamic_bsz key is on (verl's `*_max_token_len_per_gpu`).
+ */
+export function microBatching(
+  cfg: PpoConfig,
+  pass: "actor" | "ref" | "rollout" | "critic" | "values",
+): MicroBatching {
+  const a = cfg.actor_rollout_ref, c = cfg.critic;
+  const budget = (on: boolean, tokens: number, key: string) =>
+    on ? { maxTokenLen: tokens, budgetKey: key } : {};
+  const AR = "actor_rollout_ref";
+  switch (pass) {
+    case "actor":
+    case "ref":
+    case "rollout": {
+      const size = microBatchSize(cfg, pass);
+      if (pass === "actor") {
+        const key = `${AR}.actor.ppo_max_token_len_per_gpu`;
+        return {
+          microBatchSize: size,
+          ...budget(a.actor.use_dynamic_bsz, a.actor.ppo_max_token_len_per_gpu, key),
+        };
+      }
+      const s = pass === "ref" ? a.ref : a.rollout;
+      const key = `${AR}.${pass}.log_prob_max_token_len_per_gpu`;
+      return {
+        microBatchSize: size,
+        ...budget(s.log_prob_use_dynamic_bsz, s.log_prob_max_token_len_per_gpu, key),
+      };
+    }
+    case "critic":
+      return {
+        microBatchSize: c.ppo_micro_batch_size_per_gpu,
+        ...budget(
+          c.use_dynamic_bsz,
+          c.ppo_max_token_len_per_gpu,
+          "critic.ppo_max_token_len_per_gpu",
+        ),
+      };
+    case "values":
+      return {
+        microBatchSize: c.forward_micro_batch_size_per_gpu,
+        ...budget(
+          c.use_dynamic_bsz,
+          c.forward_max_token_len_per_gpu,
+          "critic.forward_max_token_len_per_gpu",
+        ),
+      };
+  }
 }

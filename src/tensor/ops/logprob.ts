@@ -21,7 +21,7 @@ registerOp(
 );
 registerOp(
   "logprob_entropy.row",
-  "row r of the stacked [2, N] logprob/entropy output; the backward scatters into a [2, N] zero " +
+  "row r of the stacked [K, N] logprob/entropy output; the backward scatters into a [K, N] zero " +
     "gradient, so seeding both rows reaches the fused node as one gradient",
 );
 
@@ -126,13 +126,13 @@ export function logprobEntropy(
   };
 }
 
-/** Row r of a [2, N] tensor as its own tensor of `shape` (a copy), with autograd. */
-function stackedRow(stacked: Tensor, r: number, shape: readonly number[]): Tensor {
-  const N = stacked.shape[1];
+/** Row r of a [K, N] tensor as its own tensor of `shape` (a copy), with autograd. */
+export function stackedRow(stacked: Tensor, r: number, shape: readonly number[]): Tensor {
+  const [K, N] = stacked.shape;
   const out = Tensor.empty(shape, "f32", r === 0 ? "logprob" : "entropy");
   if (N > 0) gpu().copy(stacked.buffer, r * N * 4, out.buffer, 0, N * 4);
   return record("logprob_entropy.row", [stacked], out, (g) => {
-    const full = zeros([2, N], "logprob.grad");
+    const full = zeros([K, N], "logprob.grad");
     if (N > 0) gpu().copy(g.buffer, 0, full.buffer, r * N * 4, N * 4);
     return [full];
   });

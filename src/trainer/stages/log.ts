@@ -52,6 +52,9 @@ export function perfMetrics(
     ...(parts.peakMemoryBytes
       ? { "perf/max_memory_allocated_gb": parts.peakMemoryBytes() / 2 ** 30 }
       : {}),
+    ...(parts.peakReservedBytes
+      ? { "perf/max_memory_reserved_gb": parts.peakReservedBytes() / 2 ** 30 }
+      : {}),
   };
 }
 

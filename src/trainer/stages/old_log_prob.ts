@@ -4,11 +4,11 @@ import { logProbTemperature } from "../../rollout/mod.ts";
 import { computeLogProbs } from "../actor.ts";
 import type { LogProbBatch, ScoredBatch } from "../batch.ts";
 import type { TrainerParts } from "../parts.ts";
-import { microBatchSize } from "../util.ts";
+import { microBatching } from "../util.ts";
 
 export async function oldLogProb(parts: TrainerParts, batch: ScoredBatch): Promise<LogProbBatch> {
   const r = await computeLogProbs(parts.actor.model, batch, {
-    microBatchSize: microBatchSize(parts.config, "rollout"),
+    ...microBatching(parts.config, "rollout"),
     withEntropy: true,
     temperature: logProbTemperature(parts.config.actor_rollout_ref.rollout.temperature),
     withSumPiSquared: sumPiSquaredEnabled(parts.config),

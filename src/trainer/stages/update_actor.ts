@@ -4,7 +4,7 @@ import { updateActor } from "../actor.ts";
 import type { Tick } from "../../tracking/mod.ts";
 import type { AdvBatch } from "../batch.ts";
 import type { TrainerParts } from "../parts.ts";
-import { microBatchSize } from "../util.ts";
+import { microBatching } from "../util.ts";
 
 export function updateActorStage(
   parts: TrainerParts,
@@ -16,7 +16,7 @@ export function updateActorStage(
   return updateActor(parts.actor.model, parts.actor.optimizer, batch, {
     ppoEpochs: a.ppo_epochs,
     miniBatchSize: a.ppo_mini_batch_size * n,
-    microBatchSize: microBatchSize(parts.config, "actor"),
+    ...microBatching(parts.config, "actor"),
     shuffle: a.shuffle,
     seed: parts.config.trainer.seed,
     step: options.step,

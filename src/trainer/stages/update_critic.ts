@@ -3,6 +3,7 @@ import type { Tick } from "../../tracking/mod.ts";
 import type { AdvBatch } from "../batch.ts";
 import { updateCritic } from "../critic.ts";
 import type { TrainerParts } from "../parts.ts";
+import { microBatching } from "../util.ts";
 
 export function updateCriticStage(
   parts: TrainerParts,
@@ -14,7 +15,7 @@ export function updateCriticStage(
   return updateCritic(parts.critic!.model, parts.critic!.optimizer, batch, {
     ppoEpochs: c.ppo_epochs,
     miniBatchSize: c.ppo_mini_batch_size * n,
-    microBatchSize: c.ppo_micro_batch_size_per_gpu,
+    ...microBatching(parts.config, "critic"),
     shuffle: c.shuffle,
     seed: parts.config.trainer.seed,
     step: options.step,

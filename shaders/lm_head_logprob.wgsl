@@ -1,0 +1,204 @@
+// Log-prob (and entropy, and Σπ²) of target tokens through the LM head, one vocabulary chunk at a
+// time, so the [N, V] logits never exist. The TS op (src/tensor/ops/lm_head_logprob.ts) computes
+// the [N, cols] logits of one chunk with a matmul, then:
+//   chunk_forward  folds the chunk into a running per-row state [5, N]: an online
+//                  (m, s = Σ e^(x-m), t = Σ e^(x-m) (x-m), s2 = Σ e^(2(x-m))) plus x[target]
+//                  once the target's chunk is seen; with x = logit / temperature.
+//   finalize       lse = m + log s, log p = x[target] - lse, H = log s - t / s, Σπ² = s2 / s².
+//   chunk_backward recomputes p = exp(x - lse) over a chunk and overwrites the chunk's logits with
+//                  d logits = (g_lp (1[v = target] - p) - g_ent p (log p + H)) / temperature.
+// Row index = wid.y * nwg.x + wid.x (grid1d folds to 2-D); chunk_backward is a flat 1-D grid.
+
+#include "grid.wgsl"
+
+#const WG: u32
+const WITH_ENTROPY: bool = true;
+const WITH_SPP: bool = false;
+// Below any finite logit, but finite: exp(LOWEST - m) is 0 and (LOWEST - m) * 0 is 0, not NaN.
+const LOWEST: f32 = -3.0e38;
+
+struct Params {
+  rows: u32,
+  cols: u32, // logits of this chunk per row
+  offset: u32, // vocabulary index of the chunk's first column
+  vocab: u32,
+  temperature: f32,
+  first: u32, // 1: the chunk starts the state
+  _p0: u32,
+  _p1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(2) var<storage, read> targets: array<i32>;
+
+// chunk_forward: logits [N, cols], state [5, N]
+@group(0) @binding(1) var<storage, read> logits: array<f32>;
+@group(0) @binding(3) var<storage, read_write> state: array<f32>;
+
+// finalize: state [5, N] -> out [K, N] (log p, then H, then Σπ² as asked), saved [2, N] (lse, H)
+@group(0) @binding(1) var<storage, read> state_in: array<f32>;
+@group(0) @binding(3) var<storage, read_write> out: array<f32>;
+@group(0) @binding(4) var<storage, read_write> saved: array<f32>;
+
+// chunk_backward: the chunk's logits [N, cols], overwritten with their gradient; saved [2, N];
+// gout [K, N] like out (row 0 log p, row 1 entropy; Σπ² takes no gradient)
+@group(0) @binding(1) var<storage, read_write> zbuf: array<f32>;
+@group(0) @binding(3) var<storage, read> saved_in: array<f32>;
+@group(0) @binding(4) var<storage, read> gout: array<f32>;
+
+struct Online {
+  m: f32,
+  s: f32,
+  t: f32,
+  s2: f32,
+}
+
+// Merges two partial states; t and s2 are kept relative to each state's own max.
+fn merge(a: Online, b: Online) -> Online {
+  let m = max(a.m, b.m);
+  let ea = exp(a.m - m);
+  let eb = exp(b.m - m);
+  var t = 0.0;
+  if (WITH_ENTROPY) {
+    t = ea * (a.t + (a.m - m) * a.s) + eb * (b.t + (b.m - m) * b.s);
+  }
+  var s2 = 0.0;
+  if (WITH_SPP) {
+    s2 = ea * ea * a.s2 + eb * eb * b.s2;
+  }
+  return Online(m, ea * a.s + eb * b.s, t, s2);
+}
+
+var<workgroup> red_m: array<f32, WG>;
+var<workgroup> red_s: array<f32, WG>;
+var<workgroup> red_t: array<f32, WG>;
+var<workgroup> red_s2: array<f32, WG>;
+
+@compute @workgroup_size(WG)
+fn chunk_forward(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+                 @builtin(local_invocation_id) lid: vec3u) {
+  let row = flat_group(wid, nwg);
+  // Uniform per workgroup, so the barriers below stay in uniform control flow.
+  if (row >= p.rows) {
+    return;
+  }
+  let base = row * p.cols;
+  var st = Online(LOWEST, 0.0, 0.0, 0.0);
+  for (var v = lid.x; v < p.cols; v += WG) {
+    let x = logits[base + v] / p.temperature;
+    if (x > st.m) {
+      let d = st.m - x;
+      let a = exp(d);
+      if (WITH_ENTROPY) {
+        st.t = a * (st.t + d * st.s);
+      }
+      if (WITH_SPP) {
+        st.s2 = st.s2 * a * a + 1.0;
+      }
+      st.s = st.s * a + 1.0;
+      st.m = x;
+    } else {
+      let d = x - st.m;
+      let e = exp(d);
+      st.s += e;
+      if (WITH_ENTROPY) {
+        // e == 0 for a -inf logit, where e * d would be NaN.
+        st.t += select(0.0, e * d, e > 0.0);
+      }
+      if (WITH_SPP) {
+        st.s2 += e * e;
+      }
+    }
+  }
+  red_m[lid.x] = st.m;
+  red_s[lid.x] = st.s;
+  red_t[lid.x] = st.t;
+  red_s2[lid.x] = st.s2;
+  workgroupBarrier();
+  for (var k = WG / 2u; k > 0u; k = k >> 1u) {
+    if (lid.x < k) {
+      let r = merge(Online(red_m[lid.x], red_s[lid.x], red_t[lid.x], red_s2[lid.x]),
+                    Online(red_m[lid.x + k], red_s[lid.x + k], red_t[lid.x + k],
+                           red_s2[lid.x + k]));
+      red_m[lid.x] = r.m;
+      red_s[lid.x] = r.s;
+      red_t[lid.x] = r.t;
+      red_s2[lid.x] = r.s2;
+    }
+    workgroupBarrier();
+  }
+  if (lid.x == 0u) {
+    let n = p.rows;
+    var acc = Online(red_m[0], red_s[0], red_t[0], red_s2[0]);
+    if (p.first == 0u) {
+      acc = merge(Online(state[row], state[n + row], state[2u * n + row], state[3u * n + row]),
+                  acc);
+    } else {
+      state[4u * n + row] = 0.0;
+    }
+    state[row] = acc.m;
+    state[n + row] = acc.s;
+    state[2u * n + row] = acc.t;
+    state[3u * n + row] = acc.s2;
+    let tgt = targets[row];
+    if (tgt >= 0 && u32(tgt) >= p.offset && u32(tgt) < p.offset + p.cols) {
+      state[4u * n + row] = logits[base + u32(tgt) - p.offset] / p.temperature;
+    }
+  }
+}
+
+@compute @workgroup_size(WG)
+fn finalize(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+            @builtin(local_invocation_id) lid: vec3u) {
+  let row = flat_index(wid, nwg, lid);
+  let n = p.rows;
+  if (row >= n) {
+    return;
+  }
+  let m = state_in[row];
+  let s = state_in[n + row];
+  let log_s = log(s);
+  let lse = m + log_s;
+  let tgt = targets[row];
+  var lp = 0.0;
+  if (tgt >= 0 && u32(tgt) < p.vocab) {
+    lp = state_in[4u * n + row] - lse;
+  } else if (tgt != -100) {
+    // NaN, built at run time (Chrome rejects a constant NaN): a bad target is a bug upstream
+    lp = bitcast<f32>(u32(tgt) | 0x7fc00000u);
+  }
+  out[row] = lp;
+  saved[row] = lse;
+  var k = 1u;
+  if (WITH_ENTROPY) {
+    let h = log_s - state_in[2u * n + row] / s;
+    out[n + row] = h;
+    saved[n + row] = h;
+    k = 2u;
+  }
+  if (WITH_SPP) {
+    out[k * n + row] = state_in[3u * n + row] / (s * s);
+  }
+}
+
+@compute @workgroup_size(WG)
+fn chunk_backward(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+                  @builtin(local_invocation_id) lid: vec3u) {
+  let i = flat_index(wid, nwg, lid);
+  if (i >= p.rows * p.cols) {
+    return;
+  }
+  let row = i / p.cols;
+  let v = p.offset + (i - row * p.cols);
+  let logp = zbuf[i] / p.temperature - saved_in[row];
+  let prob = exp(logp);
+  let tgt = targets[row];
+  var d = 0.0;
+  if (tgt >= 0) {
+    d = gout[row] * (select(0.0, 1.0, u32(tgt) == v) - prob);
+  }
+  if (WITH_ENTROPY) {
+    d -= gout[p.rows + row] * prob * (logp + saved_in[p.rows + row]);
+  }
+  zbuf[i] = d / p.temperature;
+}

@@ -1,0 +1,255 @@
+/**
+ * The LM head fused with log-prob / entropy / Σπ² (shaders/lm_head_logprob.wgsl): from final
+ * hidden states and the head matrix straight to per-token statistics, one vocabulary chunk at a
+ * time, so the [N, V] logits never exist (a 151,936-token vocabulary fits any adapter). The
+ * backward recomputes each chunk's logits and accumulates d hidden and d weight chunk by chunk.
+ */
+import { gpu, packParams } from "../../gpu/mod.ts";
+import { isGradEnabled, record, registerOp } from "../autograd.ts";
+import { DTYPE_BYTES, fmtShape, Tensor } from "../tensor.ts";
+import { accumulate } from "./basic.ts";
+import { grid1d, rowDefines } from "./grid.ts";
+import { type Gemm, gemm } from "./matmul_kernel.ts";
+import { stackedRow } from "./logprob.ts";
+
+const WG = 256; // finalize and backward: one row / one logit per invocation
+/** Bytes one chunk's [N, cols] logits may take unless the caller says otherwise. */
+export const LM_HEAD_CHUNK_BYTES = 64 * 2 ** 20;
+const COL_ALIGN = 64; // chunk widths are a multiple of it (tile-friendly, 4-byte copies in f16)
+
+registerOp(
+  "lm_head_logprob",
+  "hidden [..., C] f32, head W [V, C] (f32, or f16 without gradient), targets i32 [N] -> " +
+    "stacked [K, N] (log softmax(h W^T / T) at the target, then entropy, then Σπ² as asked), " +
+    "over vocabulary chunks; backward recomputes each chunk's logits -> d hidden, d W",
+);
+
+export interface LmHeadLogprobOptions {
+  /** Logits are divided by it first (the rollout temperature). [1] */
+  temperature?: number;
+  /** Also the entropy of softmax(logits / temperature). [false] */
+  withEntropy?: boolean;
+  /** Also Σ_v π_v² (no gradient flows through it). [false] */
+  withSumPiSquared?: boolean;
+  /** Bytes of one chunk's logits; capped by maxStorageBufferBindingSize. [LM_HEAD_CHUNK_BYTES] */
+  chunkBytes?: number;
+}
+
+/** Each output takes the shape of `targets`. */
+export interface LmHeadLogprobResult {
+  /** log p(target); 0 where the target is -100, NaN for any other out-of-range target */
+  logProbs: Tensor;
+  entropy: Tensor | null;
+  sumPiSquared: Tensor | null;
+}
+
+/**
+ * Vocabulary columns per chunk for `rows` hidden states of width `hidden`: the [rows, cols]
+ * logits and the [cols, hidden] weight slice each fit the budget and the binding limit.
+ */
+export function lmHeadChunkColumns(
+  o: { rows: number; hidden: number; vocab: number; chunkBytes?: number },
+): number {
+  const max = gpu().limits.maxStorageBufferBindingSize;
+  const budget = Math.min(max, o.chunkBytes ?? LM_HEAD_CHUNK_BYTES);
+  const fit = Math.floor(budget / (4 * Math.max(o.rows, o.hidden, 1)));
+  if (fit >= o.vocab) return o.vocab;
+  const cols = Math.floor(fit / COL_ALIGN) * COL_ALIGN;
+  if (cols < COL_ALIGN) {
+    throw new Error(
+      `lmHeadLogprob: ${o.rows} rows x hidden ${o.hidden} leave less than ${COL_ALIGN} ` +
+        `vocabulary columns per chunk within ${budget} bytes; use fewer rows per micro-batch`,
+    );
+  }
+  return cols;
+}
+
+function check(hidden: Tensor, weight: Tensor, targets: Tensor, temperature: number): void {
+  const desc = `hidden ${fmtShape(hidden.shape)} ${hidden.dtype}, weight ` +
+    `${fmtShape(weight.shape)} ${weight.dtype}, targets ${
+      fmtShape(targets.shape)
+    } ${targets.dtype}`;
+  const bad = (why: string) => new Error(`lmHeadLogprob: ${why}, got ${desc}`);
+  if (hidden.dtype !== "f32" || targets.dtype !== "i32") {
+    throw bad("expected f32 hidden, i32 targets");
+  }
+  if (weight.rank !== 2 || weight.shape[0] === 0) throw bad("weight must be [V, C] with V > 0");
+  if (weight.dtype !== "f32" && weight.dtype !== "f16") throw bad("weight must be f32 or f16");
+  if (weight.dtype === "f16" && weight.requiresGrad) throw bad("an f16 weight takes no gradient");
+  if (hidden.shape.at(-1) !== weight.shape[1]) throw bad("hidden must end in C");
+  if (targets.size * weight.shape[1] !== hidden.size) throw bad("need one target per hidden row");
+  if (!(temperature > 0) || !Number.isFinite(temperature)) {
+    throw new Error(`lmHeadLogprob: temperature must be finite and > 0, got ${temperature}`);
+  }
+}
+
+/** Per chunk: the weight slice rows [v0, v0 + w) copied into `slice`. */
+function sliceRows(weight: Tensor, slice: Tensor, v0: number, w: number): void {
+  const C = weight.shape[1], bytes = DTYPE_BYTES[weight.dtype];
+  gpu().copy(weight.buffer, v0 * C * bytes, slice.buffer, 0, Math.ceil((w * C * bytes) / 4) * 4);
+}
+
+const flat = (m: number, n: number, k: number, transA: boolean, transB: boolean): Gemm => ({
+  batch: 1,
+  m,
+  n,
+  k,
+  transA,
+  transB,
+  strideA: 0,
+  strideB: 0,
+});
+
+/**
+ * Log-probs of `targets` under softmax(hidden @ weight^T / temperature), and optionally the
+ * entropy and Σπ², computed over vocabulary chunks. The log-prob and entropy are rows of one
+ * recorded node, so `backward([logProbs, entropy], [gLp, gEnt])` runs one chunked backward.
+ * Tied embeddings pass the embedding table as `weight`: both uses' gradients add up.
+ */
+export function lmHeadLogprob(
+  hidden: Tensor,
+  weight: Tensor,
+  targets: Tensor,
+  options: LmHeadLogprobOptions = {},
+): LmHeadLogprobResult {
+  const temperature = options.temperature ?? 1;
+  const withEntropy = options.withEntropy ?? false;
+  const withSpp = options.withSumPiSquared ?? false;
+  check(hidden, weight, targets, temperature);
+  const [V, C] = weight.shape, N = targets.size;
+  const cols = lmHeadChunkColumns({ rows: N, hidden: C, vocab: V, chunkBytes: options.chunkBytes });
+  const K = 1 + (withEntropy ? 1 : 0) + (withSpp ? 1 : 0);
+  const defines = { WITH_ENTROPY: withEntropy, WITH_SPP: withSpp };
+  const params = (v0: number, w: number, first: boolean) =>
+    packParams([N, w, v0, V, { f32: temperature }, first ? 1 : 0, 0, 0]);
+  const chunks: [number, number][] = [];
+  for (let v0 = 0; v0 < V; v0 += cols) chunks.push([v0, Math.min(cols, V - v0)]);
+
+  // One chunk (a small vocabulary): the weight itself, and its logits kept for the backward.
+  const single = chunks.length === 1;
+  const taped = isGradEnabled() && (hidden.requiresGrad || weight.requiresGrad);
+  const out = Tensor.empty(K === 1 ? targets.shape : [K, N], "f32", "lm_head_logprob");
+  const saved = Tensor.empty([2, N], "f32", "lm_head_logprob.saved"); // lse, entropy
+  let kept: Tensor | null = null;
+  if (N > 0) {
+    const state = Tensor.empty([5, N], "f32", "lm_head_logprob.state");
+    const z = Tensor.empty([N, cols], "f32", "lm_head_logprob.logits");
+    const slice = single ? weight : Tensor.empty([cols, C], weight.dtype, "lm_head_logprob.weight");
+    for (const [v0, w] of chunks) {
+      if (!single) sliceRows(weight, slice, v0, w);
+      gemm(hidden, slice, z, flat(N, w, C, false, true)); // [N, w] = h @ W[v0:v0+w]^T
+      gpu().dispatch(
+        {
+          shader: "lm_head_logprob",
+          entry: "chunk_forward",
+          defines: { ...defines, ...rowDefines(w) },
+        },
+        {
+          params: params(v0, w, v0 === 0),
+          buffers: [z.buffer, targets.buffer, state.buffer],
+          workgroups: grid1d(N, 1),
+        },
+      );
+    }
+    gpu().dispatch({ shader: "lm_head_logprob", entry: "finalize", defines: { ...defines, WG } }, {
+      params: params(0, 0, false),
+      buffers: [state.buffer, targets.buffer, out.buffer, saved.buffer],
+      workgroups: grid1d(N, WG),
+    });
+    // the queue runs these dispatches before any reuse of the buffers
+    state.dispose();
+    if (!single) slice.dispose();
+    if (single && taped) kept = z;
+    else z.dispose();
+  }
+  record("lm_head_logprob", [hidden, weight], out, (g) => {
+    const dh = hidden.requiresGrad ? Tensor.empty(hidden.shape, "f32", "lm_head.dhidden") : null;
+    const dw = weight.requiresGrad ? Tensor.empty(weight.shape, "f32", "lm_head.dweight") : null;
+    if (N > 0) {
+      chunkedBackward({
+        hidden,
+        weight,
+        targets,
+        g,
+        saved,
+        dh,
+        dw,
+        chunks,
+        cols,
+        withEntropy,
+        params,
+        logits: kept,
+      });
+    }
+    kept = null;
+    saved.dispose();
+    return [dh, dw];
+  });
+  if (!out.node) {
+    saved.dispose();
+    kept?.dispose();
+  }
+  if (K === 1) return { logProbs: out, entropy: null, sumPiSquared: null };
+  const spp = withSpp ? plainRow(out, K - 1, targets.shape) : null;
+  return {
+    logProbs: stackedRow(out, 0, targets.shape),
+    entropy: withEntropy ? stackedRow(out, 1, targets.shape) : null,
+    sumPiSquared: spp,
+  };
+}
+
+/** Row r of a [K, N] tensor, copied, off the tape (Σπ² is a statistic, not a loss term). */
+function plainRow(stacked: Tensor, r: number, shape: readonly number[]): Tensor {
+  const N = stacked.shape[1];
+  const o = Tensor.empty(shape, "f32", "sum_pi_squared");
+  gpu().copy(stacked.buffer, r * N * 4, o.buffer, 0, N * 4);
+  return o;
+}
+
+interface BackwardParts {
+  hidden: Tensor; // [N, C]
+  weight: Tensor; // [V, C]
+  targets: Tensor; // [N]
+  g: Tensor; // [K, N] (or [N] for K = 1)
+  saved: Tensor; // [2, N]
+  dh: Tensor | null; // [N, C], written
+  dw: Tensor | null; // [V, C], written
+  chunks: [number, number][];
+  cols: number;
+  withEntropy: boolean;
+  /** The forward's logits when there was one chunk (used up here); null: recompute per chunk. */
+  logits: Tensor | null;
+  params: (v0: number, w: number, first: boolean) => ArrayBuffer;
+}
+
+/** Per chunk: logits again, their gradient in place, then d hidden += dz W_c, d W_c = dz^T h. */
+function chunkedBackward(b: BackwardParts): void {
+  const { hidden, weight, dh, dw, cols } = b;
+  const C = weight.shape[1], N = b.targets.size;
+  const single = b.chunks.length === 1;
+  const z = b.logits ?? Tensor.empty([N, cols], "f32", "lm_head_logprob.dlogits");
+  const slice = single ? weight : Tensor.empty([cols, C], weight.dtype, "lm_head_logprob.weight");
+  const part = dh && b.chunks.length > 1 ? Tensor.empty([N, C], "f32", "lm_head.dh_part") : null;
+  const dwc = dw && !single ? Tensor.empty([cols, C], "f32", "lm_head.dw_chunk") : dw;
+  const defines = { WITH_ENTROPY: b.withEntropy, WITH_SPP: false, WG };
+  b.chunks.forEach(([v0, w], i) => {
+    if (!single) sliceRows(weight, slice, v0, w);
+    if (!b.logits) gemm(hidden, slice, z, flat(N, w, C, false, true));
+    gpu().dispatch({ shader: "lm_head_logprob", entry: "chunk_backward", defines }, {
+      params: b.params(v0, w, false),
+      buffers: [z.buffer, b.targets.buffer, b.saved.buffer, b.g.buffer],
+      workgroups: grid1d(N * w, WG),
+    });
+    if (dh) {
+      // [N, C] = dz [N, w] @ W_c [w, C]
+      gemm(z, slice, i === 0 ? dh : part!, flat(N, C, w, false, false));
+      if (i > 0) accumulate(dh, part!);
+    }
+    if (dw && dwc) {
+      // [w, C] = dz^T [w, N] @ h [N, C], then into rows [v0, v0 + w) of dW
+      gemm(z, hidden, dwc, flat(w, C, N, true, false));
+      if (!single) gpu().copy(dwc.buffer, 0, dw.buffer, v0 * C * 4, w * C * 4);
+    }
+  });
+  for (const t of single ? [z] : [z, slice, part, dwc]) t?.dispose();
+}

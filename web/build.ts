@@ -2,8 +2,9 @@
  * Bundles the browser trainer into a static folder (default `dist/web/`): index.html, main.js (the
  * page), worker.js (the trainer's Web Worker), reward_sandbox.js (the worker a pasted reward
  * function runs in), rollout.html with rollout.js and rollout_worker.js (a tab that joins a
- * distributed run as a rollout worker), style.css (ours plus uPlot's) and the starting model (model/, listed in
- * model/files.json).
+ * distributed run as a rollout worker), style.css (ours plus uPlot's) and the starting models
+ * (model/ for the arithmetic task, model_calc/ for the calculator task, each listed in its
+ * files.json).
  *
  *   deno run -A web/build.ts [--out dist/web] [--dev]
  *
@@ -19,8 +20,15 @@ import { shaderNames, shaderSource } from "../src/gpu/mod.ts";
 const ROOT = new URL("../", import.meta.url).pathname;
 const WEB = `${ROOT}web/`;
 
-/** The starting model: committed under assets/ (config.json + model.safetensors). */
-export const MODEL_DIR_CANDIDATES = ["assets/tiny_arith", "assets/model"];
+/**
+ * The starting models, committed under assets/ (config.json + model.safetensors): per folder of
+ * the page, the first candidate present. `model/` is the arithmetic task's, `model_calc/` the
+ * calculator task's (its multi-turn SFT checkpoint with the tool tokenizer).
+ */
+export const PAGE_MODELS: Record<string, string[]> = {
+  model: ["assets/tiny_arith", "assets/model"],
+  model_calc: ["assets/tiny_calc"],
+};
 
 interface BuildOptions {
   outDir?: string;
@@ -154,7 +162,7 @@ export async function buildWeb(options: BuildOptions = {}): Promise<string> {
   const entry = options.entry ?? `${WEB}main.ts`;
   const nodeModules = await linkNpmPackages(work, entry);
   await Deno.remove(out, { recursive: true }).catch(() => {});
-  await Deno.mkdir(`${out}/model`, { recursive: true });
+  await Deno.mkdir(out, { recursive: true });
   const result = await esbuild.build({
     entryPoints: {
       main: entry,
@@ -185,23 +193,26 @@ export async function buildWeb(options: BuildOptions = {}): Promise<string> {
     `${out}/style.css`,
     uplotCss + "\n" + await Deno.readTextFile(`${WEB}style.css`),
   );
-  // The page reads model/files.json first, so it never asks for a file that is not there.
-  let modelFrom = "";
-  const shipped: string[] = [];
-  for (const dir of MODEL_DIR_CANDIDATES) {
-    if (!await exists(`${ROOT}${dir}/config.json`)) continue;
-    for (const f of MODEL_FILES) {
-      if (await copyIfExists(`${ROOT}${dir}/${f}`, `${out}/model/${f}`)) shipped.push(f);
+  // The page reads <folder>/files.json first, so it never asks for a file that is not there.
+  const shippedFrom: string[] = [];
+  for (const [folder, candidates] of Object.entries(PAGE_MODELS)) {
+    await Deno.mkdir(`${out}/${folder}`, { recursive: true });
+    const shipped: string[] = [];
+    for (const dir of candidates) {
+      if (!await exists(`${ROOT}${dir}/config.json`)) continue;
+      for (const f of MODEL_FILES) {
+        if (await copyIfExists(`${ROOT}${dir}/${f}`, `${out}/${folder}/${f}`)) shipped.push(f);
+      }
+      shippedFrom.push(`${folder}/ from ${dir}`);
+      break;
     }
-    modelFrom = dir;
-    break;
+    await Deno.writeTextFile(`${out}/${folder}/files.json`, JSON.stringify(shipped) + "\n");
   }
-  await Deno.writeTextFile(`${out}/model/files.json`, JSON.stringify(shipped) + "\n");
   if (!options.quiet) {
     const bytes = Object.values(result.metafile!.outputs).reduce((a, o) => a + o.bytes, 0);
     console.log(
-      `built ${out}: ${(bytes / 1024).toFixed(0)} KiB of JS; model: ${
-        modelFrom || "none (the page starts from a seeded random init)"
+      `built ${out}: ${(bytes / 1024).toFixed(0)} KiB of JS; models: ${
+        shippedFrom.join(", ") || "none (the page starts from a seeded random init)"
       }`,
     );
   }

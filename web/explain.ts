@@ -53,7 +53,20 @@ export function explainTask(
 ): void {
   target.replaceChildren();
   const reward = settings.reward.kind === "custom" ? "custom" : settings.reward.name;
-  if (builtin) {
+  if (builtin && settings.taskName === "calc_tool") {
+    const expr = data?.example.prompt.match(/\d+\*\d+=/)?.[0] ?? "347*86=";
+    target.append(el(
+      "p",
+      `The calculator task: products like ${expr} of a 3-digit and a 2-digit number, too hard ` +
+        "for the tiny model to work out in its head. Each rollout is a conversation: the model " +
+        "may call the calculator tool (a hermes <tool_call>), the tool's reply is appended, and " +
+        "the model goes on, for at most 3 assistant turns. The last #### <number> it writes is " +
+        "scored; only its own tokens are trained on, never the tool's. The starting model was " +
+        "shown the call in a quarter of its fine-tuning conversations, so it mostly answers " +
+        "from its head (and is wrong): what RL teaches it is to call the tool and copy its " +
+        "reply.",
+    ));
+  } else if (builtin) {
     const t = settings.task;
     const gt = data?.example.groundTruth ?? "13";
     const expr = data ? data.example.prompt.match(/[\d+\-*]+=/)?.[0] ?? "3+5-2+7=" : "3+5-2+7=";
@@ -77,6 +90,11 @@ export function explainTask(
   const box = el("div", "", "example");
   box.append(row("prompt (as the model sees it)", data.example.prompt));
   box.append(row("ground truth", data.example.groundTruth));
+  if (data.conversation) {
+    // A multi-turn task: what a rewarded conversation looks like after the prompt.
+    const turns = data.conversation.slice(1).map((m) => `${m.role}: ${m.content}`).join("\n");
+    box.append(row("a rewarded conversation", turns, "good conversation"));
+  }
   if (settings.reward.kind === "custom") {
     box.append(row("rewarded answer", "whatever your compute_score scores above 0"));
   } else {

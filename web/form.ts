@@ -11,6 +11,9 @@ import {
   type FieldError,
   REWARD_TEMPLATE,
   type RunSettings,
+  TASK_NAMES,
+  taskDefaults,
+  type TaskName,
   type TaskOperator,
 } from "./settings.ts";
 
@@ -42,9 +45,22 @@ const PRESETS = [
   "reward",
 ];
 
+/** The task the picker names. */
+export function formTask(form: HTMLFormElement): TaskName {
+  const v = field(form, "taskName").value;
+  return (TASK_NAMES as readonly string[]).includes(v) ? v as TaskName : "arithmetic";
+}
+
+/** Shows the arithmetic task's knobs only when it is picked. */
+export function showTaskKnobs(form: HTMLFormElement): void {
+  const knobs = form.querySelector<HTMLElement>("#arithmetic-knobs");
+  if (knobs) knobs.hidden = formTask(form) !== "arithmetic";
+}
+
 /** Fills the form from settings (a saved run's, or the defaults). */
 export function applySettings(form: HTMLFormElement, s: RunSettings): void {
   const set = (name: string, v: string | number) => (field(form, name).value = String(v));
+  set("taskName", s.taskName ?? "arithmetic");
   set("digits", s.task.digits);
   set("operands", s.task.operands);
   for (const el of form.querySelectorAll<HTMLInputElement>("input[name=op]")) {
@@ -68,18 +84,35 @@ export function applySettings(form: HTMLFormElement, s: RunSettings): void {
     set("rewardCode", s.reward.code);
     set("rewardTimeout", s.reward.timeoutS);
   }
+  showTaskKnobs(form);
+}
+
+/** Fields `tiny` (the tests' URL parameter) sets, whatever the task. */
+function shrink(form: HTMLFormElement): void {
+  field(form, "n").value = "2";
+  field(form, "prompts").value = "2";
+  field(form, "testFreq").value = "1";
+  field(form, "saveFreq").value = "1";
+}
+
+/**
+ * The picker chose another task: its defaults (configs/tasks/calc_tool.yaml for the calculator)
+ * replace the run's fields, the reward code and the arithmetic knobs excepted.
+ */
+export function pickTask(form: HTMLFormElement, tiny: boolean): void {
+  const keep = formSettings(form, tiny);
+  const d = taskDefaults(formTask(form));
+  const reward = keep.reward.kind === "custom" ? keep.reward : d.reward;
+  applySettings(form, { ...d, task: keep.task, reward });
+  if (tiny) shrink(form);
 }
 
 /** Fills the form from the URL; `tiny` shrinks the run to a few seconds of work per step. */
 export function presetForm(form: HTMLFormElement, params: URLSearchParams, tiny: boolean): void {
-  applySettings(form, DEFAULT_SETTINGS);
+  const task = params.get("task");
+  applySettings(form, taskDefaults(task === "calc_tool" ? task : "arithmetic"));
   field(form, "rewardCode").value = REWARD_TEMPLATE;
-  if (tiny) {
-    field(form, "n").value = "2";
-    field(form, "prompts").value = "2";
-    field(form, "testFreq").value = "1";
-    field(form, "saveFreq").value = "1";
-  }
+  if (tiny) shrink(form);
   for (const name of PRESETS) {
     const v = params.get(name);
     if (v !== null) field(form, name).value = v;
@@ -107,7 +140,9 @@ export function formSettings(form: HTMLFormElement, tiny: boolean): RunSettings 
     ? "gae"
     : "grpo";
   const reward = field(form, "reward").value;
+  const taskName = formTask(form);
   return {
+    taskName,
     task: { digits: num(form, "digits"), operands: num(form, "operands"), operators: ops },
     algorithm,
     lr: num(form, "lr"),
@@ -121,7 +156,7 @@ export function formSettings(form: HTMLFormElement, tiny: boolean): RunSettings 
     saveFreq: num(form, "saveFreq"),
     useKlLoss: (field(form, "useKlLoss") as HTMLInputElement).checked,
     klLossCoef: num(form, "klLossCoef"),
-    valPrompts: tiny ? 2 : DEFAULT_SETTINGS.valPrompts,
+    valPrompts: tiny ? 2 : taskDefaults(taskName).valPrompts,
     seed: DEFAULT_SETTINGS.seed,
     reward: reward === "custom"
       ? {

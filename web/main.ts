@@ -1,14 +1,14 @@
 /// <reference lib="dom" />
 /**
  * The page: draws what the trainer worker (web/worker.ts) reports and sends it the user's choices.
- * URL parameters preset the form (`steps`, `lr`, `n`, `prompts`, `algorithm`, `temperature`,
+ * URL parameters preset the form (`task` = arithmetic or calc_tool, `steps`, `lr`, `n`, `prompts`, `algorithm`, `temperature`,
  * `digits`, `operands`, `testFreq`, `saveFreq`, `maxResponseLength`, `reward`, `kl=1`); `tiny=1`
  * shrinks the run for tests; `fail_at_step=N` makes step N fail (the test of a mid-run failure).
  * `globalThis.webrl` exposes the page's state to the page test.
  */
 import { ChartBoard } from "./charts.ts";
 import { adapterText, explainModel, explainTask } from "./explain.ts";
-import { $, applySettings, formSettings, presetForm, showFieldErrors } from "./form.ts";
+import { $, applySettings, formSettings, pickTask, presetForm, showFieldErrors } from "./form.ts";
 import { download, droppedFiles, metricsJsonl, pickedFiles } from "./page_files.ts";
 import { BUSY, render as renderView, state, type Status } from "./page_view.ts";
 import type { DataInfo, FromWorker, MetricPoint, SavedRunInfo, ToWorker } from "./protocol.ts";
@@ -116,6 +116,10 @@ function onMessage(m: FromWorker): void {
       state.fieldErrors = m.errors;
       showFieldErrors(form, m.errors, $("form-errors"));
       builtinData = m.data ?? builtinData;
+      if (m.model && m.model.source !== state.model) {
+        state.model = m.model.source;
+        explainModel($("model-info"), m.model);
+      }
       explain();
       return render();
     case "model":
@@ -143,7 +147,7 @@ function onMessage(m: FromWorker): void {
       $("builtin-data").hidden = m.data === null;
       $("data-source").textContent = m.data
         ? `${m.data.source}: ${m.data.train} training, ${m.data.val} held-out prompts.`
-        : "Built-in arithmetic task.";
+        : "Built-in task.";
       if (m.data && m.data.rewarded.auto !== null) {
         (form.elements.namedItem("reward") as HTMLSelectElement).value = "auto";
       }
@@ -209,6 +213,10 @@ worker.onerror = (e) => {
 };
 
 function wire(): void {
+  (form.elements.namedItem("taskName") as HTMLSelectElement).addEventListener("change", () => {
+    pickTask(form, tiny);
+    builtinData = null;
+  });
   form.addEventListener("input", check);
   form.addEventListener("change", check);
   button("start").addEventListener("click", () => {

@@ -142,8 +142,11 @@ async function fetchOk(url: string): Promise<Response> {
   return res;
 }
 
-/** The starting model shipped with the page (`base/files.json` lists it); null when none is. */
-export async function fetchModelFolder(base: string): Promise<ModelFolder | null> {
+/**
+ * A starting model shipped with the page (`base/files.json` lists it), shown as `source`; null
+ * when none is.
+ */
+export async function fetchModelFolder(base: string, source: string): Promise<ModelFolder | null> {
   const files = await (await fetchOk(`${base}/files.json`)).json() as string[];
   if (!files.includes("config.json") || !files.includes("model.safetensors")) return null;
   const text = async (name: string) => await (await fetchOk(`${base}/${name}`)).text();
@@ -157,7 +160,7 @@ export async function fetchModelFolder(base: string): Promise<ModelFolder | null
   const generationConfig = files.includes("generation_config.json")
     ? await text("generation_config.json")
     : null;
-  return { source: "built-in tiny_arith", config, tensors, tokenizerFiles, generationConfig };
+  return { source, config, tensors, tokenizerFiles, generationConfig };
 }
 
 /** The files directly inside the folder that holds the shallowest config.json. */

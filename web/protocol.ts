@@ -38,6 +38,8 @@ export interface DataInfo {
   example: { prompt: string; groundTruth: string; dataSource: string };
   /** Per built-in reward: an answer it scores above 0 for the example, or null. */
   rewarded: Record<BuiltinReward, string | null>;
+  /** Multi-turn tasks: a rewarded conversation for the example (role, text as rendered). */
+  conversation?: { role: string; content: string }[];
 }
 
 export interface AdapterInfo {
@@ -67,6 +69,8 @@ export interface SampleRow {
   output: string;
   score: number;
   ground_truth: string;
+  /** Multi-turn samples: the whole conversation with roles (prompt messages first). */
+  messages?: { role: string; content: string }[];
 }
 
 /** Page -> worker. */
@@ -92,7 +96,14 @@ export type FromWorker =
   | { type: "ready"; adapter: AdapterInfo; model: ModelInfo; data: DataInfo | null }
   | { type: "no-webgpu"; message: string }
   /** `data` describes the built-in task under these settings (null when a file is loaded). */
-  | { type: "checked"; id: number; errors: FieldError[]; data: DataInfo | null }
+  | {
+    type: "checked";
+    id: number;
+    errors: FieldError[];
+    data: DataInfo | null;
+    /** The model a run under these settings starts from (the task's built-in one, or the user's). */
+    model: ModelInfo | null;
+  }
   | { type: "model"; model: ModelInfo }
   | { type: "model-error"; message: string }
   | { type: "data"; data: DataInfo | null }

@@ -6,6 +6,23 @@
 import { ConfigError, loadConfig, type PpoConfig } from "../src/config/mod.ts";
 import { type FieldError, fieldOfKey, type RunSettings } from "./settings.ts";
 
+/**
+ * What configs/tasks/calc_tool.yaml sets beyond the form's fields: every row runs the agent loop
+ * (hermes calls, at most 3 assistant turns), greedy validation. Its tool YAML is not read: the
+ * worker passes the same calculator tool in code.
+ */
+const CALC_TOOL_OVERRIDES = [
+  "actor_rollout_ref.rollout.multi_turn.enable=true",
+  "actor_rollout_ref.rollout.multi_turn.format=hermes",
+  "actor_rollout_ref.rollout.multi_turn.max_assistant_turns=3",
+  "actor_rollout_ref.rollout.val_kwargs.do_sample=false",
+  "actor_rollout_ref.rollout.val_kwargs.n=1",
+  "actor_rollout_ref.actor.ppo_epochs=1",
+  "actor_rollout_ref.actor.entropy_coeff=0",
+  "actor_rollout_ref.actor.grad_clip=1.0",
+  "algorithm.use_kl_in_reward=false",
+];
+
 /** The verl config of a run. Throws ConfigError naming the first bad key. */
 export function runConfig(s: RunSettings, options: { maxPromptLength: number }): PpoConfig {
   const batch = s.promptsPerStep * s.n;
@@ -40,6 +57,7 @@ export function runConfig(s: RunSettings, options: { maxPromptLength: number }):
       `trainer.val_before_train=true`,
       `trainer.logger=[]`,
       `trainer.seed=${s.seed}`,
+      ...(s.taskName === "calc_tool" ? CALC_TOOL_OVERRIDES : []),
     ],
   });
 }
@@ -80,7 +98,7 @@ export function checkSettings(s: RunSettings): FieldError[] {
   if (s.reward.kind === "custom" && !Number.isFinite(s.reward.timeoutS)) {
     errors.push({ field: "rewardTimeout", key: "rewardTimeout", message: "enter a number" });
   }
-  if (s.task.operators.length === 0) {
+  if ((s.taskName ?? "arithmetic") === "arithmetic" && s.task.operators.length === 0) {
     errors.push({ field: "op", key: "task.operators", message: "pick at least one operator" });
   }
   if (errors.length > 0) return errors;

@@ -8,6 +8,7 @@
 import { checkContextLength, ConfigError, type PpoConfig } from "../src/config/mod.ts";
 import { gpu } from "../src/gpu/mod.ts";
 import type { RewardManager } from "../src/reward/mod.ts";
+import type { AgentTool } from "../src/rollout/mod.ts";
 import {
   buildTrainerParts,
   fit,
@@ -46,6 +47,8 @@ export interface RunInputs {
   /** A checkpoint to continue from. */
   resume?: Checkpoint;
   sandboxUrl: URL;
+  /** The agent loop's tools (the calculator task's calculator); none for single-turn runs. */
+  tools?: AgentTool[];
   /** Fails the run when step `failAtStep` is about to start (the page test's mid-run failure). */
   failAtStep?: number;
 }
@@ -162,6 +165,7 @@ export class TrainingRun {
       trainItems: items.train,
       valItems: items.val,
       reward: this.#reward,
+      tools: this.inputs.tools,
       tracking: { log: (step, metrics) => this.#log(step, metrics), close: () => {} },
       checkpoints: this.#checkpoints,
       print,

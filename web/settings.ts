@@ -25,8 +25,17 @@ export type RewardChoice =
   /** verl's `compute_score(dataSource, solutionStr, groundTruth, extraInfo)` in JavaScript. */
   | { kind: "custom"; code: string; timeoutS: number };
 
+/** The built-in tasks the page offers: arithmetic, or the calculator tool task (multi-turn). */
+export const TASK_NAMES = ["arithmetic", "calc_tool"] as const;
+export type TaskName = typeof TASK_NAMES[number];
+
 export interface RunSettings {
-  /** The built-in task, used unless a prompts file was loaded. */
+  /**
+   * Which built-in task (and starting model) a run uses unless a prompts file was loaded; runs
+   * saved before the picker existed have none (arithmetic).
+   */
+  taskName?: TaskName;
+  /** The arithmetic task's knobs. */
   task: ArithmeticTask;
   /** `grpo` (group baseline, no critic) or `gae` (PPO with a critic). */
   algorithm: "grpo" | "gae";
@@ -75,6 +84,30 @@ export const DEFAULT_SETTINGS: RunSettings = {
   reward: { kind: "builtin", name: "arithmetic" },
 };
 
+/**
+ * The calculator task's run: configs/tasks/calc_tool.yaml (the same algorithm, schedule, sampling
+ * and response budget) on the built-in calculator model; the reward dispatches on data_source as
+ * the CLI's does (synthetic/calc_tool: the `#### n` rule).
+ */
+export const CALC_TOOL_SETTINGS: RunSettings = {
+  ...DEFAULT_SETTINGS,
+  taskName: "calc_tool",
+  lr: 1e-3,
+  n: 8,
+  temperature: 1,
+  steps: 40,
+  promptsPerStep: 16,
+  maxResponseLength: 32,
+  testFreq: 10,
+  valPrompts: 100,
+  reward: { kind: "builtin", name: "auto" },
+};
+
+/** The default settings of a built-in task. */
+export function taskDefaults(name: TaskName | undefined): RunSettings {
+  return name === "calc_tool" ? CALC_TOOL_SETTINGS : DEFAULT_SETTINGS;
+}
+
 /** The starting text of the reward editor: verl's signature, scoring like the built-in task. */
 export const REWARD_TEMPLATE = `// verl's signature; return a number, or {score, ...extra}.
 // Runs in a sandboxed worker: no network, no storage; a throw or a timeout is counted.
@@ -120,6 +153,8 @@ const KEY_FIELDS: [string, string][] = [
   ["algorithm.adv_estimator", "algorithm"],
   ["custom_reward_function.timeout_s", "rewardTimeout"],
   ["custom_reward_function.", "rewardCode"],
+  ["task.operators", "op"],
+  ["task.calc_tool", "taskName"],
   ["task.", "operands"],
 ];
 

@@ -3,8 +3,10 @@
  * memory), or a parquet / JSONL file of verl rows the user picked. Either way the data layer's
  * prompt builder turns rows into prompt items exactly as the Deno trainer does for parquet.
  */
-import type { Tokenizer } from "../src/io/mod.ts";
+import type { ChatMessage, Tokenizer } from "../src/io/mod.ts";
 import {
+  calcToolConversation,
+  calcToolSplits,
   DataError,
   generateArithmetic,
   parquetRows,
@@ -14,10 +16,18 @@ import {
 } from "../src/data/mod.ts";
 import type { DataInfo, PickedFile } from "./protocol.ts";
 import { rewardedAnswers } from "./reward.ts";
+import { withoutMarkers } from "./samples.ts";
 import type { ArithmeticTask, RunSettings } from "./settings.ts";
 
 /** The `source` of the built-in task's rows. */
 export const BUILTIN_SOURCE = "built-in arithmetic";
+/** The `source` of the built-in calculator task's rows. */
+export const CALC_TOOL_SOURCE = "built-in calculator tool";
+
+/** Whether rows came from a built-in task (a saved run's rows are regenerated from settings). */
+export function isBuiltinSource(source: string): boolean {
+  return source === BUILTIN_SOURCE || source === CALC_TOOL_SOURCE;
+}
 
 /** Rows of a run, split into training and held-out prompts. */
 export interface PromptRows {
@@ -62,9 +72,44 @@ export function arithmeticRows(
   return { source: BUILTIN_SOURCE, train, val };
 }
 
+/**
+ * The calculator task's rows as `deno task data --task calc_tool` makes them (its 2000 training
+ * problems, seed 1); the held-out rows are the first `valPrompts` of its validation set.
+ */
+export function calcToolRows(options: { seed: number; valPrompts: number }): PromptRows {
+  const { train, val } = calcToolSplits({
+    trainSize: 2000,
+    valSize: options.valPrompts,
+    digits: 3,
+    seed: options.seed,
+  });
+  return { source: CALC_TOOL_SOURCE, train, val };
+}
+
 /** The built-in task's rows under the page's settings. */
 export function builtinRows(s: RunSettings): PromptRows {
+  if (s.taskName === "calc_tool") {
+    return calcToolRows({ seed: s.seed, valPrompts: s.valPrompts });
+  }
   return arithmeticRows(s.task, { seed: s.seed, maxVal: s.valPrompts });
+}
+
+/**
+ * A conversation the calculator task rewards for `row` (the demonstration the model's SFT saw:
+ * call, reply, `#### n`), each message as the chat template renders it after the ones before.
+ */
+export function rewardedConversation(
+  row: Row,
+  tokenizer: Tokenizer,
+): { role: string; content: string }[] {
+  const messages = calcToolConversation(row, true).messages as ChatMessage[];
+  let before = "";
+  return messages.map((m, i) => {
+    const text = tokenizer.applyChatTemplate(messages.slice(0, i + 1));
+    const delta = text.startsWith(before) ? text.slice(before.length) : text;
+    before = text;
+    return { role: m.role, content: withoutMarkers(delta) };
+  });
 }
 
 /** JSON Lines (or one JSON array) of rows; a bad line is a DataError naming it. */
@@ -142,5 +187,8 @@ export function describeRows(rows: PromptRows, tokenizer: Tokenizer, full: boole
       dataSource: first.dataSource,
     },
     rewarded: rewardedAnswers(first.dataSource, first.groundTruth),
+    ...(rows.source === CALC_TOOL_SOURCE
+      ? { conversation: rewardedConversation(rows.val[0], tokenizer) }
+      : {}),
   };
 }

@@ -1,9 +1,9 @@
 // Prompt files picked in the page: parquet and JSONL of verl rows, the held-out split, errors that
 // name the file and line, and the rewarded answer each built-in scorer accepts for the example.
 import assert from "node:assert/strict";
-import { charTokenizer } from "../src/io/mod.ts";
+import { charTokenizer, loadTokenizer } from "../src/io/mod.ts";
 import { generateArithmetic, writeParquet } from "../src/data/mod.ts";
-import { describeRows, promptItems, readPromptFile } from "./task.ts";
+import { calcToolRows, describeRows, promptItems, readPromptFile } from "./task.ts";
 
 const rows = generateArithmetic({ digits: 1, operands: 2, count: 25, seed: 3 });
 
@@ -60,4 +60,27 @@ Deno.test("the example's rewarded answer is what each built-in scorer really acc
   assert.deepEqual(info.dataSources, ["synthetic/arithmetic"]);
   const other = { ...split, val: split.val.map((r) => ({ ...r, data_source: "my/own" })) };
   assert.equal(describeRows(other, charTokenizer(), false).rewarded.auto, null);
+});
+
+Deno.test("the calculator task shows a rewarded conversation as its model's template renders it", async () => {
+  const tokenizer = await loadTokenizer(new URL("../assets/tiny_calc", import.meta.url).pathname);
+  const rows = calcToolRows({ seed: 1, valPrompts: 3 });
+  assert.equal(rows.train.length, 2000);
+  assert.equal(rows.val.length, 3);
+  const info = describeRows(rows, tokenizer, false);
+  const expr = (rows.val[0].extra_info as { expression: string }).expression;
+  const gt = info.example.groundTruth;
+  const [a, b] = expr.split("*").map(Number);
+  assert.equal(gt, String(a * b));
+  assert.equal(info.rewarded.auto, `#### ${gt}`);
+  assert.deepEqual(info.conversation, [
+    { role: "user", content: `${expr}=` },
+    {
+      role: "assistant",
+      content:
+        `<tool_call>{"name": "calculator", "arguments": {"expression": "${expr}"}}</tool_call>`,
+    },
+    { role: "tool", content: gt },
+    { role: "assistant", content: `#### ${gt}` },
+  ]);
 });

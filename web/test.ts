@@ -11,6 +11,7 @@
  *   resumes:   a reload offers the saved run; it resumes at the stopped step and finishes
  *   fails:     a step that throws shows its error and leaves the page usable
  *   byo:       web/test_byo.ts (own model folder, prompts, pasted reward, oversized folder)
+ *   calc:      web/test_calc.ts (the calculator task: explanation, two steps, a call shown)
  *   rollout:   web/test_rollout.ts (web/rollout.html joins a distributed run over NATS WebSocket)
  *
  * Screenshots go to dist/web-test/ and are checked for their key elements.
@@ -30,6 +31,7 @@ import {
   waitStep,
 } from "./test_page.ts";
 import { checkModelZip, testBringYourOwn } from "./test_byo.ts";
+import { testCalculator } from "./test_calc.ts";
 import { testRollout } from "./test_rollout.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
@@ -44,6 +46,8 @@ function arg(name: string): string | undefined {
 async function explains(h: Harness): Promise<void> {
   const page = await h.open(TINY);
   const s = await state(page);
+  // The example comes with the worker's first answer to the form's check.
+  await page.waitForSelector("#task-explain .example", { timeout: 20_000 });
   const text = await page.locator("#task-explain").innerText();
   assert.match(text, /#### (-?\d+)/, "the explanation shows a rewarded answer");
   assert.match(text, /scores 0/, "the explanation shows a plain answer scoring 0");
@@ -222,6 +226,7 @@ const SCENARIOS: Record<string, (h: Harness) => Promise<void>> = {
   resumes,
   fails,
   byo: (h) => testBringYourOwn(h, OUT),
+  calc: (h) => testCalculator(h, OUT),
   rollout: (h) => testRollout(h, OUT),
 };
 

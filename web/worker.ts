@@ -5,6 +5,7 @@
  * only draws, so training never blocks its thread.
  */
 import { initGpu, registerShaderSources } from "../src/gpu/mod.ts";
+import { CalculatorTool } from "../src/rollout/mod.ts";
 import type { DataInfo, FromWorker, ModelInfo, PickedFile, ToWorker } from "./protocol.ts";
 import {
   type DeviceBudget,
@@ -21,12 +22,12 @@ import { RunStore } from "./opfs.ts";
 import { rewardSyntaxError } from "./reward.ts";
 import { checkSettings } from "./run_config.ts";
 import { Refusal, TrainingRun } from "./session.ts";
-import type { FieldError, RunSettings } from "./settings.ts";
+import type { FieldError, RunSettings, TaskName } from "./settings.ts";
 import { SHADERS } from "./shaders.ts";
 import {
-  BUILTIN_SOURCE,
   builtinRows,
   describeRows,
+  isBuiltinSource,
   type PromptRows,
   readPromptFile,
 } from "./task.ts";
@@ -37,30 +38,75 @@ const message = (e: unknown) => (e instanceof Error ? e.message : String(e));
 const SANDBOX_URL = new URL("./reward_sandbox.js", self.location.href);
 
 let budget: DeviceBudget;
+/** A model folder the user picked (or a resumed run's own); null: the task's built-in model. */
+let picked: ModelFolder | null = null;
+/** The model the page shows now. */
 let base: ModelFolder;
+const builtins = new Map<TaskName, Promise<ModelFolder>>();
 let userRows: PromptRows | null = null;
 let store: RunStore | null = null;
 let run: TrainingRun | null = null;
 /** The page test's mid-run failure (URL parameter fail_at_step). */
 let failAtStep: number | undefined;
 
+/**
+ * The built-in starting model of a task, fetched once: the arithmetic task's (a seeded random init
+ * where the page ships none) or the calculator task's SFT checkpoint.
+ */
+function builtinModel(task: TaskName): Promise<ModelFolder> {
+  let folder = builtins.get(task);
+  if (!folder) {
+    folder = task === "calc_tool"
+      ? fetchModelFolder("model_calc", "built-in tiny_calc").then((f) => {
+        if (!f) throw new Error("this page ships no calculator model (model_calc/)");
+        return f;
+      })
+      : fetchModelFolder("model", "built-in tiny_arith").then((f) =>
+        f ?? randomFolder({ seed: 1 })
+      );
+    builtins.set(task, folder);
+    folder.catch(() => builtins.delete(task));
+  }
+  return folder;
+}
+
+/** The model a run under `settings` starts from: the user's, else the task's built-in one. */
+async function modelFor(settings: RunSettings): Promise<ModelFolder> {
+  return picked ?? await builtinModel(settings.taskName ?? "arithmetic");
+}
+
 function info(folder: ModelFolder): ModelInfo {
   return modelInfo(folder.config, folder.source);
 }
 
 /** Describes the rows for the page, with the current model's tokenizer (see describeRows). */
-function describe(rows: PromptRows, full: boolean): DataInfo {
-  return describeRows(rows, folderTokenizer(base), full);
+function describe(rows: PromptRows, full: boolean, folder = base): DataInfo {
+  return describeRows(rows, folderTokenizer(folder), full);
 }
 
-/** The built-in task's description under `settings`; its problems go into `errors`. */
-function builtinInfo(settings: RunSettings, errors: FieldError[]): DataInfo | null {
-  if (userRows || errors.some((e) => e.field === "op")) return null;
+/**
+ * The built-in task's description under `settings` and the model it starts from; problems go
+ * into `errors`.
+ */
+async function builtinInfo(
+  settings: RunSettings,
+  errors: FieldError[],
+): Promise<{ data: DataInfo | null; model: ModelInfo | null }> {
+  const field = settings.taskName === "calc_tool" ? "taskName" : "operands";
+  let folder: ModelFolder;
   try {
-    return describe(builtinRows(settings), false);
+    folder = await modelFor(settings);
   } catch (e) {
-    errors.push({ field: "operands", key: "task", message: message(e) });
-    return null;
+    errors.push({ field: "taskName", key: "task", message: message(e) });
+    return { data: null, model: null };
+  }
+  base = folder;
+  if (userRows || errors.some((e) => e.field === "op")) return { data: null, model: info(folder) };
+  try {
+    return { data: describe(builtinRows(settings), false, folder), model: info(folder) };
+  } catch (e) {
+    errors.push({ field, key: "task", message: message(e) });
+    return { data: null, model: info(folder) };
   }
 }
 
@@ -81,7 +127,7 @@ async function init(): Promise<void> {
     maxStorageBufferBindingSize: g.limits.maxStorageBufferBindingSize,
     memoryBytes: deviceGiB * 2 ** 30,
   };
-  base = await fetchModelFolder("model") ?? randomFolder({ seed: 1 });
+  base = await builtinModel("arithmetic");
   store = await RunStore.open();
   post({
     type: "ready",
@@ -145,6 +191,10 @@ function newRun(
     store: settings.saveFreq > 0 ? store : null,
     resume,
     sandboxUrl: SANDBOX_URL,
+    // The calculator task's rollouts are conversations with the calculator (multi_turn.enable).
+    tools: settings.taskName === "calc_tool"
+      ? [new CalculatorTool(CalculatorTool.defaultSchema)]
+      : [],
     failAtStep,
   }, {
     metrics: (point) => post({ type: "metrics", point }),
@@ -158,6 +208,9 @@ function newRun(
           output: r.output,
           score: r.score,
           ground_truth: r.ground_truth,
+          ...(r.messages
+            ? { messages: r.messages.map((m) => ({ role: m.role, content: m.content })) }
+            : {}),
         })),
       }),
     print,
@@ -170,7 +223,8 @@ async function start(settings: RunSettings): Promise<void> {
   const errors = check(settings);
   if (errors.length > 0) return post({ type: "refused", errors });
   const rows = userRows ?? builtinRows(settings);
-  const folder = base;
+  const folder = await modelFor(settings);
+  base = folder;
   // The saved run is replaced only once the new one is known to start.
   await drive(newRun(settings, folder, rows), 0, async () => {
     if (!store || settings.saveFreq <= 0) return;
@@ -205,7 +259,8 @@ async function resumeSaved(): Promise<void> {
   const rows = await store.rows();
   // The resumed run's model and prompts become the page's current ones.
   base = folder;
-  userRows = rows.source === BUILTIN_SOURCE ? null : rows;
+  picked = m.model.startsWith("built-in ") ? null : folder;
+  userRows = isBuiltinSource(rows.source) ? null : rows;
   post({ type: "model", model: info(base) });
   post({ type: "data", data: userRows ? describe(userRows, false) : null });
   await drive(newRun(m.settings, folder, rows, checkpoint), checkpoint.step);
@@ -236,12 +291,12 @@ async function handle(msg: ToWorker): Promise<void> {
       return await init();
     case "check": {
       const errors = check(msg.settings);
-      const data = builtinInfo(msg.settings, errors);
-      return post({ type: "checked", id: msg.id, errors, data });
+      const { data, model } = await builtinInfo(msg.settings, errors);
+      return post({ type: "checked", id: msg.id, errors, data, model });
     }
     case "model":
       try {
-        base = await readPickedFolder(msg.files, budget);
+        base = picked = await readPickedFolder(msg.files, budget);
         run?.dispose();
         run = null;
         post({ type: "model", model: info(base) });

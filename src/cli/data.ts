@@ -9,8 +9,8 @@
  */
 import {
   calcToolSftRows,
+  calcToolSplits,
   generateArithmetic,
-  generateCalcTool,
   generateSearchTask,
   type Operator,
   type Row,
@@ -124,14 +124,12 @@ function arithmetic(f: Record<Flag, string>): Record<string, Row[]> {
 }
 
 function calcTool(f: Record<Flag, string>): Record<string, Row[]> {
-  const digits = int(f, "digits", 1), seed = int(f, "seed", 0);
-  const train = generateCalcTool({ digits, count: int(f, "train_size", 1), seed, split: "train" });
-  const val = generateCalcTool({
-    digits,
-    count: int(f, "val_size", 1),
-    seed: seed + 1_000_003,
-    split: "test",
-    exclude: expressionsOf(train),
+  const seed = int(f, "seed", 0);
+  const { train, val } = calcToolSplits({
+    digits: int(f, "digits", 1),
+    trainSize: int(f, "train_size", 1),
+    valSize: int(f, "val_size", 1),
+    seed,
   });
   const toolRatio = ratio(f, "tool_ratio");
   return {

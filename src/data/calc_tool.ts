@@ -64,6 +64,29 @@ export function generateCalcTool(o: CalcToolOptions): Row[] {
   return rows;
 }
 
+/**
+ * The task's train and validation rows as `deno task data --task calc_tool` makes them (and the
+ * browser page): validation seeded `seed + 1_000_003`, with no expression of the training rows.
+ */
+export function calcToolSplits(
+  o: { trainSize: number; valSize: number; digits?: number; seed: number },
+): { train: Row[]; val: Row[] } {
+  const train = generateCalcTool({
+    digits: o.digits,
+    count: o.trainSize,
+    seed: o.seed,
+    split: "train",
+  });
+  const val = generateCalcTool({
+    digits: o.digits,
+    count: o.valSize,
+    seed: o.seed + 1_000_003,
+    split: "test",
+    exclude: new Set(train.map((r) => (r.extra_info as { expression: string }).expression)),
+  });
+  return { train, val };
+}
+
 /** A demonstration conversation for one RL row: with the calculator, or answered at once. */
 export function calcToolConversation(row: Row, useTool: boolean): Row {
   const info = row.extra_info as { expression: string; answer: string };

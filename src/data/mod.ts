@@ -37,6 +37,7 @@ export {
   calcToolConversation,
   type CalcToolOptions,
   calcToolSftRows,
+  calcToolSplits,
   CALCULATOR_TOOL,
   generateCalcTool,
 } from "./calc_tool.ts";

@@ -87,19 +87,19 @@ Deno.test("sandbox: batch_timeout_s bounds a batch that hangs on every sample", 
   const r = await score(m, ["hang", "hang", "hang", "hang", "hang", "hang"]);
   const secs = (performance.now() - t0) / 1000;
   // Without the budget: 6 x 0.6 s. With it: the first times out at 0.6 s, the second is cut at
-  // 1 s, the rest are skipped.
+  // 1 s, the rest are skipped. (On a loaded machine the worker's start-up can eat the budget
+  // before the second sample begins: then only one times out and five are skipped.)
   assert.ok(secs < 2.5, `took ${secs.toFixed(1)} s`);
-  assert.deepEqual(r.failures.map((f) => f.kind), [
-    "timeout",
-    "timeout",
-    "skipped",
-    "skipped",
-    "skipped",
-    "skipped",
-  ]);
-  assert.match(r.failures[1].message, /batch_timeout_s=1\) ran out/);
-  assert.match(r.failures[2].message, /not scored: .*batch_timeout_s=1/);
-  assert.equal(r.metrics["reward/skipped"], 4);
+  const kinds = r.failures.map((f) => f.kind);
+  const timeouts = kinds.filter((k) => k === "timeout").length;
+  assert.ok(timeouts === 1 || timeouts === 2, `failures ${kinds.join(", ")}`);
+  assert.deepEqual(kinds.slice(timeouts), new Array(6 - timeouts).fill("skipped"));
+  assert.match(
+    r.failures[timeouts - 1].message,
+    /batch_timeout_s=1\) ran out|no result within 0.6 s/,
+  );
+  assert.match(r.failures[timeouts].message, /not scored: .*batch_timeout_s=1/);
+  assert.equal(r.metrics["reward/skipped"], 6 - timeouts);
   // The next batch gets a fresh budget and a fresh worker.
   const again = await score(m, ["ok"]);
   assert.deepEqual([...again.scores], [1]);

@@ -1,6 +1,7 @@
 /**
- * A user's module (a tool or an interaction) run in a Web Worker with no network, no writes and
- * reads limited to the module's folder, like reward code. The module exports a class; the worker
+ * A user's module (a tool or an interaction) run in a Web Worker with no writes, reads limited to
+ * the module's folder and network only to the hosts its spec names (none by default), like reward
+ * code. The module exports a class; the worker
  * builds one instance with the host's constructor arguments and runs the host's method calls on
  * it. A call over the timeout fails; the worker is then replaced by a fresh one (the old
  * instance's state is gone, so calls about its earlier sessions fail too).
@@ -24,6 +25,8 @@ export interface SandboxSpec {
   /** Names the module in timeout errors (the tool's or interaction's name). */
   label: string;
   timeoutMs: number;
+  /** `host` or `host:port` entries the module may connect to; empty = no network. */
+  netHosts?: string[];
 }
 
 export class SandboxedModule {
@@ -48,7 +51,7 @@ export class SandboxedModule {
       name: `user-${this.spec.label}`,
       deno: {
         permissions: {
-          net: false,
+          net: this.spec.netHosts?.length ? this.spec.netHosts : false,
           write: false,
           read: [dirname(this.spec.path)],
           env: false,

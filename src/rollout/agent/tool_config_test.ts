@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { loadToolConfig } from "./tool_config.ts";
+import { configuredHosts } from "./user_tool.ts";
 
 // verl's examples/sglang_multiturn/config/tool_config/gsm8k_tool_config.yaml, as written there.
 const GSM8K_YAML = `tools:
@@ -120,11 +121,12 @@ Deno.test({
     Deno.writeTextFileSync(
       `${dir}/counter.ts`,
       `export class Counter {
-  constructor(config) { this.step = config.step; this.n = new Map(); }
+  constructor(config) { this.step = config.step; this.url = config.service?.url; this.n = new Map(); }
   create(id, kw) { this.n.set(id, kw.start ?? 0); }
   execute(id, p) {
     if (p.mode === "hang") for (;;) {}
     if (p.mode === "net") return fetch("http://127.0.0.1:8080").then(() => "reached");
+    if (p.mode === "named") return fetch(this.url).then((r) => r.text());
     this.n.set(id, this.n.get(id) + this.step);
     return { text: "n=" + this.n.get(id), reward: 0.1 };
   }
@@ -137,7 +139,7 @@ Deno.test({
       `${dir}/tools.yaml`,
       `tools:
   - class_name: ./counter.ts:Counter
-    config: {type: native, step: 2, timeout: 1}
+    config: {type: native, step: 2, timeout: 1, service: {url: "URL"}}
     tool_schema:
       type: function
       function:
@@ -145,8 +147,18 @@ Deno.test({
         parameters: {type: object, properties: {mode: {type: string}}}
 `,
     );
+    // The config names one service: the module may reach it and no other host or port.
+    const server = Deno.serve(
+      { port: 0, hostname: "127.0.0.1", onListen() {} },
+      () => new Response("pong"),
+    );
+    const url = `http://127.0.0.1:${server.addr.port}/ping`;
+    const yaml = Deno.readTextFileSync(`${dir}/tools.yaml`).replace("URL", url);
+    Deno.writeTextFileSync(`${dir}/tools.yaml`, yaml);
     const [tool] = await loadToolConfig(`${dir}/tools.yaml`);
     assert.equal(tool.name, "counter");
+    assert.equal((await tool.execute("z", { mode: "named" })).text, "pong");
+    await server.shutdown();
     await tool.create("a", { start: 5 });
     assert.deepEqual(await tool.execute("a", {}), { text: "n=7", reward: 0.1, metrics: undefined });
     assert.equal(await tool.calcReward("a"), 7);
@@ -167,4 +179,17 @@ Deno.test({
     );
     Deno.removeSync(dir, { recursive: true });
   },
+});
+
+Deno.test("a user tool may reach the hosts its config's URLs name, at any depth", () => {
+  assert.deepEqual(
+    configuredHosts({
+      retrieval_service_url: "http://127.0.0.1:8000/retrieve",
+      nested: { list: ["https://search.example.org/q", "not a url", "ftp://x.org"] },
+      ws: "wss://live.example.org:9443/s",
+      timeout: 30,
+    }),
+    ["127.0.0.1:8000", "search.example.org:443", "live.example.org:9443"],
+  );
+  assert.deepEqual(configuredHosts({ type: "native" }), []);
 });

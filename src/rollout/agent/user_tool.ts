@@ -4,6 +4,8 @@
  * methods mirror verl's BaseTool: `execute(instanceId, parameters)` returning a string or `{text,
  * reward?, metrics?}`, and optionally `create(instanceId, createKwargs)`, `calcReward(instanceId)`,
  * `release(instanceId)`. A call over `config.timeout` seconds (default 30) fails with a timeout.
+ * The module may reach exactly the hosts that URLs in its config name (a retrieval service's
+ * `http://host:port/...`), nothing else.
  */
 import { SandboxedModule } from "./sandbox.ts";
 import { type AgentTool, checkArguments, type ToolResult, type ToolSchema } from "./types.ts";
@@ -29,6 +31,7 @@ export class UserTool implements AgentTool {
         required: ["execute"],
         label: schema.function.name,
         timeoutMs: Number(config.timeout ?? 30) * 1000,
+        netHosts: configuredHosts(config),
       });
       return new UserTool(schema, module);
     } catch (e) {
@@ -63,4 +66,24 @@ export class UserTool implements AgentTool {
   close(): void {
     this.module.close();
   }
+}
+
+/** `host:port` of every http(s) or ws(s) URL among a config's string values, at any depth. */
+export function configuredHosts(config: unknown): string[] {
+  const hosts = new Set<string>();
+  const visit = (v: unknown): void => {
+    if (typeof v === "string") {
+      if (!/^(https?|wss?):\/\//i.test(v)) return;
+      try {
+        const u = new URL(v);
+        const port = u.port || (/^(https|wss):$/.test(u.protocol) ? "443" : "80");
+        hosts.add(`${u.hostname}:${port}`);
+      } catch {
+        // not a URL after all: names no host
+      }
+    } else if (Array.isArray(v)) v.forEach(visit);
+    else if (v && typeof v === "object") Object.values(v).forEach(visit);
+  };
+  visit(config);
+  return [...hosts];
 }

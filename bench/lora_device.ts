@@ -27,7 +27,16 @@ import {
   qwen25Config,
   randomPrompts,
 } from "./grpo_setup.ts";
-import { add, cast, matmul, mulScalar, noGrad, scope, type Tensor } from "../src/tensor/mod.ts";
+import {
+  add,
+  cast,
+  matmul,
+  mulScalar,
+  noGrad,
+  scope,
+  splitPolicy,
+  type Tensor,
+} from "../src/tensor/mod.ts";
 
 /** A Qwen2.5 shape, or "tiny" (a 2-layer model over 512 ids) for a CPU adapter. */
 function benchConfig(shape: string): ModelConfig {
@@ -73,6 +82,7 @@ async function child(shape: string, rank: number): Promise<void> {
       "actor_rollout_ref.actor.use_kl_loss=true",
       `actor_rollout_ref.model.lora_rank=${rank}`,
       `actor_rollout_ref.model.lora_alpha=${2 * rank || 16}`,
+      `actor_rollout_ref.model.enable_gradient_checkpointing=${num("checkpointing", 0) !== 0}`,
     ],
   });
   const parts = buildTrainerParts({
@@ -97,8 +107,22 @@ async function child(shape: string, rank: number): Promise<void> {
   const trainable = parts.actor.optimizer.params.reduce((a, p) => a + p.size, 0);
   console.log(JSON.stringify({ adapter: g.adapterName, f16: g.hasF16, shape, mode, trainable }));
   let last: Record<string, number> = {};
+  if (num("splitk", 1) === 0) splitPolicy.minStages = Infinity;
   for (let step = 1; step <= steps; step++) {
-    const m = await trainStep(parts, step, parts.trainLoader.next()!);
+    const run = () => trainStep(parts, step, parts.trainLoader.next()!);
+    let m: Record<string, number> = {};
+    if (step === steps && num("profile", 0) > 0) {
+      const rows = await g.profile(async () => void (m = await run()), {
+        byPipeline: true,
+        maxPasses: 1 << 19,
+      });
+      for (const r of rows.slice(0, num("profile", 0))) {
+        const ms = Math.round(r.ms * 10) / 10;
+        console.log(
+          JSON.stringify({ fig: "kernel", shape, mode, ms, count: r.count, key: r.kernel }),
+        );
+      }
+    } else m = await run();
     const genTokens = prompts * n * m["response_length/mean"];
     last = {
       step,

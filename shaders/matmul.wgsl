@@ -10,6 +10,9 @@
 // along k do not all land in the same bank. Two shared buffers let the next tile's global
 // loads (held in registers) overlap the current tile's math with one barrier per K step.
 // Out-of-range elements load as 0 and are never stored, so any M, N, K is correct.
+// Split-K (a single product with k_split < k): workgroup z takes the K slice
+// [z * k_split, (z + 1) * k_split) and writes its own partial [M, N] at z * stride_c, which
+// matmul_splitk.wgsl sums; a product of few blocks and a long K then fills the GPU.
 // Specialised through `defines`: tile sizes, transposes, storage types (f16 needs `enable f16`).
 
 #const WG_X: u32 // threads along N
@@ -43,7 +46,7 @@ struct Params {
   stride_b: u32,
   stride_c: u32,
   batch_offset: u32, // first batch entry of this dispatch (batches over 65535 are split)
-  _pad: u32,
+  k_split: u32, // K per split; k_split >= k is an unsplit (batched) product
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -57,15 +60,15 @@ var<workgroup> Bs: array<vec4<f32>, 2u * BS_SIZE>;
 
 // Element (row i, depth kk) of op(A), 0 outside. Branch-free: the index is clamped to 0 and
 // the value selected, which keeps the unrolled loads cheap to compile and to run.
-fn load_a(base: u32, i: u32, kk: u32) -> f32 {
-  let ok = i < p.m && kk < p.k;
+fn load_a(base: u32, i: u32, kk: u32, k_end: u32) -> f32 {
+  let ok = i < p.m && kk < k_end;
   var idx = base + i * p.k + kk;
   if (TRANS_A) { idx = base + kk * p.m + i; }
   return select(0.0, f32(a[select(0u, idx, ok)]), ok);
 }
 
-fn load_b(base: u32, kk: u32, j: u32) -> f32 {
-  let ok = j < p.n && kk < p.k;
+fn load_b(base: u32, kk: u32, j: u32, k_end: u32) -> f32 {
+  let ok = j < p.n && kk < k_end;
   var idx = base + kk * p.n + j;
   if (TRANS_B) { idx = base + j * p.k + kk; }
   return select(0.0, f32(b[select(0u, idx, ok)]), ok);
@@ -79,20 +82,20 @@ fn slot(s: u32, groups: u32, along_k: bool) -> vec2<u32> {
   return vec2<u32>(s % groups, s / groups);
 }
 
-fn fetch_a(base: u32, m0: u32, k0: u32, s: u32) -> vec4<f32> {
+fn fetch_a(base: u32, m0: u32, k0: u32, s: u32, ke: u32) -> vec4<f32> {
   let g = slot(s, BM / 4u, !TRANS_A);
   let i = m0 + g.x * 4u;
   let kk = k0 + g.y;
-  return vec4<f32>(load_a(base, i, kk), load_a(base, i + 1u, kk), load_a(base, i + 2u, kk),
-                   load_a(base, i + 3u, kk));
+  return vec4<f32>(load_a(base, i, kk, ke), load_a(base, i + 1u, kk, ke),
+                   load_a(base, i + 2u, kk, ke), load_a(base, i + 3u, kk, ke));
 }
 
-fn fetch_b(base: u32, n0: u32, k0: u32, s: u32) -> vec4<f32> {
+fn fetch_b(base: u32, n0: u32, k0: u32, s: u32, ke: u32) -> vec4<f32> {
   let g = slot(s, BN / 4u, TRANS_B);
   let j = n0 + g.x * 4u;
   let kk = k0 + g.y;
-  return vec4<f32>(load_b(base, kk, j), load_b(base, kk, j + 1u), load_b(base, kk, j + 2u),
-                   load_b(base, kk, j + 3u));
+  return vec4<f32>(load_b(base, kk, j, ke), load_b(base, kk, j + 1u, ke),
+                   load_b(base, kk, j + 2u, ke), load_b(base, kk, j + 3u, ke));
 }
 
 // The BM x BN block (wid.x, wid.y) of batch entry wid.z, as this thread's register tile:
@@ -101,7 +104,10 @@ fn fetch_b(base: u32, n0: u32, k0: u32, s: u32) -> vec4<f32> {
 // adapters, very slowly compiled) indirect code.
 fn block(wid: vec3<u32>, lid: vec3<u32>) -> array<vec4<f32>, 16> {
   let tid = lid.y * WG_X + lid.x;
-  let batch = wid.z + p.batch_offset;
+  let split = p.k_split < p.k;
+  let batch = select(wid.z + p.batch_offset, 0u, split);
+  let k_lo = select(0u, wid.z * p.k_split, split);
+  let k_hi = select(p.k, min(p.k, k_lo + p.k_split), split);
   let a_base = batch * p.stride_a;
   let b_base = batch * p.stride_b;
   let m0 = wid.y * BM;
@@ -109,10 +115,10 @@ fn block(wid: vec3<u32>, lid: vec3<u32>) -> array<vec4<f32>, 16> {
   var acc: array<vec4<f32>, 16>;
   var pa: array<vec4<f32>, LA>;
   var pb: array<vec4<f32>, LB>;
-  let tiles = (p.k + BK - 1u) / BK;
+  let tiles = (k_hi - k_lo + BK - 1u) / BK;
 
-  for (var l = 0u; l < LA; l++) { pa[l] = fetch_a(a_base, m0, 0u, tid + l * NT); }
-  for (var l = 0u; l < LB; l++) { pb[l] = fetch_b(b_base, n0, 0u, tid + l * NT); }
+  for (var l = 0u; l < LA; l++) { pa[l] = fetch_a(a_base, m0, k_lo, tid + l * NT, k_hi); }
+  for (var l = 0u; l < LB; l++) { pb[l] = fetch_b(b_base, n0, k_lo, tid + l * NT, k_hi); }
   for (var l = 0u; l < LA; l++) {
     let g = slot(tid + l * NT, BM / 4u, !TRANS_A);
     As[g.y * AS_STRIDE + g.x] = pa[l];
@@ -127,9 +133,9 @@ fn block(wid: vec3<u32>, lid: vec3<u32>) -> array<vec4<f32>, 16> {
     let cur = t % 2u;
     let more = t + 1u < tiles;
     if (more) {
-      let k0 = (t + 1u) * BK;
-      for (var l = 0u; l < LA; l++) { pa[l] = fetch_a(a_base, m0, k0, tid + l * NT); }
-      for (var l = 0u; l < LB; l++) { pb[l] = fetch_b(b_base, n0, k0, tid + l * NT); }
+      let k0 = k_lo + (t + 1u) * BK;
+      for (var l = 0u; l < LA; l++) { pa[l] = fetch_a(a_base, m0, k0, tid + l * NT, k_hi); }
+      for (var l = 0u; l < LB; l++) { pb[l] = fetch_b(b_base, n0, k0, tid + l * NT, k_hi); }
     }
     let ao = cur * AS_SIZE + lid.y;
     let bo = cur * BS_SIZE + lid.x;

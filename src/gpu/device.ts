@@ -168,13 +168,15 @@ export class Gpu {
 
   /**
    * Runs `fn` with every dispatch timed by timestamp queries and returns GPU milliseconds per
-   * kernel (shader:entry), largest first. Needs the `timestamp-query` feature.
+   * kernel (shader:entry; with `byPipeline`, per whole pipeline key), largest first. Needs the
+   * `timestamp-query` feature.
    */
   async profile(
     fn: () => Promise<void> | void,
+    options: { byPipeline?: boolean; maxPasses?: number } = {},
   ): Promise<{ kernel: string; ms: number; count: number }[]> {
     if (!this.hasTimestamps) throw new GpuError("profiling needs the timestamp-query feature");
-    const p = new KernelProfiler(this.device);
+    const p = new KernelProfiler(this.device, options.maxPasses ?? 65536, options.byPipeline);
     this.flush();
     this.recorder.profiler = p;
     try {

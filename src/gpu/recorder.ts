@@ -196,7 +196,12 @@ export class KernelProfiler {
   #sets: { set: GPUQuerySet; labels: string[] }[] = [];
   readonly totals = new Map<string, { ns: number; count: number }>();
 
-  constructor(private readonly device: GPUDevice, readonly maxPasses = 65536) {}
+  /** `whole`: sum per whole pipeline key (tiles, transposes, dtypes), not per shader:entry. */
+  constructor(
+    private readonly device: GPUDevice,
+    readonly maxPasses = 65536,
+    readonly whole = false,
+  ) {}
 
   slot(label: string): GPUComputePassTimestampWrites | undefined {
     let cur = this.#sets.at(-1);
@@ -226,7 +231,7 @@ export class KernelProfiler {
     sets.forEach((s, k) => {
       const t = new BigUint64Array(bytes[k]);
       s.labels.forEach((label, i) => {
-        const key = label.split(":").slice(0, 2).join(":");
+        const key = this.whole ? label : label.split(":").slice(0, 2).join(":");
         const e = this.totals.get(key) ?? { ns: 0, count: 0 };
         e.ns += Number(t[2 * i + 1] - t[2 * i]);
         e.count++;

@@ -6,7 +6,7 @@
 import { gpu, packParams } from "../../gpu/mod.ts";
 import type { KernelSpec } from "../../gpu/mod.ts";
 import { Tensor } from "../tensor.ts";
-import { gemmSkinny, skinnyApplies } from "./matmul_skinny.ts";
+import { gemmSkinny, skinnyApplies, sumSplits } from "./matmul_skinny.ts";
 
 /** Threads per workgroup (WG_X along N, WG_Y along M), register tile per thread, K step. */
 export interface TileConfig {
@@ -82,6 +82,28 @@ export interface GemmOptions {
   bias?: Tensor | null;
   /** A tile forces the tiled kernel; without one few-row linear products take the skinny one. */
   tile?: TileName | TileConfig;
+  /** K splits of a single tiled product; default from `splitPolicy` (tests force it). */
+  splits?: number;
+}
+
+/** When a single tiled product splits K. Mutable for benchmarks. */
+export const splitPolicy = {
+  /**
+   * Fewest K steps per split. A LoRA backward product such as dB [896, 32] = g^T l with K = 3072
+   * rows makes 28 blocks of 32x32: a fraction of a large GPU's multiprocessors, each walking all
+   * of K; split, the same product runs as many blocks as MIN_BLOCKS asks for.
+   */
+  minStages: 16,
+};
+
+/** K splits that bring a single product of few blocks near MIN_BLOCKS (1: no split). */
+export function tiledSplits(d: Gemm, tile: TileConfig): number {
+  if (d.batch !== 1 || gpu().isCpuAdapter) return 1;
+  const { bm, bn } = tileShape(tile);
+  const blocks = Math.ceil(d.m / bm) * Math.ceil(d.n / bn);
+  if (blocks >= MIN_BLOCKS) return 1;
+  const most = Math.floor(Math.ceil(d.k / tile.bk) / splitPolicy.minStages);
+  return Math.max(1, Math.min(Math.ceil(MIN_BLOCKS / blocks), most));
 }
 
 /** Records the GEMM dispatches writing `out` (f32, [batch, M, N] contiguous). */
@@ -116,13 +138,29 @@ export function gemm(a: Tensor, b: Tensor, out: Tensor, d: Gemm, options: GemmOp
       BIAS_T: bias?.dtype ?? "f32",
     },
   };
+  const stages = Math.ceil(d.k / tile.bk);
+  const wanted = Math.max(1, Math.min(options.splits ?? tiledSplits(d, tile), stages));
+  const kSplit = Math.ceil(stages / wanted) * tile.bk;
+  const splits = Math.ceil(d.k / kSplit);
+  if (splits > 1) {
+    if (d.batch !== 1) throw new Error(`matmul: split-K needs a single product, got ${d.batch}`);
+    const part = Tensor.empty([splits, d.m, d.n], "f32", "matmul_split");
+    g.dispatch({ ...spec, entry: "main" }, {
+      params: packParams([d.m, d.n, d.k, d.strideA, d.strideB, d.m * d.n, 0, kSplit]),
+      buffers: [a.buffer, b.buffer, part.buffer],
+      workgroups: [Math.ceil(d.n / bn), Math.ceil(d.m / bm), splits],
+    });
+    sumSplits(part, out, { m: d.m, n: d.n, splits, bias });
+    part.dispose();
+    return;
+  }
   const buffers = [a.buffer, b.buffer, out.buffer];
   if (bias) buffers.push(bias.buffer);
   // A dispatch's z dimension is capped by the device; larger batches go in slices.
   const maxZ = g.limits.maxComputeWorkgroupsPerDimension;
   for (let off = 0; off < d.batch; off += maxZ) {
     g.dispatch(spec, {
-      params: packParams([d.m, d.n, d.k, d.strideA, d.strideB, d.m * d.n, off, 0]),
+      params: packParams([d.m, d.n, d.k, d.strideA, d.strideB, d.m * d.n, off, d.k]),
       buffers,
       workgroups: [Math.ceil(d.n / bn), Math.ceil(d.m / bm), Math.min(maxZ, d.batch - off)],
     });

@@ -144,17 +144,29 @@ export function gemmSkinny(
     buffers: [x.buffer, w.buffer, part.buffer],
     workgroups,
   });
-  const buffers = [part.buffer, out.buffer];
-  if (bias) buffers.push(bias.buffer);
-  g.dispatch({
-    shader: "matmul_splitk",
-    entry: bias ? "main_bias" : "main",
-    f16: bias?.dtype === "f16",
-    defines: { WG: SPLITK_WG, BIAS_T: bias?.dtype ?? "f32" },
-  }, {
-    params: packParams([m * n, n, splits]),
-    buffers,
-    workgroups: grid1d(m * n, SPLITK_WG),
-  });
+  sumSplits(part, out, { m, n, splits, bias });
   part.dispose();
+}
+
+/**
+ * out [M, N] = sum over s of part [s, M, N] (+ bias [N]), summed in split order
+ * (shaders/matmul_splitk.wgsl): the second pass of every split-K product.
+ */
+export function sumSplits(
+  part: Tensor,
+  out: Tensor,
+  d: { m: number; n: number; splits: number; bias: Tensor | null },
+): void {
+  const buffers = [part.buffer, out.buffer];
+  if (d.bias) buffers.push(d.bias.buffer);
+  gpu().dispatch({
+    shader: "matmul_splitk",
+    entry: d.bias ? "main_bias" : "main",
+    f16: d.bias?.dtype === "f16",
+    defines: { WG: SPLITK_WG, BIAS_T: d.bias?.dtype ?? "f32" },
+  }, {
+    params: packParams([d.m * d.n, d.n, d.splits]),
+    buffers,
+    workgroups: grid1d(d.m * d.n, SPLITK_WG),
+  });
 }

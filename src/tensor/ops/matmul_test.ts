@@ -5,7 +5,7 @@ import { backward } from "../autograd.ts";
 import * as ref from "../ref/matmul.ts";
 import { Tensor } from "../tensor.ts";
 import { linear, matmul, matmulTiled } from "./matmul.ts";
-import type { TileName } from "./matmul_kernel.ts";
+import { gemmNew, type TileName } from "./matmul_kernel.ts";
 
 const TRANSPOSES = [[false, false], [true, false], [false, true], [true, true]] as const;
 const TOL = { atol: 1e-4, rtol: 1e-4 };
@@ -47,6 +47,37 @@ gpuTest(
       const { a, b, A, B } = operands(d, 7, [2]);
       const C = matmulTiled(A, B, { transA, transB, tile });
       assertClose(await C.toArray(), ref.matmul(a, b, d), { ...TOL, label: tile });
+    }
+  },
+);
+
+gpuTest(
+  "split-K products equal the unsplit product (every transpose, ragged K, bias)",
+  async () => {
+    // [m, n, k, splits, tile]: splits that divide K into unequal slices, a last slice shorter than
+    // the K step, more splits than K steps (clamped), and the LoRA backward's shape of dB.
+    const cases: [number, number, number, number, TileName][] = [
+      [9, 7, 83, 3, "small"],
+      [33, 5, 40, 4, "medium"],
+      [4, 6, 9, 7, "small"],
+      [24, 8, 200, 5, "small"],
+    ];
+    let seed = 30;
+    for (const [m, n, k, splits, tile] of cases) {
+      for (const [transA, transB] of TRANSPOSES) {
+        const d = { batch: 1, m, n, k, transA, transB };
+        const { a, b, A, B } = operands(d, seed += 2);
+        const bias = randomArray(n, seed + 9);
+        const gemm = { ...d, strideA: 0, strideB: 0 };
+        const C = gemmNew(A, B, [m, n], gemm, { tile, splits });
+        const label = JSON.stringify({ ...d, splits });
+        assertClose(await C.toArray(), ref.matmul(a, b, d), { ...TOL, label });
+        const Bias = Tensor.from(bias, [n]);
+        const CB = gemmNew(A, B, [m, n], gemm, { tile, splits, bias: Bias });
+        const want = ref.matmul(a, b, d).map((v, i) => v + bias[i % n]);
+        assertClose(await CB.toArray(), want, { ...TOL, label: `${label} + bias` });
+        for (const t of [A, B, C, Bias, CB]) t.dispose();
+      }
     }
   },
 );

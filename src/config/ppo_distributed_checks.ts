@@ -1,6 +1,5 @@
 /** Cross-key rules of `distributed.*` and `algorithm.rollout_correction`. */
 import { ConfigError } from "./errors.ts";
-import { sumPiSquaredEnabled } from "./ppo_checks.ts";
 import type { PpoConfig } from "./ppo_root.ts";
 
 /** Refuses combinations the distributed backend cannot run, naming the key. */
@@ -14,7 +13,6 @@ export function checkDistributed(cfg: PpoConfig): void {
         "log-probs: set actor_rollout_ref.rollout.calculate_log_probs=true",
     );
   }
-  checkBypass(cfg);
   if (d.backend === "none") return;
   if (rollout.multi_turn.enable) {
     throw new ConfigError(
@@ -53,9 +51,10 @@ const RC = "algorithm.rollout_correction";
 /**
  * `rollout_correction.bypass_mode` and `loss_type`. verl replaces any policy_loss.loss_mode by its
  * bypass loss; here a loss_mode other than vanilla is refused instead of overridden, and so is a
- * key bypass mode would leave without effect.
+ * key bypass mode would leave without effect. `sumPiSquared`: whether the run reads Σπ², which
+ * only the old_log_prob pass computes.
  */
-function checkBypass(cfg: PpoConfig): void {
+export function checkBypass(cfg: PpoConfig, o: { sumPiSquared: boolean }): void {
   const rc = cfg.algorithm.rollout_correction, actor = cfg.actor_rollout_ref.actor;
   const mode = actor.policy_loss.loss_mode;
   if (mode === "reinforce") {
@@ -99,7 +98,7 @@ function checkBypass(cfg: PpoConfig): void {
     );
   }
   const est = cfg.algorithm.adv_estimator;
-  if (sumPiSquaredEnabled(cfg)) {
+  if (o.sumPiSquared) {
     throw new ConfigError(
       `${RC}.bypass_mode`,
       `${RC}.bypass_mode=true skips the old_log_prob pass that computes sum_pi_squared, which ` +

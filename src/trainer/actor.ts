@@ -161,7 +161,8 @@ export async function updateActor(
       });
       const res = actorMicroLoss(out, batch, mb, o.loss, microBatchSeed(o.seed, o.step, micro++));
       backward(res.loss);
-      return res.stats;
+      // an audit (bypass mode's worker check) reads the current log-probs, [n, T]
+      return { stats: res.stats, probe: o.audit ? out.logProbs : null };
     },
   );
   // The CPU reference reports the (constant) KL coefficient per micro-batch; its mean is itself.

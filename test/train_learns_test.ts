@@ -95,6 +95,7 @@ Deno.test({
       assert.ok(m["timing_s/update_actor"] > 0 && m["actor/grad_norm"] > 0);
     }
     const [before, after] = val;
+    console.log(`bypass mode: held-out accuracy ${before} -> ${after}`);
     assert.ok(after >= before + 0.2, `accuracy ${before} -> ${after}: less than +20 points`);
   },
 });

@@ -144,7 +144,8 @@ export const ppoAlgorithm = section("Advantage estimation and KL control.", {
       rollout_is: oneOfOrNull(
         ["token", "sequence"],
         "Truncated IS weights min(pi_old / pi_rollout, threshold) per token or per sequence, " +
-          "multiplying the policy-gradient loss; null = off. Needs rollout.calculate_log_probs.",
+          "multiplying the policy-gradient loss (in bypass mode, loss_type reinforce only: " +
+          "pi_old is then the current policy); null = off. Needs rollout.calculate_log_probs.",
       ),
       rollout_is_threshold: float(2.0, "Upper bound of the IS weights.", { min: 1 }),
       bypass_mode: bool(

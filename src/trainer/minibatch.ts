@@ -6,7 +6,9 @@
  * backward and hands back its loss statistics as a small GPU tensor, which is summed into one
  * running tensor per mini-batch; the optimizer step reads that sum in the round trip that reads the
  * grad norm. Metrics are the means over micro-batches (verl's reduce_metrics of per-micro-batch
- * values), so summing on the GPU and dividing by the micro-batch count keeps their meaning.
+ * values), so summing on the GPU and dividing by the micro-batch count keeps their meaning. An
+ * audit (bypass mode's check of remote workers' log-probs) adds one readback per mini-batch, after
+ * its micro-batches and before its optimizer step.
  */
 import { gpu } from "../gpu/mod.ts";
 import type { Tick } from "../tracking/mod.ts";
@@ -119,7 +121,7 @@ export async function updateLoop(
       o.onProgress?.(++minis, totalMinis);
     }
   }
-  /** Forward, loss and backward of one mini-batch; the rows an audit rejects (none recorded). */
+  /** Forward, loss and backward of one mini-batch; `masked`: the rows the audit rejected. */
   async function miniPass(mini: number[], audit: MiniBatchAudit | undefined) {
     let miniTokens = 0;
     for (const b of mini) for (let r = 0; r < R; r++) miniTokens += mask[b * R + r];

@@ -41,6 +41,8 @@ gpuTest(
       ["small", 37, 35, 11, true, false],
       ["medium", 70, 67, 19, true, true],
       ["large", 131, 129, 9, false, false],
+      ["wide", 67, 131, 13, false, true],
+      ["tall", 129, 66, 10, true, false],
     ];
     for (const [tile, m, n, k, transA, transB] of cases) {
       const d = { batch: 2, m, n, k, transA, transB };

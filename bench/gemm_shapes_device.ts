@@ -1,0 +1,100 @@
+/**
+ * The GEMMs of a training step, per tile: for every linear layer of a Qwen2.5 shape at `rows`
+ * tokens per micro-batch, the forward (x W^T), the input gradient (g W) and the weight gradient
+ * (g^T x), with f32 weights and (where the GPU has shader-f16) f16 weights, timed with each tile
+ * configuration; one JSON line per measurement with TFLOP/s, then the best tile per product and
+ * what the default policy (`pickTile`, split-K) picks. For tuning `pickTile` on a GPU:
+ *   deno run -A bench/gemm_shapes_device.ts [--shape=0.5b] [--rows=3072,6144] [--reps=5]
+ */
+import { initGpu } from "../src/gpu/mod.ts";
+import { matmulTiled, Tensor, type TileConfig, TILES } from "../src/tensor/mod.ts";
+import { rng } from "../src/testing/mod.ts";
+import { isQwen25Shape, QWEN25_SHAPES } from "./grpo_setup.ts";
+import { timeGpu } from "./gpu_timer.ts";
+
+const args = new Map(Deno.args.map((a) => a.replace(/^--/, "").split("=") as [string, string]));
+const shapeName = args.get("shape") ?? "0.5b";
+if (!isQwen25Shape(shapeName)) throw new Error(`--shape=${shapeName}: use 0.5b or 1.5b`);
+const s = QWEN25_SHAPES[shapeName];
+const rowsList = (args.get("rows") ?? "3072,6144").split(",").map(Number);
+const reps = Number(args.get("reps") ?? 5);
+const g = await initGpu();
+
+/** Candidate tiles: the three named ones and a few shapes between them. */
+const CANDIDATES: Record<string, TileConfig> = {
+  ...TILES,
+  wide16: { wgX: 16, wgY: 8, tm: 8, tn: 8, bk: 16 },
+  tall16: { wgX: 8, wgY: 16, tm: 8, tn: 8, bk: 16 },
+  medium16: { wgX: 8, wgY: 8, tm: 8, tn: 8, bk: 16 },
+};
+
+const headDim = s.hiddenSize / s.numAttentionHeads;
+const linears: [string, number, number][] = [
+  ["q", s.hiddenSize, s.hiddenSize],
+  ["kv", s.hiddenSize, s.numKeyValueHeads * headDim],
+  ["o", s.hiddenSize, s.hiddenSize],
+  ["gate_up", s.hiddenSize, s.intermediateSize],
+  ["down", s.intermediateSize, s.hiddenSize],
+];
+
+function rand(n: number, seed: number): Float32Array {
+  const r = rng(seed), out = new Float32Array(n);
+  for (let i = 0; i < n; i++) out[i] = r() - 0.5;
+  return out;
+}
+
+for (const rows of rowsList) {
+  for (const [name, inF, outF] of linears) {
+    const x = Tensor.from(rand(rows * inF, 1), [rows, inF]);
+    const gy = Tensor.from(rand(rows * outF, 2), [rows, outF]);
+    for (const wType of g.hasF16 ? ["f32", "f16"] as const : ["f32"] as const) {
+      const w = Tensor.from(rand(outF * inF, 3), [outF, inF], wType);
+      const products = [
+        { op: "fwd", a: x, b: w, transA: false, transB: true, m: rows, n: outF, k: inF },
+        { op: "dx", a: gy, b: w, transA: false, transB: false, m: rows, n: inF, k: outF },
+        ...(wType === "f32"
+          ? [{ op: "dW", a: gy, b: x, transA: true, transB: false, m: outF, n: inF, k: rows }]
+          : []),
+      ];
+      for (const p of products) {
+        const flop = 2 * p.m * p.n * p.k;
+        const results: { tile: string; tflops: number }[] = [];
+        for (const [tile, cfg] of [["default", null], ...Object.entries(CANDIDATES)] as const) {
+          const opts = { transA: p.transA, transB: p.transB, ...(cfg ? { tile: cfg } : {}) };
+          const t = await timeGpu(() => matmulTiled(p.a, p.b, opts).dispose(), {
+            reps,
+            perSpan: 4,
+          });
+          const tflops = +(flop / (t.medianMs * 1e9)).toFixed(2);
+          results.push({ tile, tflops });
+          console.log(JSON.stringify({
+            rows,
+            linear: name,
+            op: p.op,
+            w: wType,
+            m: p.m,
+            n: p.n,
+            k: p.k,
+            tile,
+            ms: +t.medianMs.toFixed(4),
+            tflops,
+          }));
+        }
+        const best = results.slice(1).reduce((a, b) => (b.tflops > a.tflops ? b : a));
+        console.log(JSON.stringify({
+          fig: "gemm_best",
+          rows,
+          linear: name,
+          op: p.op,
+          w: wType,
+          best: best.tile,
+          best_tflops: best.tflops,
+          default_tflops: results[0].tflops,
+        }));
+      }
+      w.dispose();
+    }
+    x.dispose();
+    gy.dispose();
+  }
+}

@@ -6,7 +6,7 @@
 //                  once the target's chunk is seen; with x = logit / temperature.
 //   finalize       lse = m + log s, log p = x[target] - lse, H = log s - t / s, Σπ² = s2 / s².
 //   chunk_backward recomputes p = exp(x - lse) over a chunk and overwrites the chunk's logits with
-//                  d logits = (g_lp (1[v = target] - p) - g_ent p (log p + H)) / temperature.
+//                  their gradient, dlogit (online_lse.wgsl) / temperature.
 // Row index = wid.y * nwg.x + wid.x (grid1d folds to 2-D); chunk_backward is a flat 1-D grid.
 
 #include "grid.wgsl"
@@ -170,14 +170,6 @@ fn chunk_backward(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nw
   let row = i / p.cols;
   let v = p.offset + (i - row * p.cols);
   let logp = zbuf[i] / p.temperature - saved_in[row];
-  let prob = exp(logp);
-  let tgt = targets[row];
-  var d = 0.0;
-  if (tgt >= 0) {
-    d = gout[row] * (select(0.0, 1.0, u32(tgt) == v) - prob);
-  }
-  if (WITH_ENTROPY) {
-    d -= gout[p.rows + row] * prob * (logp + saved_in[p.rows + row]);
-  }
-  zbuf[i] = d / p.temperature;
+  let e = select(row, p.rows + row, WITH_ENTROPY); // the entropy's row of gout and saved, if any
+  zbuf[i] = dlogit(logp, v, targets[row], gout[row], gout[e], saved_in[e]) / p.temperature;
 }

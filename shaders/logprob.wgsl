@@ -74,8 +74,8 @@ fn forward(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3
   }
 }
 
-// d x_v = (g_lp (1[v = target] - p_v) + g_ent (-p_v (log p_v + H))) / temperature, one element per
-// invocation; ignored rows (target -100) take no log-prob gradient.
+// d x_v = dlogit (online_lse.wgsl) / temperature, one element per invocation; ignored rows
+// (target -100) take no log-prob gradient.
 @compute @workgroup_size(WG)
 fn backward(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
             @builtin(local_invocation_id) lid: vec3u) {
@@ -86,14 +86,6 @@ fn backward(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec
   let row = i / p.vocab;
   let v = i - row * p.vocab;
   let logp = logits[i] / p.temperature - saved[row];
-  let prob = exp(logp);
-  let tgt = targets[row];
-  var d = 0.0;
-  if (tgt >= 0) {
-    d = gout[row] * (select(0.0, 1.0, u32(tgt) == v) - prob);
-  }
-  if (WITH_ENTROPY) {
-    d -= gout[p.rows + row] * prob * (logp + saved[p.rows + row]);
-  }
-  dlogits[i] = d / p.temperature;
+  let e = select(row, p.rows + row, WITH_ENTROPY); // the entropy's row of gout and saved, if any
+  dlogits[i] = dlogit(logp, v, targets[row], gout[row], gout[e], saved[e]) / p.temperature;
 }

@@ -5,6 +5,7 @@
 // are large and the distribution is peaked; WITH_ENTROPY false leaves t at 0. A state starts as
 // Online(LOWEST, 0, 0); fold adds one logit, merge joins two states. Both also return the
 // exponentials they took, so an includer can carry further sums relative to the same max.
+// dlogit is the backward of log p(target) and H through one logit.
 
 const WITH_ENTROPY: bool = true;
 // Below any finite logit, but finite: exp(LOWEST - m) is 0 and (LOWEST - m) * 0 is 0, not NaN.
@@ -65,4 +66,20 @@ fn merge_scaled(a: Online, b: Online) -> Merged {
 
 fn merge(a: Online, b: Online) -> Online {
   return merge_scaled(a, b).st;
+}
+
+// The gradient through one scaled logit x'_v (the caller divides by the temperature for x_v),
+// with log p_v = logp: g_lp (1[v = target] - p_v) - g_ent p_v (log p_v + H), where g_lp is the
+// upstream gradient of log p(target) (none for an ignored row, target < 0) and g_ent that of
+// the entropy H (used only WITH_ENTROPY).
+fn dlogit(logp: f32, v: u32, tgt: i32, g_lp: f32, g_ent: f32, h: f32) -> f32 {
+  let prob = exp(logp);
+  var d = 0.0;
+  if (tgt >= 0) {
+    d = g_lp * (select(0.0, 1.0, u32(tgt) == v) - prob);
+  }
+  if (WITH_ENTROPY) {
+    d -= g_ent * prob * (logp + h);
+  }
+  return d;
 }

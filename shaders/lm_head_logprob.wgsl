@@ -1,21 +1,19 @@
 // Log-prob (and entropy, and Σπ²) of target tokens through the LM head, one vocabulary chunk at a
 // time, so the [N, V] logits never exist. The TS op (src/tensor/ops/lm_head_logprob.ts) computes
 // the [N, cols] logits of one chunk with a matmul, then:
-//   chunk_forward  folds the chunk into a running per-row state [5, N]: an online
-//                  (m, s = Σ e^(x-m), t = Σ e^(x-m) (x-m), s2 = Σ e^(2(x-m))) plus x[target]
+//   chunk_forward  folds the chunk into a running per-row state [5, N]: the online (m, s, t) of
+//                  online_lse.wgsl, s2 = Σ e^(2(x-m)) kept against the same max, plus x[target]
 //                  once the target's chunk is seen; with x = logit / temperature.
 //   finalize       lse = m + log s, log p = x[target] - lse, H = log s - t / s, Σπ² = s2 / s².
 //   chunk_backward recomputes p = exp(x - lse) over a chunk and overwrites the chunk's logits with
-//                  d logits = (g_lp (1[v = target] - p) - g_ent p (log p + H)) / temperature.
+//                  their gradient, dlogit (online_lse.wgsl) / temperature.
 // Row index = wid.y * nwg.x + wid.x (grid1d folds to 2-D); chunk_backward is a flat 1-D grid.
 
 #include "grid.wgsl"
+#include "online_lse.wgsl"
 
 #const WG: u32
-const WITH_ENTROPY: bool = true;
 const WITH_SPP: bool = false;
-// Below any finite logit, but finite: exp(LOWEST - m) is 0 and (LOWEST - m) * 0 is 0, not NaN.
-const LOWEST: f32 = -3.0e38;
 
 struct Params {
   rows: u32,
@@ -46,33 +44,46 @@ struct Params {
 @group(0) @binding(3) var<storage, read> saved_in: array<f32>;
 @group(0) @binding(4) var<storage, read> gout: array<f32>;
 
-struct Online {
-  m: f32,
-  s: f32,
-  t: f32,
+// The online state with s2 = Σ e^(2(x-m)), relative to the same max m as o.
+struct OnlineSpp {
+  o: Online,
   s2: f32,
 }
 
-// Merges two partial states; t and s2 are kept relative to each state's own max.
-fn merge(a: Online, b: Online) -> Online {
-  let m = max(a.m, b.m);
-  let ea = exp(a.m - m);
-  let eb = exp(b.m - m);
-  var t = 0.0;
-  if (WITH_ENTROPY) {
-    t = ea * (a.t + (a.m - m) * a.s) + eb * (b.t + (b.m - m) * b.s);
+fn fold_spp(st: OnlineSpp, x: f32) -> OnlineSpp {
+  let f = fold(st.o, x);
+  var s2 = st.s2;
+  if (WITH_SPP) {
+    s2 = select(s2 + f.k * f.k, s2 * f.k * f.k + 1.0, x > st.o.m);
   }
+  return OnlineSpp(f.st, s2);
+}
+
+fn merge_spp(a: OnlineSpp, b: OnlineSpp) -> OnlineSpp {
+  let r = merge_scaled(a.o, b.o);
   var s2 = 0.0;
   if (WITH_SPP) {
-    s2 = ea * ea * a.s2 + eb * eb * b.s2;
+    s2 = r.ea * r.ea * a.s2 + r.eb * r.eb * b.s2;
   }
-  return Online(m, ea * a.s + eb * b.s, t, s2);
+  return OnlineSpp(r.st, s2);
 }
 
 var<workgroup> red_m: array<f32, WG>;
 var<workgroup> red_s: array<f32, WG>;
 var<workgroup> red_t: array<f32, WG>;
 var<workgroup> red_s2: array<f32, WG>;
+
+// The workgroup tree reduction's slot i.
+fn red_load(i: u32) -> OnlineSpp {
+  return OnlineSpp(Online(red_m[i], red_s[i], red_t[i]), red_s2[i]);
+}
+
+fn red_store(i: u32, v: OnlineSpp) {
+  red_m[i] = v.o.m;
+  red_s[i] = v.o.s;
+  red_t[i] = v.o.t;
+  red_s2[i] = v.s2;
+}
 
 @compute @workgroup_size(WG)
 fn chunk_forward(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
@@ -83,62 +94,30 @@ fn chunk_forward(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg
     return;
   }
   let base = row * p.cols;
-  var st = Online(LOWEST, 0.0, 0.0, 0.0);
+  var st = OnlineSpp(Online(LOWEST, 0.0, 0.0), 0.0);
   for (var v = lid.x; v < p.cols; v += WG) {
-    let x = logits[base + v] / p.temperature;
-    if (x > st.m) {
-      let d = st.m - x;
-      let a = exp(d);
-      if (WITH_ENTROPY) {
-        st.t = a * (st.t + d * st.s);
-      }
-      if (WITH_SPP) {
-        st.s2 = st.s2 * a * a + 1.0;
-      }
-      st.s = st.s * a + 1.0;
-      st.m = x;
-    } else {
-      let d = x - st.m;
-      let e = exp(d);
-      st.s += e;
-      if (WITH_ENTROPY) {
-        // e == 0 for a -inf logit, where e * d would be NaN.
-        st.t += select(0.0, e * d, e > 0.0);
-      }
-      if (WITH_SPP) {
-        st.s2 += e * e;
-      }
-    }
+    st = fold_spp(st, logits[base + v] / p.temperature);
   }
-  red_m[lid.x] = st.m;
-  red_s[lid.x] = st.s;
-  red_t[lid.x] = st.t;
-  red_s2[lid.x] = st.s2;
+  red_store(lid.x, st);
   workgroupBarrier();
   for (var k = WG / 2u; k > 0u; k = k >> 1u) {
     if (lid.x < k) {
-      let r = merge(Online(red_m[lid.x], red_s[lid.x], red_t[lid.x], red_s2[lid.x]),
-                    Online(red_m[lid.x + k], red_s[lid.x + k], red_t[lid.x + k],
-                           red_s2[lid.x + k]));
-      red_m[lid.x] = r.m;
-      red_s[lid.x] = r.s;
-      red_t[lid.x] = r.t;
-      red_s2[lid.x] = r.s2;
+      red_store(lid.x, merge_spp(red_load(lid.x), red_load(lid.x + k)));
     }
     workgroupBarrier();
   }
   if (lid.x == 0u) {
     let n = p.rows;
-    var acc = Online(red_m[0], red_s[0], red_t[0], red_s2[0]);
+    var acc = red_load(0u);
     if (p.first == 0u) {
-      acc = merge(Online(state[row], state[n + row], state[2u * n + row], state[3u * n + row]),
-                  acc);
+      let prev = Online(state[row], state[n + row], state[2u * n + row]);
+      acc = merge_spp(OnlineSpp(prev, state[3u * n + row]), acc);
     } else {
       state[4u * n + row] = 0.0;
     }
-    state[row] = acc.m;
-    state[n + row] = acc.s;
-    state[2u * n + row] = acc.t;
+    state[row] = acc.o.m;
+    state[n + row] = acc.o.s;
+    state[2u * n + row] = acc.o.t;
     state[3u * n + row] = acc.s2;
     let tgt = targets[row];
     if (tgt >= 0 && u32(tgt) >= p.offset && u32(tgt) < p.offset + p.cols) {
@@ -191,14 +170,6 @@ fn chunk_backward(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nw
   let row = i / p.cols;
   let v = p.offset + (i - row * p.cols);
   let logp = zbuf[i] / p.temperature - saved_in[row];
-  let prob = exp(logp);
-  let tgt = targets[row];
-  var d = 0.0;
-  if (tgt >= 0) {
-    d = gout[row] * (select(0.0, 1.0, u32(tgt) == v) - prob);
-  }
-  if (WITH_ENTROPY) {
-    d -= gout[p.rows + row] * prob * (logp + saved_in[p.rows + row]);
-  }
-  zbuf[i] = d / p.temperature;
+  let e = select(row, p.rows + row, WITH_ENTROPY); // the entropy's row of gout and saved, if any
+  zbuf[i] = dlogit(logp, v, targets[row], gout[row], gout[e], saved_in[e]) / p.temperature;
 }

@@ -81,7 +81,6 @@ function addPoint(p: MetricPoint): void {
 
 function showSaved(run: SavedRunInfo | null): void {
   state.saved = run;
-  $("saved-run").hidden = run === null;
   if (run) {
     const when = new Date(run.savedAt).toLocaleString();
     const finished = run.step >= run.totalSteps;

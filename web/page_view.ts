@@ -1,7 +1,8 @@
 /// <reference lib="dom" />
 /**
  * The page's state (also `globalThis.webrl`, which the page test reads) and how it is drawn: the
- * status badge, which buttons are live, what Download would hand out, and the form's lock.
+ * status badge, which buttons are live, what Download would hand out, the saved run's banner and
+ * the form's lock.
  */
 import { $, lockForm } from "./form.ts";
 import type { MetricPoint, SavedRunInfo } from "./protocol.ts";
@@ -91,7 +92,8 @@ export function render(form: HTMLFormElement): void {
     : `The saved run's checkpoint (step ${state.saved!.step}).`;
   button("export-jsonl").disabled = state.metrics.length === 0;
   button("export-png").disabled = state.metrics.length === 0;
-  button("resume-saved").disabled = busy;
-  button("discard-saved").disabled = busy;
+  // The saved run's banner gives way while a run is set up or trains; the worker says what is
+  // saved once that run ends (a run that saves replaces it, one that does not leaves it).
+  $("saved-run").hidden = !state.saved || busy;
   lockForm(form, busy);
 }

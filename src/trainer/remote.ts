@@ -35,6 +35,8 @@ export class RemoteRollout implements RemoteGen {
   #version = -1;
   /** The newest version's publication (it runs while the trainer goes on). */
   #published: Promise<unknown> = Promise.resolve();
+  /** Jobs of later steps being published in the background (`prefetch`). */
+  #prefetching: Promise<void> = Promise.resolve();
   #items = new Map<number, PromptItem[]>();
   #provenance = new Map<string, Provenance>();
   #tally = new RejectionTally();
@@ -47,6 +49,7 @@ export class RemoteRollout implements RemoteGen {
   }
 
   async close(): Promise<void> {
+    await this.#prefetching.catch(() => {});
     await this.#published.catch(() => {});
     await this.coordinator.close();
   }
@@ -68,10 +71,13 @@ export class RemoteRollout implements RemoteGen {
     const cfg = parts.config.actor_rollout_ref.rollout;
     const seed = deriveSeed(parts.config.trainer.seed, step, 0);
     this.#items.set(step, items);
-    await this.#published; // jobs name a version the workers can fetch
+    // The version and its upload are taken together: a publication that starts while this waits
+    // must not lend the jobs a version whose upload is still under way.
+    const version = this.#version, published = this.#published;
+    await published; // jobs name a version the workers can fetch
     await this.coordinator.submit(
       step,
-      this.#version,
+      version,
       items.map((it, j) => ({
         jobId: `${uidPrefix}-${it.index}`,
         promptIds: it.inputIds,
@@ -91,13 +97,26 @@ export class RemoteRollout implements RemoteGen {
     );
   }
 
-  /** Publishes jobs for the next `max_staleness` steps (their generation overlaps this update). */
-  async prefetch(parts: TrainerParts, step: number): Promise<void> {
+  /**
+   * Publishes jobs for the next `max_staleness` steps (their generation overlaps this update).
+   * It returns at once: the jobs wait for the newest weights' upload in the background while the
+   * trainer goes on with this step, and `gen` waits for them (and their errors).
+   */
+  prefetch(parts: TrainerParts, step: number): Promise<void> {
     const s = parts.config.distributed.max_staleness;
+    // The prompts are taken now, while the loader still stands at this step.
+    const later: [number, PromptItem[]][] = [];
     for (let k = step + 1; k <= Math.min(step + s, this.#totalSteps); k++) {
-      if (this.coordinator.isSubmitted(k)) continue;
-      await this.submit(parts, k, this.#loader.peek(k - step - 1), `s${k}`);
+      later.push([k, this.#loader.peek(k - step - 1)]);
     }
+    const run = async () => {
+      for (const [k, items] of later) {
+        if (!this.coordinator.isSubmitted(k)) await this.submit(parts, k, items, `s${k}`);
+      }
+    };
+    this.#prefetching = this.#prefetching.then(run);
+    this.#prefetching.catch(() => {}); // surfaced by the next `gen`
+    return Promise.resolve();
   }
 
   /** The gen stage of `step`: its jobs' trajectories as a batch (submitting them if not yet). */
@@ -112,6 +131,7 @@ export class RemoteRollout implements RemoteGen {
     if (early && early.map((it) => it.index).join() !== items.map((it) => it.index).join()) {
       throw new Error(`step ${o.step}: the prompts published early differ from the loader's`);
     }
+    await this.#prefetching;
     if (!this.coordinator.isSubmitted(key)) await this.submit(parts, key, items, o.uidPrefix);
     const { trajectories, metrics } = await this.coordinator.collect(key);
     this.#items.delete(key);

@@ -54,15 +54,25 @@ export class RemoteRollout implements RemoteGen {
     await this.coordinator.close();
   }
 
-  /** Publishes the actor's weights as `version` (the weights after that step's update). */
-  async publish(parts: TrainerParts, version: number): Promise<void> {
-    await this.#published;
-    const arrays = await parts.actor.model.toArrays();
-    const published = this.coordinator.publishWeights(version, this.#modelConfig, arrays);
+  /**
+   * Publishes the actor's weights as `version` (the weights after that step's update). The copy
+   * into a staging buffer is recorded now, in queue order, so later updates cannot change what is
+   * published; the readback and the upload finish in the background while the trainer goes on
+   * (the jobs that name this version wait for them).
+   */
+  publish(parts: TrainerParts, version: number): Promise<void> {
+    const arrays = parts.actor.model.toArrays();
+    arrays.catch(() => {}); // surfaced through `published`
+    const previous = this.#published;
+    const published = (async () => {
+      await previous;
+      return await this.coordinator.publishWeights(version, this.#modelConfig, await arrays);
+    })();
     // Awaited before the next jobs or publication; until then a failure must not go unhandled.
     published.catch(() => {});
     this.#published = published;
     this.#version = version;
+    return Promise.resolve();
   }
 
   /** Publishes the jobs of `step` under the newest weights. */

@@ -178,12 +178,13 @@ export function toFloat32(bytes: Uint8Array, dtype: Dtype): Float32Array {
     throw new Error(`cannot convert ${dtype} to float32 (F32, F16 or BF16 only)`);
   }
   const src = viewOrCopy(bytes, Uint16Array, 2);
-  const out = new Uint32Array(src.length);
   if (dtype === "F16") {
-    for (let i = 0; i < src.length; i++) out[i] = f16BitsToF32Bits(src[i]);
-  } else {
-    for (let i = 0; i < src.length; i++) out[i] = src[i] << 16;
+    const out = new Float32Array(src.length);
+    f16ToF32Into(src, out);
+    return out;
   }
+  const out = new Uint32Array(src.length);
+  for (let i = 0; i < src.length; i++) out[i] = src[i] << 16;
   return new Float32Array(out.buffer);
 }
 
@@ -195,9 +196,8 @@ export function fromFloat32(values: Float32Array, dtype: Dtype): Uint8Array {
     throw new Error(`cannot convert float32 to ${dtype} (F32, F16 or BF16 only)`);
   }
   const out = new Uint16Array(values.length);
-  if (dtype === "F16") {
-    for (let i = 0; i < bits.length; i++) out[i] = f32BitsToF16Bits(bits[i]);
-  } else {
+  if (dtype === "F16") f32ToF16Into(values, out);
+  else {
     for (let i = 0; i < bits.length; i++) out[i] = f32BitsToBf16Bits(bits[i]);
   }
   return new Uint8Array(out.buffer);
@@ -207,4 +207,35 @@ export function fromFloat32(values: Float32Array, dtype: Dtype): Uint8Array {
 export function convertFloatBytes(bytes: Uint8Array, from: Dtype, to: Dtype): Uint8Array {
   if (from === to) return bytes;
   return fromFloat32(toFloat32(bytes, from), to);
+}
+
+let f16Table: Uint32Array | null = null;
+
+/** f16 bits -> f32 bits of `src` into `dst` (same length): a table of all 65,536 halves. */
+export function f16ToF32Into(src: Uint16Array, dst: Float32Array): void {
+  if (src.length !== dst.length) throw new Error(`f16ToF32Into: ${src.length} != ${dst.length}`);
+  if (!f16Table) {
+    f16Table = new Uint32Array(65536);
+    for (let h = 0; h < 65536; h++) f16Table[h] = f16BitsToF32Bits(h);
+  }
+  const table = f16Table, out = new Uint32Array(dst.buffer, dst.byteOffset, dst.length);
+  for (let i = 0; i < src.length; i++) out[i] = table[src[i]];
+}
+
+type Half = { new (b: ArrayBufferLike, o: number, n: number): { set(a: Float32Array): void } };
+const nativeHalf = (globalThis as { Float16Array?: Half }).Float16Array;
+
+/**
+ * f32 -> f16 bits (round to nearest even) of `src` into `dst` (same length): the engine's
+ * Float16Array where it has one (Deno, recent browsers; every NaN becomes the quiet NaN 0x7e00),
+ * else a loop over the bits.
+ */
+export function f32ToF16Into(src: Float32Array, dst: Uint16Array): void {
+  if (src.length !== dst.length) throw new Error(`f32ToF16Into: ${src.length} != ${dst.length}`);
+  if (nativeHalf) {
+    new nativeHalf(dst.buffer, dst.byteOffset, dst.length).set(src);
+    return;
+  }
+  const bits = new Uint32Array(src.buffer, src.byteOffset, src.length);
+  for (let i = 0; i < bits.length; i++) dst[i] = f32BitsToF16Bits(bits[i]);
 }

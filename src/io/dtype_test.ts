@@ -3,6 +3,8 @@ import {
   bf16BitsToF32,
   convertFloatBytes,
   f16BitsToF32,
+  f16ToF32Into,
+  f32ToF16Into,
   f32ToBf16Bits,
   f32ToF16Bits,
   fromFloat32,
@@ -114,4 +116,28 @@ Deno.test("conversions: unaligned views are copied, dtypes re-encode", () => {
   assert.deepEqual(Array.from(toFloat32(bf16, "BF16")), [1.5, -2.25, small, 65536]);
   assert.throws(() => toFloat32(new Uint8Array(4), "I32"), /I32/);
   assert.throws(() => toFloat32(new Uint8Array(3), "F16"), /multiple of 2/);
+});
+
+Deno.test("f16: the bulk conversions equal the scalar ones, on views at an offset", () => {
+  const values = new Float32Array(40001);
+  let seed = 777;
+  for (let i = 0; i < values.length; i++) {
+    seed = (seed * 1103515245 + 12345) >>> 0;
+    // Every exponent, ties included (low 13 bits of the mantissa 0x1000), and a few specials.
+    values[i] = floatOfBits(i % 7 === 0 ? (seed & 0xffffe000) | 0x1000 : seed);
+  }
+  values.set([0, -0, Infinity, -Infinity, 65520, 65519, 2 ** -25, 2 ** -24], 1);
+  const src = values.subarray(1);
+  const halves = new Uint16Array(src.length + 3).subarray(3);
+  f32ToF16Into(src, halves);
+  for (let i = 0; i < src.length; i++) {
+    if (Number.isNaN(src[i])) assert.equal(halves[i] & 0x7c00, 0x7c00, `NaN at ${i}`);
+    else assert.equal(halves[i], f32ToF16Bits(src[i]), `value ${src[i]}`);
+  }
+  const back = new Float32Array(halves.length + 1).subarray(1);
+  f16ToF32Into(halves, back);
+  for (let i = 0; i < halves.length; i++) {
+    assert.ok(Object.is(back[i], f16BitsToF32(halves[i])) || Number.isNaN(back[i]), `bits ${i}`);
+  }
+  assert.throws(() => f16ToF32Into(halves, new Float32Array(2)), /!=/);
 });

@@ -1,5 +1,5 @@
 /**
- * The trainer's side of a distributed run: creates the run's streams and weights bucket (purging
+ * The trainer's side of a distributed run: creates the run's streams and run-info bucket (purging
  * what an earlier trainer process left, so stale jobs never run), publishes weight versions and
  * prompt jobs, and collects trajectories. Trajectories are deduplicated by job id (a job
  * redelivered after its ack wait may be answered twice: the first answer counts), and answers for
@@ -26,7 +26,7 @@ import {
   runNames,
   type Trajectory,
 } from "./protocol.ts";
-import { packWeights, WEIGHT_CHUNK } from "./weights.ts";
+import { resetWeightStream, WeightPublisher } from "./weight_stream.ts";
 import type { ConnectOptions } from "./connect.ts";
 import { BackgroundPublisher } from "./publisher.ts";
 
@@ -38,7 +38,7 @@ export interface CoordinatorOptions {
   stepTimeoutS: number;
   /** Deliveries of one job before JetStream gives up on it. */
   maxDeliver: number;
-  /** Weight versions kept in the bucket (older ones are deleted). */
+  /** Weight versions kept in the weights stream (older ones are purged). */
   keepVersions: number;
   /**
    * Pack and store weights from a thread of their own (Deno), over a second connection with these
@@ -84,7 +84,7 @@ export class Coordinator {
     bytesWeights: 0,
     consumerRestarts: 0,
   };
-  #versions: number[] = [];
+  #weights: WeightPublisher;
   #stopped = false;
   #publisher: BackgroundPublisher | null = null;
   #consuming: Promise<void> | null = null;
@@ -95,6 +95,7 @@ export class Coordinator {
     this.#os = os;
     this.#o = o;
     this.names = runNames(o.prefix);
+    this.#weights = new WeightPublisher(nc, this.names, o.keepVersions);
   }
 
   /** Creates (or empties) the run's streams, consumer and bucket and starts reading trajectories. */
@@ -105,6 +106,7 @@ export class Coordinator {
     await ensureStream(jsm, n.trajStream, n.traj, RetentionPolicy.Limits);
     await jsm.streams.purge(n.jobStream);
     await jsm.streams.purge(n.trajStream);
+    await resetWeightStream(jsm, n);
     const consumer = {
       durable_name: n.consumer,
       ack_policy: AckPolicy.Explicit,
@@ -137,7 +139,7 @@ export class Coordinator {
     await this.#os.putBlob({ name: "run" }, await frame(info));
   }
 
-  /** Publishes weights `version` (f16) and deletes versions older than `keepVersions`. */
+  /** Publishes weights `version` (f16 chunks) and purges versions older than `keepVersions`. */
   async publishWeights(
     version: number,
     modelConfig: string,
@@ -148,17 +150,9 @@ export class Coordinator {
       this.#counts.bytesWeights += bytes;
       return bytes;
     }
-    const blob = await packWeights({ version, modelConfig, tensors });
-    await this.#os.putBlob(
-      { name: `v${version}`, options: { max_chunk_size: WEIGHT_CHUNK } },
-      blob,
-    );
-    this.#counts.bytesWeights += blob.length;
-    this.#versions.push(version);
-    while (this.#versions.length > this.#o.keepVersions) {
-      await this.#os.delete(`v${this.#versions.shift()}`);
-    }
-    return blob.length;
+    const bytes = await this.#weights.publish({ version, modelConfig, tensors });
+    this.#counts.bytesWeights += bytes;
+    return bytes;
   }
 
   /** Publishes the jobs of one step under weights `version`. */

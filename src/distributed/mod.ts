@@ -16,7 +16,14 @@ export {
   sha256Hex,
   type Trajectory,
 } from "./protocol.ts";
-export { type PackedWeights, packWeights, unpackWeights } from "./weights.ts";
+export {
+  encodeWeights,
+  type PackedWeights,
+  weightChunkBytes,
+  WeightsDecoder,
+  type WeightsManifest,
+} from "./weights.ts";
+export { fetchWeights, resetWeightStream, WeightPublisher } from "./weight_stream.ts";
 export { connectNats, type ConnectOptions, type NatsCredentials } from "./connect.ts";
 export { Coordinator, type CoordinatorOptions, type JobSpec, type RunInfo } from "./coordinator.ts";
 export { runWorker, type WorkerOptions, type WorkerStats } from "./worker.ts";

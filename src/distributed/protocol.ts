@@ -8,8 +8,9 @@
  * - `p.jobs`: prompt jobs, stream `<P>_JOBS` (work-queue retention, one durable pull consumer
  *   `workers` shared by every worker; ack_wait = the job deadline).
  * - `p.traj`: trajectories, stream `<P>_TRAJ` (limits retention, read by the trainer).
- * - object store bucket `<P>_WEIGHTS`: `run` (tokenizer files, model config) and `v<version>`
- *   (f16 weights, see weights.ts).
+ * - `p.weights.<version>.{data,head}`: f16 weight chunks and their manifest, stream `<P>_WEIGHTS`
+ *   (limits retention, direct gets; see weight_stream.ts).
+ * - object store bucket `<P>_RUN`: `run` (tokenizer files, stop ids, reward settings).
  */
 
 /** Names of one run's subjects, streams and bucket. */
@@ -19,7 +20,11 @@ export interface RunNames {
   traj: string;
   jobStream: string;
   trajStream: string;
+  /** Object store of the run info (`run`). */
   bucket: string;
+  /** Subject root of the weight versions, and their stream. */
+  weights: string;
+  weightStream: string;
   consumer: string;
 }
 
@@ -40,7 +45,9 @@ export function runNames(prefix: string): RunNames {
     traj: `${prefix}.traj`,
     jobStream: `${base}_JOBS`,
     trajStream: `${base}_TRAJ`,
-    bucket: `${base}_WEIGHTS`,
+    bucket: `${base}_RUN`,
+    weights: `${prefix}.weights`,
+    weightStream: `${base}_WEIGHTS`,
     consumer: "workers",
   };
 }

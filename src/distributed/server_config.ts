@@ -1,7 +1,8 @@
 /**
  * The nats-server configuration of a run: JetStream, WebSocket, and two users authenticated by
  * nkeys: the trainer (everything under the run's prefix and JetStream's API) and the workers,
- * which may only pull jobs from the run's work queue, ack them, read the run's weights bucket and
+ * which may only pull jobs from the run's work queue, ack them, read the run's weights stream and
+ * run-info bucket and
  * publish trajectories on the run's subject. `configs/nats/local.conf` is this file's output for
  * the default run (a test keeps it current).
  */
@@ -34,6 +35,8 @@ export function workerPermissions(prefix: string): { publish: string[]; subscrib
       `$JS.API.CONSUMER.INFO.${n.jobStream}.${n.consumer}`,
       `$JS.API.CONSUMER.MSG.NEXT.${n.jobStream}.${n.consumer}`,
       `$JS.ACK.${n.jobStream}.${n.consumer}.>`,
+      `$JS.API.DIRECT.GET.${n.weightStream}`,
+      `$JS.API.DIRECT.GET.${n.weightStream}.${n.weights}.>`,
       `$JS.API.STREAM.INFO.${obj}`,
       `$JS.API.STREAM.MSG.GET.${obj}`,
       `$JS.API.DIRECT.GET.${obj}.>`,

@@ -15,7 +15,7 @@ import { RewardManager } from "../reward/mod.ts";
 import { generate } from "../rollout/mod.ts";
 import type { RunInfo } from "./coordinator.ts";
 import { decodeJob, encodeTrajectory, type Job, runNames, unframe } from "./protocol.ts";
-import { unpackWeights } from "./weights.ts";
+import { fetchWeights } from "./weight_stream.ts";
 
 export interface WorkerOptions {
   prefix: string;
@@ -100,14 +100,13 @@ export async function runWorker(nc: NatsConnection, o: WorkerOptions): Promise<W
         for (const group of groups.values()) {
           const version = group[0].job.version, key = `${group[0].job.epoch}/${version}`;
           if (modelKey !== key) {
-            const data = await os.getBlob(`v${version}`);
-            if (!data) {
+            const w = await fetchWeights(nc, names, version);
+            if (!w) {
               // The trainer no longer keeps this version: the jobs are stale.
               for (const { msg } of group) msg.term();
               stats.dropped += group.length;
               continue;
             }
-            const w = await unpackWeights(data);
             model?.dispose();
             model = CausalLM.fromTensors(parseModelConfig(w.modelConfig), w.tensors);
             modelKey = key;

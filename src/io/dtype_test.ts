@@ -4,9 +4,9 @@ import {
   convertFloatBytes,
   f16BitsToF32,
   f16ToF32Into,
-  f32ToF16Into,
   f32ToBf16Bits,
   f32ToF16Bits,
+  f32ToF16Into,
   fromFloat32,
   toFloat32,
 } from "./dtype.ts";

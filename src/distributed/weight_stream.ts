@@ -3,7 +3,7 @@
  * `v` is its f16 chunks on `p.weights.<v>.data` (one message each, up to the server's
  * max_payload) followed by its framed manifest on `p.weights.<v>.head` (weights.ts), published
  * once every chunk is stored. A worker reads the manifest (direct get, last message of the
- * subject) and then each chunk by its sequence (direct gets, a few in flight); no consumer, no
+ * subject) and then each chunk by its sequence (direct gets, 16 MiB in flight); no consumer, no
  * hashing in JavaScript. The newest `keepVersions` versions stay; older ones are purged.
  */
 import {
@@ -24,8 +24,15 @@ import {
 } from "./weights.ts";
 import { chunkDecoder } from "./decode_thread.ts";
 
-/** Chunk messages in flight at once, publishing or fetching. */
-const WINDOW = 4;
+/**
+ * Bytes of chunks in flight at once, publishing or fetching: a fetch's answers queue at the server
+ * for this client, which a server drops as a slow consumer past its max_pending (64 MB default).
+ */
+const IN_FLIGHT_BYTES = 16 << 20;
+/** Seconds a direct get may take (a slow link moves IN_FLIGHT_BYTES ahead of the last chunk). */
+const GET_TIMEOUT_S = 60;
+
+const windowOf = (chunkBytes: number) => Math.max(1, Math.floor(IN_FLIGHT_BYTES / chunkBytes));
 
 const dataSubject = (n: RunNames, version: number) => `${n.weights}.${version}.data`;
 const headSubject = (n: RunNames, version: number) => `${n.weights}.${version}.head`;
@@ -61,10 +68,11 @@ export class WeightPublisher {
   /** Publishes `w` (f16) and purges versions older than the newest `keepVersions`; its bytes. */
   async publish(w: PackedWeights): Promise<number> {
     const js = jetstream(this.nc), n = this.names, subject = dataSubject(n, w.version);
+    const inFlight = windowOf(this.chunkBytes);
     const acks: Promise<PubAck>[] = [], digests: Promise<string>[] = [];
     const layout = await encodeWeights(w.tensors, this.chunkBytes, async (i, bytes) => {
       digests.push(sha256Hex(bytes));
-      if (i >= WINDOW) await acks[i - WINDOW];
+      if (i >= inFlight) await acks[i - inFlight];
       const ack = js.publish(subject, bytes);
       ack.catch(() => {}); // awaited below; a failure must not go unhandled meanwhile
       acks.push(ack);
@@ -97,18 +105,18 @@ export async function fetchWeights(
   n: RunNames,
   version: number,
 ): Promise<PackedWeights | null> {
-  const jsm = await jetstreamManager(nc, { checkAPI: false });
+  const jsm = await jetstreamManager(nc, { checkAPI: false, timeout: GET_TIMEOUT_S * 1000 });
   const head = await jsm.direct.getMessage(n.weightStream, {
     last_by_subj: headSubject(n, version),
   });
   if (!head) return null;
   const m = await unframe(head.data, `weights v${version} manifest`) as WeightsManifest;
-  const decoder = chunkDecoder(m);
+  const decoder = chunkDecoder(m), inFlight = windowOf(m.chunkBytes);
   const subject = dataSubject(n, version);
   const gets: Promise<{ subject: string; data: Uint8Array } | null>[] = [];
   try {
     for (let i = 0; i < m.chunks.length; i++) {
-      while (gets.length < Math.min(m.chunks.length, i + WINDOW)) {
+      while (gets.length < Math.min(m.chunks.length, i + inFlight)) {
         const get = jsm.direct.getMessage(n.weightStream, { seq: m.chunks[gets.length].seq });
         get.catch(() => {}); // awaited in order below
         gets.push(get);

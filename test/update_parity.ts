@@ -14,7 +14,7 @@
  * parameter before clipping, as AdamW receives them with the clip scale beside), <case>/
  * after.safetensors (the weights after the step) and manifest.json (hyper-parameters, our metrics).
  *
- *   deno run -A test/update_parity.ts --out=DIR [--shape=tiny|0.5b-2layers]
+ *   deno run -A test/update_parity.ts --out=DIR [--shape=tiny|0.5b-2layers] [--vocab=N]
  *   python3 test/update_parity.py DIR
  */
 import { initGpu } from "../src/gpu/mod.ts";
@@ -45,23 +45,28 @@ import {
 import { qwen25Config } from "../bench/grpo_setup.ts";
 import { parityBatch, type ParityInputs, withOldLogProbs, withOldValues } from "./update_batch.ts";
 
-/** Model shapes: the small default, and the 0.5B width with the full vocabulary (chunked head). */
+/**
+ * Model shapes: the small default, and the 0.5B width with the full vocabulary (the LM head runs
+ * in vocabulary chunks); `vocab` overrides the vocabulary size (a CPU adapter's 128 MiB binding
+ * limit holds at most ~37k rows of 896).
+ */
 export const PARITY_SHAPES = {
-  tiny: () =>
+  tiny: (vocab = 512) =>
     tinyModelConfig({
       hiddenSize: 64,
       intermediateSize: 128,
       numHiddenLayers: 2,
       numAttentionHeads: 4,
       numKeyValueHeads: 2,
-      vocabSize: 512,
+      vocabSize: vocab,
       eosTokenId: 1,
       maxPositionEmbeddings: 256,
       ropeTheta: 1e6,
       rmsNormEps: 1e-6,
     }),
-  "0.5b-2layers": () => qwen25Config("0.5b", { numHiddenLayers: 2 }),
-} satisfies Record<string, () => ModelConfig>;
+  "0.5b-2layers": (vocab?: number) =>
+    qwen25Config("0.5b", { numHiddenLayers: 2, vocabSize: vocab }),
+} satisfies Record<string, (vocab?: number) => ModelConfig>;
 export type ParityShape = keyof typeof PARITY_SHAPES;
 
 /** Rows x prompt / response tokens of the batch per shape. */
@@ -180,39 +185,37 @@ function valueModel(critic: Critic) {
   };
 }
 
-function hfTensors(config: ModelConfig, w: Map<string, Float32Array>, shapes: Map<string, Tensor>) {
-  return new Map([...w].map(([n, x]) => [n, floatTensor([...shapes.get(n)!.shape], x)]));
+/** A model folder (f32) of weights `w`, shaped as the model's parameters. */
+function writeFolder(path: string, config: ModelConfig, w: Map<string, Float32Array>, model: {
+  params(): Map<string, Tensor>;
+}) {
+  const shapes = model.params();
+  const tensors = new Map([...w].map(([n, x]) => [n, floatTensor([...shapes.get(n)!.shape], x)]));
+  return writeModelFolder(path, { config, tensors, dtype: "float32", overwrite: true });
 }
 
 /** Everything test/update_parity.py reads, under `out`; returns the manifest. */
-export async function writeUpdateParity(out: string, shape: ParityShape = "tiny") {
+export async function writeUpdateParity(
+  out: string,
+  o: { shape?: ParityShape; vocab?: number } = {},
+) {
   await initGpu();
-  const config = PARITY_SHAPES[shape]();
+  const shape = o.shape ?? "tiny";
+  const config = PARITY_SHAPES[shape](o.vocab);
   const { P, R } = BATCH_SIZES[shape];
   const std = shape === "tiny" ? 0.1 : 0.02;
   const actorW = tinyWeights(config, { seed: 7, std });
   const criticW = tinyWeights(config, { seed: 8, std, critic: true });
-  const actorFolder = `${out}/actor`, criticFolder = `${out}/critic`;
   const inputs: ParityInputs = parityBatch(config.vocabSize, { B: LOOP.miniBatchSize, P, R });
 
   // Before any update: our log-probs and values, and the old log-probs / values around them.
   let model = CausalLM.fromTensors(config, actorW);
-  await writeModelFolder(actorFolder, {
-    config,
-    tensors: hfTensors(config, actorW, model.params()),
-    dtype: "float32",
-    overwrite: true,
-  });
+  await writeFolder(`${out}/actor`, config, actorW, model);
   const micro = { microBatchSize: LOOP.microBatchSize, withEntropy: false, temperature: 1 };
   const { logProbs } = await computeLogProbs(model, inputs.batch, micro);
   model.dispose();
   let critic = Critic.fromTensors(config, criticW);
-  await writeModelFolder(criticFolder, {
-    config,
-    tensors: hfTensors(config, criticW, critic.params()),
-    dtype: "float32",
-    overwrite: true,
-  });
+  await writeFolder(`${out}/critic`, config, criticW, critic);
   const vpreds = await computeValues(valueModel(critic), inputs.batch, micro);
   critic.dispose();
 
@@ -237,9 +240,9 @@ export async function writeUpdateParity(out: string, shape: ParityShape = "tiny"
   const criticBatch = withOldValues(inputs, vpreds, CRITIC_CASE.cliprangeValue);
   critic = Critic.fromTensors(config, criticW);
   const criticO: CriticUpdateOptions = { ...LOOP, ...CRITIC_CASE };
-  metrics.critic = await oneUpdate(
+  metrics.value = await oneUpdate(
     out,
-    "critic",
+    "value",
     critic,
     (opt) => updateCritic(valueModel(critic), opt, criticBatch, criticO),
   );
@@ -263,6 +266,7 @@ export async function writeUpdateParity(out: string, shape: ParityShape = "tiny"
   ]);
   const manifest = {
     shape,
+    vocab_size: config.vocabSize,
     architecture: config.architectures[0],
     batch: { rows: B, prompt_length: P, response_length: R },
     update: { ...LOOP, temperature: 1 },
@@ -289,7 +293,11 @@ if (import.meta.main) {
   }
   await Deno.mkdir(out, { recursive: true });
   const t0 = performance.now();
-  const m = await writeUpdateParity(out, shape as ParityShape);
+  const vocab = flag("vocab");
+  const m = await writeUpdateParity(out, {
+    shape: shape as ParityShape,
+    vocab: vocab ? Number(vocab) : undefined,
+  });
   for (const [name, x] of Object.entries(m.metrics)) {
     const norm = x["actor/grad_norm"] ?? x["critic/grad_norm"];
     console.log(JSON.stringify({ case: name, grad_norm: norm }));

@@ -16,8 +16,8 @@ export {
   type Batch,
   type GenBatch,
   type ScoredBatch,
-  sequenceInputs,
   type SequenceInputs,
+  sequenceInputs,
 } from "./batch.ts";
 export {
   adaptersOff,

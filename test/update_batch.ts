@@ -1,17 +1,62 @@
 /**
- * The fixed batch of the update parity check (test/update_parity.ts): 8 rows of left-padded
- * prompts and right-padded responses of different lengths (one row all padding, one with a masked
- * tool token inside), advantages, and old log-probs / old values placed around the model's own so
- * that every clip branch is taken while no token sits within rounding of a clip boundary (there the
- * two implementations could take different branches, which says nothing about either).
+ * The fixed inputs of the update parity check (test/update_parity.ts): its hyper-parameters, and a
+ * batch of 8 rows of left-padded prompts and right-padded responses of different lengths (one row
+ * all padding, one with a masked tool token inside), advantages, and old log-probs / old values
+ * placed around the model's own so that every clip branch is taken while no token sits within
+ * rounding of a clip boundary (there the two implementations could take different branches, which
+ * says nothing about either).
  */
 import { mulberry32 } from "../src/tensor/mod.ts";
 import {
+  type ActorUpdateOptions,
   type AdvBatch,
   type GenBatch,
   type SequenceInputs,
   sequenceInputs,
 } from "../src/trainer/mod.ts";
+
+/** verl's optim keys; lr large enough that one step moves every weight visibly. */
+export const PARITY_OPTIM = { lr: 1e-3, betas: [0.9, 0.999], weight_decay: 0.01, eps: 1e-8 };
+export const LOOP = {
+  ppoEpochs: 1,
+  miniBatchSize: 8, // the whole batch: one mini-batch, one optimizer step
+  microBatchSize: 3, // micro-batches of 3, 3, 2 rows: accumulation with unequal parts
+  shuffle: false,
+  seed: 1,
+  step: 1,
+  lr: PARITY_OPTIM.lr,
+  gradClip: 1.0,
+};
+const BASE_LOSS: ActorUpdateOptions["loss"] = {
+  policyLoss: "vanilla",
+  clipRatio: 0.2,
+  clipRatioLow: 0.2,
+  clipRatioHigh: 0.2,
+  clipRatioC: 3,
+  lossAggMode: "token-mean",
+  entropyCoeff: 0,
+  useKlLoss: false,
+  klLossCoef: 0.001,
+  klLossType: "low_var_kl",
+  tauPos: 1,
+  tauNeg: 1.05,
+  clipCovRatio: 0.0002,
+  clipCovLb: 1,
+  clipCovUb: 5,
+  klCovRatio: 0.0002,
+  ppoKlCoef: 0.1,
+};
+export const ACTOR_CASES = {
+  vanilla: { ...BASE_LOSS },
+  gspo: {
+    ...BASE_LOSS,
+    policyLoss: "gspo",
+    lossAggMode: "seq-mean-token-mean",
+    clipRatioLow: 3e-4,
+    clipRatioHigh: 4e-4,
+  },
+} satisfies Record<string, ActorUpdateOptions["loss"]>;
+export const CRITIC_CASE = { cliprangeValue: 0.5, lossAggMode: "token-mean" } as const;
 
 export interface ParityInputs {
   batch: GenBatch;

@@ -22,10 +22,10 @@ one JSON line per (case, quantity):
 Tolerances (f32 on both sides; products and sums are accumulated in other orders, so results
 agree to rounding, not bit for bit):
   - log-probs and values: 1e-4 absolute, as test/transformers_parity.py.
-  - gradients: 1e-3 of the parameter's largest gradient. Rounding of f32 sums over a few thousand
-    terms is ~1e-6 relative; 1e-3 leaves room for the 151,936-way softmax of the big shape, while
-    one token taking the other clip branch, a missed mask or a wrong aggregation weight gives
-    errors of order 1e-2..1.
+  - gradients: 1e-4 of the parameter's largest gradient. Rounding of f32 sums over a few thousand
+    terms is ~1e-6 relative (measured 1.8e-6 at the small shape against a plain torch Qwen2 on a
+    CPU); 1e-4 leaves room for the 151,936-way softmax of the big shape, while one token taking
+    the other clip branch, a missed mask or a wrong aggregation weight gives errors of 1e-2..1.
   - grad_norm: 1e-4 relative.
   - adamw_on_our_grads: 1e-6 absolute (the same inputs: the update rule alone).
   - weights_after: AdamW's first step moves a weight by lr * g / (|g| + eps) (plus weight decay),

@@ -34,7 +34,6 @@ import {
 } from "../src/nn/mod.ts";
 import { clone, noGrad, type Tensor } from "../src/tensor/mod.ts";
 import {
-  type ActorUpdateOptions,
   computeLogProbs,
   computeValues,
   type CriticUpdateOptions,
@@ -43,7 +42,16 @@ import {
   updateCritic,
 } from "../src/trainer/mod.ts";
 import { qwen25Config } from "../bench/grpo_setup.ts";
-import { parityBatch, type ParityInputs, withOldLogProbs, withOldValues } from "./update_batch.ts";
+import {
+  ACTOR_CASES,
+  CRITIC_CASE,
+  LOOP,
+  PARITY_OPTIM,
+  parityBatch,
+  type ParityInputs,
+  withOldLogProbs,
+  withOldValues,
+} from "./update_batch.ts";
 
 /**
  * Model shapes: the small default, and the 0.5B width with the full vocabulary (the LM head runs
@@ -74,49 +82,6 @@ const BATCH_SIZES: Record<ParityShape, { P: number; R: number }> = {
   tiny: { P: 6, R: 10 },
   "0.5b-2layers": { P: 12, R: 24 },
 };
-
-/** verl's optim keys; lr large enough that one step moves every weight visibly. */
-export const PARITY_OPTIM = { lr: 1e-3, betas: [0.9, 0.999], weight_decay: 0.01, eps: 1e-8 };
-const LOOP = {
-  ppoEpochs: 1,
-  miniBatchSize: 8, // the whole batch: one mini-batch, one optimizer step
-  microBatchSize: 3, // micro-batches of 3, 3, 2 rows: accumulation with unequal parts
-  shuffle: false,
-  seed: 1,
-  step: 1,
-  lr: PARITY_OPTIM.lr,
-  gradClip: 1.0,
-};
-const BASE_LOSS: ActorUpdateOptions["loss"] = {
-  policyLoss: "vanilla",
-  clipRatio: 0.2,
-  clipRatioLow: 0.2,
-  clipRatioHigh: 0.2,
-  clipRatioC: 3,
-  lossAggMode: "token-mean",
-  entropyCoeff: 0,
-  useKlLoss: false,
-  klLossCoef: 0.001,
-  klLossType: "low_var_kl",
-  tauPos: 1,
-  tauNeg: 1.05,
-  clipCovRatio: 0.0002,
-  clipCovLb: 1,
-  clipCovUb: 5,
-  klCovRatio: 0.0002,
-  ppoKlCoef: 0.1,
-};
-export const ACTOR_CASES = {
-  vanilla: { ...BASE_LOSS },
-  gspo: {
-    ...BASE_LOSS,
-    policyLoss: "gspo",
-    lossAggMode: "seq-mean-token-mean",
-    clipRatioLow: 3e-4,
-    clipRatioHigh: 4e-4,
-  },
-} satisfies Record<string, ActorUpdateOptions["loss"]>;
-export const CRITIC_CASE = { cliprangeValue: 0.5, lossAggMode: "token-mean" } as const;
 
 type Optimizer = ReturnType<typeof makeOptimizer>;
 

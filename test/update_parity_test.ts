@@ -15,8 +15,8 @@ import {
 import { CausalLM, Critic, positionIdsFromMask, refLogits } from "../src/nn/mod.ts";
 import { adamwRef } from "../src/tensor/mod.ts";
 import { computeLogProbs, computeValues } from "../src/trainer/mod.ts";
-import { PARITY_OPTIM, writeUpdateParity } from "./update_parity.ts";
-import { parityBatch } from "./update_batch.ts";
+import { writeUpdateParity } from "./update_parity.ts";
+import { PARITY_OPTIM, parityBatch } from "./update_batch.ts";
 
 const f32 = (t: RawTensor) => Float32Array.from(tensorToFloat32({ ...t, data: t.bytes }));
 const i32 = (t: RawTensor) => new Int32Array(t.bytes.slice().buffer);

@@ -26,7 +26,7 @@ agree to rounding, not bit for bit):
     terms is ~1e-6 relative (measured 1.8e-6 at the small shape against a plain torch Qwen2 on a
     CPU); 1e-4 leaves room for the 151,936-way softmax of the big shape, while one token taking
     the other clip branch, a missed mask or a wrong aggregation weight gives errors of 1e-2..1.
-  - grad_norm: 1e-4 relative.
+  - grad_norm: 1e-5 relative (our trainer's norm, computed on the GPU, vs torch's gradients' in f64).
   - adamw_on_our_grads: 1e-6 absolute (the same inputs: the update rule alone).
   - weights_after: AdamW's first step moves a weight by lr * g / (|g| + eps) (plus weight decay),
     ~lr * sign(g): a gradient element within rounding of 0 may step either way in either
@@ -53,7 +53,7 @@ from transformers_parity import load_model  # noqa: E402
 
 LOGPROB_ATOL = 1e-4
 GRAD_RTOL = 1e-4
-GRAD_NORM_RTOL = 1e-4
+GRAD_NORM_RTOL = 1e-5
 WEIGHT_ATOL = 1e-6
 
 
@@ -189,9 +189,14 @@ def run_case(root, name, model, batch, m, device, torch):
            "pass": per_param[worst] <= GRAD_RTOL, "per_param": per_param}
 
     torch_w, torch_norm = adamw_step(before, torch_g, m, torch)
-    ours_w_from_ours, our_norm = adamw_step(before, ours_g, m, torch)
-    rel = abs(our_norm - torch_norm) / torch_norm
-    yield {"quantity": "grad_norm", "ours": our_norm, "torch": torch_norm, "rel_err": rel,
+    ours_w_from_ours, _ = adamw_step(before, ours_g, m, torch)
+    # Our norm as our trainer computed it (and clipped with); torch's gradients' norm in f64 (an
+    # f32 torch.norm over 10^8 elements on a CPU is itself off by ~5e-5).
+    metrics = m["metrics"][name]
+    our_norm = metrics.get("actor/grad_norm", metrics.get("critic/grad_norm"))
+    norm64 = sum((g.double() ** 2).sum() for g in torch_g.values()).sqrt().item()
+    rel = abs(our_norm - norm64) / norm64
+    yield {"quantity": "grad_norm", "ours": our_norm, "torch": norm64, "rel_err": rel,
            "tol": GRAD_NORM_RTOL, "pass": rel <= GRAD_NORM_RTOL}
 
     diff = max((ours_w[n] - ours_w_from_ours[n]).abs().max().item() for n in params)

@@ -9,6 +9,9 @@
  *   deno run -A bench/distributed_bench.ts --shape=0.5b --workers=0      # one GPU
  *   deno run -A bench/distributed_bench.ts --shape=0.5b --workers=1 --pin --staleness=1
  *
+ * `--bypass=1` sets algorithm.rollout_correction.bypass_mode=true (calculate_log_probs is always
+ * on here): no old_log_prob pass; with workers, their log-probs are checked inside the update.
+ *
  * Other flags: --steps=4 --prompts --n --prompt-len --response-len --micro --layers,
  * --nats-server=PATH (default `nats-server` on the PATH). bench/README.md has the 2-GPU recipe.
  *
@@ -35,6 +38,7 @@ const arg = (name: string, d: string) =>
 const num = (name: string, d: number) => Number(arg(name, String(d)));
 const shape = arg("shape", "tiny"), workers = num("workers", 1), steps = num("steps", 4);
 const staleness = num("staleness", 0), pin = Deno.args.includes("--pin");
+const bypass = num("bypass", 0) === 1;
 const big = shape === "0.5b";
 const prompts = num("prompts", big ? 8 : 8), n = num("n", big ? 8 : 4);
 const P = num("prompt-len", big ? 128 : 8), R = num("response-len", big ? 256 : 16);
@@ -76,6 +80,8 @@ const cfg = loadConfig("ppo_trainer", {
     "actor_rollout_ref.rollout.calculate_log_probs=true",
     "actor_rollout_ref.actor.use_kl_loss=false",
     `trainer.total_training_steps=${steps}`,
+    // --bypass=1: the rollout's log-probs are the old ones (no old_log_prob pass)
+    ...(bypass ? ["algorithm.rollout_correction.bypass_mode=true"] : []),
     ...(server
       ? [
         "distributed.backend=nats",
@@ -120,7 +126,18 @@ if (server) {
   }
 }
 console.log(
-  JSON.stringify({ adapter: g.adapterName, shape, workers, staleness, pin, prompts, n, P, R }),
+  JSON.stringify({
+    adapter: g.adapterName,
+    shape,
+    workers,
+    staleness,
+    bypass,
+    pin,
+    prompts,
+    n,
+    P,
+    R,
+  }),
 );
 const rows: Record<string, number>[] = [];
 for (let step = 1; step <= steps; step++) {
@@ -144,7 +161,10 @@ console.log(JSON.stringify({
   shape,
   workers,
   staleness,
+  bypass,
   step_s: mean("timing_s/step"),
+  old_log_prob_s: mean("timing_s/old_log_prob"),
+  update_actor_s: mean("timing_s/update_actor"),
   gen_wait_s: mean("timing_s/gen"),
   tokens_per_s: mean("perf/throughput"),
   bytes_per_step: Math.round(bytes),

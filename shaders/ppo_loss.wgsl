@@ -13,6 +13,8 @@
 //     6 geo_mean: the row's L_b = -mean(A) exp(mean(xc)), xc = sgn(A) min(sgn(A) x, sgn(A) clamp(x,
 //                 -lo, hi)), taken once per row; dL_b/dlogp_t = L_b / n_b where the clip passes it
 //     7 cispo:    -sg(clip(r20)) A logp
+//     8 reinforce: -sg(w) A logp, w = min(r20, C) per token (is_level 1), min(exp(clamp(sum m x
+//                 over the row, -20, 20)), C) per sequence (is_level 2, the row sum first), or 1
 //   clip_cov and kl_cov read their chosen tokens from tok (1 = chosen), which ppo_loss_cov.wgsl
 //   filled; every mode then writes dL_t/dlogp_t (before aggregation) to tok, 0 on padding, so the
 //   backward needs neither the old log-probs nor the advantages. The row sums go to partials
@@ -45,7 +47,10 @@ struct Params {
   tau_pos: f32,
   tau_neg: f32,
   cov_coef: f32, // kl_cov's ppo_kl_coef
+  is_level: u32, // reinforce: 0 no IS weights, 1 token, 2 sequence
+  is_threshold: f32, // reinforce: C, the weights' upper bound
   _p0: u32,
+  _p1: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -117,7 +122,7 @@ fn geo_clip(x: f32, a: f32) -> f32 {
   return s * min(s * x, s * clamp(x, -p.clip_low, p.clip_high));
 }
 
-// `row`: gspo's sequence log-ratio, geo_mean's L_b / n_b.
+// `row`: gspo's sequence log-ratio, geo_mean's L_b / n_b, reinforce's sequence sum of x.
 fn pg_token(i: u32, row: f32) -> Token {
   let a = adv[i];
   let x = logp[i] - old_logp[i];
@@ -160,6 +165,15 @@ fn pg_token(i: u32, row: f32) -> Token {
     case 7u: {
       let w = clip_r(r20);
       return Token(-w * a * logp[i], -w * a, select(0.0, 1.0, r20 != w), -x20, 0.0);
+    }
+    case 8u: {
+      var w = 1.0;
+      if (p.is_level == 1u) {
+        w = min(r20, p.is_threshold);
+      } else if (p.is_level == 2u) {
+        w = min(exp(clamp(row, -20.0, 20.0)), p.is_threshold);
+      }
+      return Token(-w * a * logp[i], -w * a, 0.0, -x, 0.0);
     }
     default: {
       let c = ppo_clip(a, r20, dr20);
@@ -213,9 +227,10 @@ fn policy_rows(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: 
   if (row >= p.rows) {
     return; // uniform per workgroup, so the barriers below stay in uniform control flow
   }
-  var row_val = 0.0; // gspo: the sequence log-ratio; geo_mean: L_b / n_b
+  var row_val = 0.0; // gspo: the mean log-ratio; geo_mean: L_b / n_b; reinforce: the sum
   var row_loss = 0.0; // geo_mean: L_b
-  if (p.loss_mode == 1u || p.loss_mode == 6u) {
+  let seq_is = p.loss_mode == 8u && p.is_level == 2u;
+  if (p.loss_mode == 1u || p.loss_mode == 6u || seq_is) {
     var s = vec4<f32>(0.0); // (sum x, count, sum xc, sum A)
     for (var c = lid.x; c < p.cols; c += WG) {
       let i = row * p.cols + c;
@@ -226,7 +241,7 @@ fn policy_rows(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: 
     }
     s = wg_sum4(s, lid.x);
     let n = max(s.y, 1.0);
-    row_val = s.x / n;
+    row_val = select(s.x / n, s.x, seq_is);
     if (p.loss_mode == 6u) {
       row_loss = -(s.w / n) * exp(s.z / n);
       row_val = row_loss / n;

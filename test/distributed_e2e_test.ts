@@ -75,6 +75,46 @@ function honest(prefix: string, useWs = true) {
     });
 }
 
+/**
+ * A worker that answers its jobs with made-up tokens and log-probs, and with made-up scores
+ * unless `scores` is false (then the trainer scores its responses itself, and only the log-probs
+ * can give it away).
+ */
+function forger(prefix: string, o: { scores: boolean }) {
+  return async (url: string, seed: string, signal: AbortSignal) => {
+    const nc = await connectNats(url, { nkeySeed: seed });
+    const js = jetstream(nc);
+    const n = runNames(prefix);
+    const c = await js.consumers.get(n.jobStream, n.consumer);
+    while (!signal.aborted) {
+      const m = await c.next({ expires: 1000 });
+      if (!m) continue;
+      const job = await decodeJob(m.data);
+      const R = job.responseLength;
+      await js.publish(
+        n.traj,
+        await encodeTrajectory({
+          jobId: job.jobId,
+          epoch: job.epoch,
+          step: job.step,
+          version: job.version,
+          workerId: "forger",
+          n: job.n,
+          responseLength: R,
+          responses: new Int32Array(job.n * R).fill(5),
+          responseMask: new Int32Array(job.n * R).fill(1),
+          logProbs: new Float32Array(job.n * R).fill(-0.01),
+          scores: o.scores ? Array(job.n).fill(1) : null,
+          genSeconds: 0,
+          deliveries: 1,
+        }),
+      );
+      await m.ackAck();
+    }
+    await nc.close();
+  };
+}
+
 if (enabled) {
   for (const staleness of [0, 1]) {
     Deno.test({
@@ -115,41 +155,8 @@ if (enabled) {
     sanitizeResources: false,
     fn: async () => {
       const prefix = "webrl.e2e.forged";
-      // One honest worker; one that answers its jobs with made-up tokens, log-probs and scores.
-      const forger = async (url: string, seed: string, signal: AbortSignal) => {
-        const nc = await connectNats(url, { nkeySeed: seed });
-        const js = jetstream(nc);
-        const n = runNames(prefix);
-        const c = await js.consumers.get(n.jobStream, n.consumer);
-        while (!signal.aborted) {
-          const m = await c.next({ expires: 1000 });
-          if (!m) continue;
-          const job = await decodeJob(m.data);
-          const R = job.responseLength;
-          await js.publish(
-            n.traj,
-            await encodeTrajectory({
-              jobId: job.jobId,
-              epoch: job.epoch,
-              step: job.step,
-              version: job.version,
-              workerId: "forger",
-              n: job.n,
-              responseLength: R,
-              responses: new Int32Array(job.n * R).fill(5),
-              responseMask: new Int32Array(job.n * R).fill(1),
-              logProbs: new Float32Array(job.n * R).fill(-0.01),
-              scores: Array(job.n).fill(1),
-              genSeconds: 0,
-              deliveries: 1,
-            }),
-          );
-          await m.ackAck();
-        }
-        await nc.close();
-      };
       const logged = await distributedRun(prefix, [], (url, _ws, seed, signal) => [
-        forger(url, seed, signal),
+        forger(prefix, { scores: true })(url, seed, signal),
         ...honest(prefix, false)(url, url, seed, signal),
       ]);
       let rejected = 0, forged = 0;
@@ -158,6 +165,39 @@ if (enabled) {
         forged += m["distributed/rejected/forger"] ?? 0;
         assert.equal(m["distributed/rejected/tcp"] ?? 0, 0);
       }
+      assert.ok(forged > 0, "the forger took no job");
+      assert.equal(rejected, forged);
+    },
+  });
+}
+
+if (enabled) {
+  Deno.test({
+    name: "distributed, bypass mode: forged log-probs are caught inside the update and counted",
+    sanitizeOps: false,
+    sanitizeResources: false,
+    fn: async () => {
+      const prefix = "webrl.e2e.bypass";
+      const RC = "algorithm.rollout_correction";
+      const logged = await distributedRun(
+        prefix,
+        [`${RC}.bypass_mode=true`, "actor_rollout_ref.rollout.calculate_log_probs=true"],
+        (url, _ws, seed, signal) => [
+          forger(prefix, { scores: false })(url, seed, signal),
+          ...honest(prefix, false)(url, url, seed, signal),
+        ],
+      );
+      let rejected = 0, forged = 0;
+      for (const [step, m] of logged) {
+        if (!("timing_s/step" in m)) continue; // validation records
+        assert.ok(!("timing_s/old_log_prob" in m), `step ${step}: no old_log_prob pass`);
+        rejected += m["distributed/rejected_groups"];
+        forged += m["distributed/rejected/forger"] ?? 0;
+        assert.equal(m["distributed/rejected/tcp"] ?? 0, 0);
+        assert.ok(m["distributed/logprob_diff/mean"] >= 0, `step ${step}: diffs were measured`);
+        assert.ok(Number.isFinite(m["actor/pg_loss"]));
+      }
+      // with its scores left to the trainer, only the update's log-prob check can reject it
       assert.ok(forged > 0, "the forger took no job");
       assert.equal(rejected, forged);
     },

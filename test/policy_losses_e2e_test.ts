@@ -24,6 +24,18 @@ const KEYS: Record<string, string[]> = {
   kl_cov: [`${A}.policy_loss.kl_cov_ratio=0.2`],
 };
 
+/** How each loss is chosen: its loss_mode, except bypass mode's reinforce. */
+function choose(name: string): string[] {
+  if (name !== "reinforce") return [`${A}.policy_loss.loss_mode=${name}`, ...(KEYS[name] ?? [])];
+  const RC = "algorithm.rollout_correction";
+  return [
+    `${RC}.bypass_mode=true`,
+    `${RC}.loss_type=reinforce`,
+    `${RC}.rollout_is=sequence`,
+    "actor_rollout_ref.rollout.calculate_log_probs=true",
+  ];
+}
+
 Deno.test({
   name: "every registered policy loss trains one GRPO step on the GPU",
   sanitizeResources: false,
@@ -46,8 +58,7 @@ Deno.test({
           `trainer.default_local_dir=${dir}/ckpt_${name}`,
           "trainer.save_freq=-1",
           `custom_reward_function.path=${reward}`,
-          `${A}.policy_loss.loss_mode=${name}`,
-          ...(KEYS[name] ?? []),
+          ...choose(name),
         ],
       });
       const parts = await setupTrainer(cfg, { print: () => {} });

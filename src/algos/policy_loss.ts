@@ -48,6 +48,10 @@ export interface PolicyLossOptions extends Omit<AggOptions, "R"> {
   klCovRatio?: number;
   /** kl_cov: weight of |log ratio| on the chosen tokens (policy_loss.ppo_kl_coef) [0.1] */
   ppoKlCoef?: number;
+  /** reinforce: importance weights against the rollout policy, per token or sequence [null] */
+  rolloutIs?: "token" | "sequence" | null;
+  /** reinforce: upper bound of those weights (rollout_correction.rollout_is_threshold) [2.0] */
+  rolloutIsThreshold?: number;
   /** clip_cov: seed of the random choice among candidate tokens [0] */
   seed?: number;
   /**

@@ -176,6 +176,7 @@ Deno.test("each loss reports exactly verl's metrics for it", () => {
     kl_cov: ["actor/ppo_kl"],
     geo_mean: ["actor/pg_clipfrac", "actor/ppo_kl", "actor/pg_clipfrac_lower"],
     cispo: ["actor/pg_clipfrac", "actor/ppo_kl", "actor/pg_clipfrac_lower"],
+    reinforce: ["actor/ppo_kl"],
   };
   assert.deepEqual(POLICY_LOSSES.names(), Object.keys(want));
   for (const name of POLICY_LOSSES.names()) {
@@ -194,6 +195,6 @@ Deno.test("docs/architecture.md's table of losses has a row for every registered
 Deno.test("unknown policy loss lists valid names", () => {
   assert.throws(
     () => computePolicyLoss("ppo", vanillaIn),
-    /unknown policy loss "ppo"; valid names: vanilla, gspo, sapo, gpg, clip_cov, kl_cov, geo_mean, cispo/,
+    /unknown policy loss "ppo"; valid names: vanilla, gspo, sapo, gpg, clip_cov, kl_cov, geo_mean, cispo, reinforce/,
   );
 });

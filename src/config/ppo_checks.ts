@@ -2,7 +2,7 @@
 import { ConfigError } from "./errors.ts";
 import { checkCustomReward } from "./custom_reward.ts";
 import { checkDapo } from "./ppo_dapo_checks.ts";
-import { checkDistributed } from "./ppo_distributed_checks.ts";
+import { checkBypass, checkDistributed } from "./ppo_distributed_checks.ts";
 import { ADV_ESTIMATORS } from "../algos/mod.ts";
 import type { PpoConfig } from "./ppo_root.ts";
 import { checkPolicyLoss } from "./ppo_actor.ts";
@@ -73,6 +73,7 @@ export function checkPpo(cfg: PpoConfig): void {
   checkTokenBudgets(cfg);
   checkDapo(cfg);
   checkDistributed(cfg);
+  checkBypass(cfg, { sumPiSquared: sumPiSquaredEnabled(cfg) });
   // rollout.temperature=0 and val_kwargs.temperature=0 decode greedily (as vLLM does).
   checkCustomReward(cfg.custom_reward_function);
   if (cfg.reward_model.enable) {

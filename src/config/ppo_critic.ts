@@ -144,9 +144,24 @@ export const ppoAlgorithm = section("Advantage estimation and KL control.", {
       rollout_is: oneOfOrNull(
         ["token", "sequence"],
         "Truncated IS weights min(pi_old / pi_rollout, threshold) per token or per sequence, " +
-          "multiplying the policy-gradient loss; null = off. Needs rollout.calculate_log_probs.",
+          "multiplying the policy-gradient loss (in bypass mode, loss_type reinforce only: " +
+          "pi_old is then the current policy); null = off. Needs rollout.calculate_log_probs.",
       ),
       rollout_is_threshold: float(2.0, "Upper bound of the IS weights.", { min: 1 }),
+      bypass_mode: bool(
+        false,
+        "Skip the old_log_prob forward: the rollout's log-probs are the old log-probs (2 " +
+          "policies instead of 3). Needs rollout.calculate_log_probs and policy_loss.loss_mode " +
+          "vanilla; the loss is chosen by loss_type.",
+      ),
+      loss_type: oneOf(
+        ["ppo_clip", "reinforce"],
+        "ppo_clip",
+        "bypass_mode's loss: ppo_clip = PPO clip with ratio pi / pi_rollout (no extra IS " +
+          "weights, so rollout_is must be null); reinforce = -A w log pi with w the detached " +
+          "rollout_is weights (token or sequence, truncated at rollout_is_threshold; null: " +
+          "plain REINFORCE).",
+      ),
     },
   ),
 });

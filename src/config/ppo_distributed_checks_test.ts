@@ -54,3 +54,41 @@ Deno.test("distributed and rollout_correction keys: what runs, and what is refus
   );
   assert.throws(() => load("distributed.backend=ray"), /distributed\.backend/);
 });
+
+Deno.test("rollout_correction.bypass_mode and loss_type: what runs, and what is refused by name", () => {
+  const RC = "algorithm.rollout_correction";
+  const on = [`${RC}.bypass_mode=true`, "actor_rollout_ref.rollout.calculate_log_probs=true"];
+  const ok = load(...on);
+  assert.equal(ok.algorithm.rollout_correction.bypass_mode, true);
+  assert.equal(ok.algorithm.rollout_correction.loss_type, "ppo_clip");
+  load(...on, "distributed.backend=nats", "distributed.max_staleness=1");
+  load(...on, `${RC}.loss_type=reinforce`, `${RC}.rollout_is=sequence`);
+  load(...on, `${RC}.loss_type=reinforce`);
+  // the message names both keys
+  refused(
+    `${RC}.bypass_mode`,
+    /bypass_mode=true .*actor_rollout_ref\.rollout\.calculate_log_probs=true/,
+    `${RC}.bypass_mode=true`,
+  );
+  refused(
+    "actor_rollout_ref.actor.policy_loss.loss_mode",
+    /loss_mode=gspo cannot be honoured/,
+    ...on,
+    "actor_rollout_ref.actor.policy_loss.loss_mode=gspo",
+  );
+  refused(
+    "actor_rollout_ref.actor.policy_loss.loss_mode",
+    /bypass_mode=true and algorithm\.rollout_correction\.loss_type=reinforce instead/,
+    "actor_rollout_ref.actor.policy_loss.loss_mode=reinforce",
+  );
+  refused(`${RC}.loss_type`, /bypass mode only/, `${RC}.loss_type=reinforce`);
+  refused(`${RC}.rollout_is`, /already is the importance weight/, ...on, `${RC}.rollout_is=token`);
+  refused(
+    `${RC}.bypass_mode`,
+    /sum_pi_squared/,
+    ...on,
+    "algorithm.adv_estimator=optimal_token_baseline",
+    "actor_rollout_ref.rollout.n=2",
+  );
+  assert.throws(() => load(...on, `${RC}.loss_type=ppo`), /loss_type/);
+});

@@ -132,7 +132,8 @@ export interface ActorUpdateOptions extends Omit<UpdateLoopOptions, "stream"> {
 /**
  * PPO epochs over shuffled mini-batches; returns verl's actor/* metrics. Each micro-batch runs
  * the trunk -> the chunked LM head + log-prob (tokenLogProbs) -> the fused policy loss -> backward on the GPU; the loss statistics
- * are summed on the GPU and read with each mini-batch's grad norm.
+ * are summed on the GPU and read with each mini-batch's grad norm. Under `o.audit` the micro-batches'
+ * log-probs are read once more per mini-batch, before its optimizer step (see MiniBatchAudit).
  */
 export async function updateActor(
   model: CausalModel,
@@ -161,7 +162,8 @@ export async function updateActor(
       });
       const res = actorMicroLoss(out, batch, mb, o.loss, microBatchSeed(o.seed, o.step, micro++));
       backward(res.loss);
-      return res.stats;
+      // an audit (bypass mode's worker check) reads the current log-probs, [n, T]
+      return { stats: res.stats, probe: o.audit ? out.logProbs : null };
     },
   );
   // The CPU reference reports the (constant) KL coefficient per micro-batch; its mean is itself.

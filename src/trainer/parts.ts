@@ -11,6 +11,7 @@ import type { PromptItem } from "../data/mod.ts";
 import type { AgentInteraction, AgentTool } from "../rollout/mod.ts";
 import type { ChatMessage } from "../io/mod.ts";
 import type { GenBatch, LogProbBatch } from "./batch.ts";
+import type { MiniBatchAudit } from "./minibatch.ts";
 
 /** Left-padded prompts `[B, P]` for the rollout. */
 export interface RolloutPrompts {
@@ -77,6 +78,14 @@ export interface RemoteGen {
     parts: TrainerParts,
     batch: LogProbBatch,
   ): { batch: LogProbBatch; metrics: Record<string, number> };
+  /**
+   * Bypass mode: the log-prob check inside the actor update (verify checked the rewards only);
+   * its metrics() are the step's distributed/rejected* and logprob_diff/* metrics.
+   */
+  audit(
+    parts: TrainerParts,
+    batch: GenBatch,
+  ): MiniBatchAudit & { metrics(): Record<string, number> };
   /** Publishes the actor's weights as `version`. */
   publish(parts: TrainerParts, version: number): Promise<void>;
   close(): Promise<void>;

@@ -50,6 +50,9 @@ export interface ActorLossConfig {
   clipCovUb: number;
   klCovRatio: number;
   ppoKlCoef: number;
+  /** reinforce (bypass mode): rollout_correction.rollout_is and its threshold */
+  rolloutIs?: "token" | "sequence" | null;
+  rolloutIsThreshold?: number;
 }
 
 /**

@@ -12,7 +12,7 @@ import { gen } from "./stages/gen.ts";
 import { genBaseline } from "./stages/gen_baseline.ts";
 import { filterGroups, type Sampled } from "./stages/filter_groups.ts";
 import { dataMetrics, log, perfMetrics } from "./stages/log.ts";
-import { oldLogProb } from "./stages/old_log_prob.ts";
+import { bypassOldLogProb, oldLogProb } from "./stages/old_log_prob.ts";
 import { ref } from "./stages/ref.ts";
 import { reward } from "./stages/reward.ts";
 import { rolloutCorrection } from "./stages/rollout_corr.ts";
@@ -64,7 +64,9 @@ export async function trainStep(
   // A terminal shows which stage of a long step is running; logs stay one line per step.
   const needsBaseline =
     ADV_ESTIMATORS.get(parts.config.algorithm.adv_estimator).greedyBaseline === true;
-  const stages = 5 + (needsBaseline ? 1 : 0) + (parts.ref ? 1 : 0) + (parts.critic ? 2 : 0);
+  const bypass = parts.config.algorithm.rollout_correction.bypass_mode;
+  const stages = 5 - (bypass ? 1 : 0) + (needsBaseline ? 1 : 0) + (parts.ref ? 1 : 0) +
+    (parts.critic ? 2 : 0);
   const progress = new Progress(`step ${step}`, stages);
   let done = -1; // stages started; dynamic sampling may run gen and reward more than once
   const timer = new Timer((name, d, total) => {
@@ -100,9 +102,14 @@ export async function trainStep(
     : await sample(items, 1);
   // max_staleness >= 1: the next steps' jobs are generated while this step updates.
   await parts.remote?.prefetch(parts, step);
-  const withLogProbs = await time("old_log_prob", () => oldLogProb(parts, scored.batch));
+  // bypass mode: the rollout's log-probs stand in; no old_log_prob pass (and no timing for it)
+  const withLogProbs = bypass
+    ? bypassOldLogProb(scored.batch)
+    : await time("old_log_prob", () => oldLogProb(parts, scored.batch));
   const verified = parts.remote?.verify(parts, withLogProbs) ??
     { batch: withLogProbs, metrics: {} };
+  // ... so a worker's log-probs are checked inside the actor update instead
+  const audit = bypass ? parts.remote?.audit(parts, verified.batch) : undefined;
   const withRef = await time("ref", () => ref(parts, verified.batch), parts.ref !== null);
   const valued = await time("values", () => values(parts, withRef), parts.critic !== null);
   const advantaged = await time("adv", () => adv(parts, valued, parts.klCtrl));
@@ -119,7 +126,12 @@ export async function trainStep(
     ? await time(
       "update_actor",
       (onProgress) =>
-        updateActorStage(parts, batch, { step, lr: lrAt(parts, "actor", step - 1), onProgress }),
+        updateActorStage(parts, batch, {
+          step,
+          lr: lrAt(parts, "actor", step - 1),
+          onProgress,
+          audit,
+        }),
     )
     : {};
   const remote = parts.remote;
@@ -132,6 +144,7 @@ export async function trainStep(
     ...scored.metrics,
     ...advantaged.metrics,
     ...verified.metrics,
+    ...audit?.metrics(),
     ...corrected.metrics,
     ...dataMetrics(batch),
     ...critic,

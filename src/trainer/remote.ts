@@ -3,7 +3,8 @@
  * prompt group), publishes weight versions, assembles the workers' trajectories into the gen
  * stage's batch, publishes later steps' jobs early when `max_staleness` allows, and checks
  * every trajectory against the trainer's own recomputation (log-probs and reward): a group that
- * disagrees is masked out of the update and counted against its worker.
+ * disagrees is masked out of the update and counted against its worker (in bypass mode the
+ * log-probs are checked inside the update, remote_audit.ts).
  */
 import { type Coordinator, defaultPrefix, type Trajectory } from "../distributed/mod.ts";
 import type { PromptItem } from "../data/mod.ts";
@@ -12,6 +13,7 @@ import { deriveSeed } from "../tensor/mod.ts";
 import type { GenBatch, LogProbBatch } from "./batch.ts";
 import type { RemoteGen, TrainerParts } from "./parts.ts";
 import type { PeekLoader } from "./peek_loader.ts";
+import { LogProbAudit, logProbDiff, RejectionTally } from "./remote_audit.ts";
 
 interface Provenance {
   workerId: string;
@@ -35,6 +37,7 @@ export class RemoteRollout implements RemoteGen {
   #published: Promise<unknown> = Promise.resolve();
   #items = new Map<number, PromptItem[]>();
   #provenance = new Map<string, Provenance>();
+  #tally = new RejectionTally();
 
   constructor(o: RemoteOptions) {
     this.coordinator = o.coordinator;
@@ -169,45 +172,44 @@ export class RemoteRollout implements RemoteGen {
   /**
    * Rejects groups whose rollout log-probs stray from the recomputed ones by more than
    * `logprob_tolerance` (mean |diff| over a sample's tokens) or whose worker's scores differ from
-   * the trainer's: their samples get an all-zero response mask (no loss, no gradient).
+   * the trainer's: their samples get an all-zero response mask (no loss, no gradient). In bypass
+   * mode (no recomputed log-probs: `batch.oldLogProbs` are the rollout's) only the scores are
+   * checked here; `audit` checks the log-probs inside the actor update.
    */
   verify(
     parts: TrainerParts,
     batch: LogProbBatch,
   ): { batch: LogProbBatch; metrics: Record<string, number> } {
     const d = parts.config.distributed, R = batch.responseLength;
-    const bad = new Set<string>(), within = new Map<string, number>();
-    let diffSum = 0, diffMax = 0, rows = 0;
+    const bypass = parts.config.algorithm.rollout_correction.bypass_mode;
+    const tally = new RejectionTally();
+    this.#tally = tally;
+    const within = new Map<string, number>();
     for (let b = 0; b < batch.size; b++) {
       const uid = batch.uid[b], prov = this.#provenance.get(uid);
       if (!prov || !batch.rolloutLogProbs) continue;
       const i = within.get(uid) ?? 0;
       within.set(uid, i + 1);
-      let sum = 0, count = 0, score = 0;
-      for (let t = 0; t < R; t++) {
-        score += batch.tokenLevelScores[b * R + t];
-        if (!batch.responseMask[b * R + t]) continue;
-        const x = batch.rolloutLogProbs[b * R + t];
-        sum += Number.isFinite(x) ? Math.abs(x - batch.oldLogProbs[b * R + t]) : Infinity;
-        count++;
-      }
-      const diff = count ? sum / count : 0;
-      diffSum += diff;
-      diffMax = Math.max(diffMax, diff);
-      rows++;
+      let score = 0;
+      for (let t = 0; t < R; t++) score += batch.tokenLevelScores[b * R + t];
       const scoreBad = prov.scores !== null &&
         !(Math.abs(prov.scores[i] - score) <= d.reward_tolerance);
-      if (!(diff <= d.logprob_tolerance) || scoreBad) bad.add(uid);
+      let diffBad = false;
+      if (!bypass) {
+        const old = batch.oldLogProbs;
+        const diff = logProbDiff(
+          batch.rolloutLogProbs,
+          batch.responseMask,
+          R,
+          b,
+          (t) => old[b * R + t],
+        );
+        tally.diff(diff);
+        diffBad = !(diff <= d.logprob_tolerance);
+      }
+      if (diffBad || scoreBad) tally.reject(uid, prov.workerId);
     }
-    const metrics: Record<string, number> = {
-      "distributed/logprob_diff/mean": rows ? diffSum / rows : 0,
-      "distributed/logprob_diff/max": diffMax,
-      "distributed/rejected_groups": bad.size,
-    };
-    for (const uid of bad) {
-      const key = `distributed/rejected/${this.#provenance.get(uid)!.workerId}`;
-      metrics[key] = (metrics[key] ?? 0) + 1;
-    }
+    const metrics = tally.metrics(!bypass), bad = tally.rejected;
     if (bad.size === 0) return { batch, metrics };
     const responseMask = batch.responseMask.slice(), scores = batch.tokenLevelScores.slice();
     for (let b = 0; b < batch.size; b++) {
@@ -216,6 +218,18 @@ export class RemoteRollout implements RemoteGen {
       scores.fill(0, b * R, b * R + R);
     }
     return { batch: { ...batch, responseMask, tokenLevelScores: scores }, metrics };
+  }
+
+  /**
+   * Bypass mode: the check of the workers' log-probs against the current policy's inside the actor
+   * update, counting on from this step's `verify`.
+   */
+  audit(parts: TrainerParts, batch: GenBatch): LogProbAudit {
+    return new LogProbAudit(batch, {
+      workerOf: (uid) => this.#provenance.get(uid)?.workerId,
+      tolerance: parts.config.distributed.logprob_tolerance,
+      tally: this.#tally,
+    });
   }
 }
 

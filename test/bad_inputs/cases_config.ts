@@ -64,6 +64,11 @@ export const CONFIG_CASES: BadInput[] = [
     "actor_rollout_ref.actor.use_kl_loss=true",
   ], /use_kl_in_reward.*use_kl_loss/),
   train(
+    "bypass mode without the rollout's log-probs",
+    ["algorithm.rollout_correction.bypass_mode=true"],
+    /algorithm\.rollout_correction\.bypass_mode=true .*actor_rollout_ref\.rollout\.calculate_log_probs=true/,
+  ),
+  train(
     "mini-batch does not divide the batch",
     ["actor_rollout_ref.actor.ppo_mini_batch_size=3"],
     /actor_rollout_ref\.actor\.ppo_mini_batch_size/,

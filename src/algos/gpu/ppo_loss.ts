@@ -49,6 +49,8 @@ type LossSettings = Pick<
   | "clipCovUb"
   | "klCovRatio"
   | "ppoKlCoef"
+  | "rolloutIs"
+  | "rolloutIsThreshold"
   | "seed"
 >;
 
@@ -88,6 +90,8 @@ const KL_CODES: Record<string, number> = {
   low_var_kl: 3,
   k3: 3,
 };
+
+const IS_LEVELS = { none: 0, token: 1, sequence: 2 } as const;
 
 function klCode(type: string): { code: number; straight: boolean } {
   KL_ESTIMATORS.get(type); // throws listing the valid names
@@ -149,6 +153,9 @@ export function ppoPolicyLoss(
     { f32: tauPos },
     { f32: tauNeg },
     { f32: options.ppoKlCoef ?? 0.1 },
+    IS_LEVELS[options.rolloutIs ?? "none"],
+    { f32: options.rolloutIsThreshold ?? 2 },
+    0,
     0,
   ]);
   // [B, R]: the chosen tokens of clip_cov / kl_cov in, dL_t/dlogp_t out (read by the backward)

@@ -32,6 +32,7 @@ GPU_POLICY_LOSSES.register("clip_cov", { code: 4, dualClip: false, select: "clip
 GPU_POLICY_LOSSES.register("kl_cov", { code: 5, dualClip: false, select: "kl_cov" });
 GPU_POLICY_LOSSES.register("geo_mean", { code: 6, pgAggMode: "row-mean", dualClip: false });
 GPU_POLICY_LOSSES.register("cispo", { code: 7, dualClip: false });
+GPU_POLICY_LOSSES.register("reinforce", { code: 8, dualClip: false });
 
 /** The GPU form of `actor.policy_loss.loss_mode` `name`; an error naming the key when none. */
 export function gpuPolicyLoss(name: string): GpuPolicyLoss {

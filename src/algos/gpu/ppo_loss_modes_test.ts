@@ -113,6 +113,9 @@ gpuTest("every loss_mode x loss_agg_mode x KL x entropy matches computeActorLoss
             klLossType: ["low_var_kl", "kl", "mse", "abs+"][k % 4],
             ...LOSS_KEYS,
             seed: 1000 + k,
+            // reinforce's importance weights (the other losses ignore them)
+            rolloutIs: (["token", "sequence", null] as const)[k % 3],
+            rolloutIsThreshold: 1.5,
             ...global,
           };
           const cpu = computeActorLoss({
@@ -182,6 +185,8 @@ gpuTest(
         klLossCoef: 0.2,
         ...LOSS_KEYS,
         seed: 4 + k,
+        rolloutIs: "sequence",
+        rolloutIsThreshold: 4,
       };
       const gpu = await gpuRun(x, o, true, 1);
       // f(logp) with sg(logp) held at the evaluation point: what autograd differentiates.
@@ -221,8 +226,8 @@ gpuTest(
     );
     const t = () => Tensor.empty([2, 3]), m = () => Tensor.empty([2, 3], "i32");
     assert.throws(
-      () => ppoPolicyLoss(t(), t(), t(), m(), { lossMode: "reinforce" }),
-      /actor\.policy_loss\.loss_mode "reinforce" has no GPU implementation/,
+      () => ppoPolicyLoss(t(), t(), t(), m(), { lossMode: "reinforce_plus" }),
+      /actor\.policy_loss\.loss_mode "reinforce_plus" has no GPU implementation/,
     );
     // gspo has no dual clip, so clip_ratio_c is not checked for it
     ppoPolicyLoss(t(), t(), t(), m(), { lossMode: "gspo", clipRatioC: 1 });

@@ -10,3 +10,4 @@ import "./clip_cov.ts";
 import "./kl_cov.ts";
 import "./geo_mean.ts";
 import "./cispo.ts";
+import "./reinforce.ts";

@@ -22,7 +22,8 @@ export function dataMetrics(batch: AdvBatch): Record<string, number> {
     attentionMask,
   });
   if (batch.entropys) m["actor/entropy"] = maskedMean(batch.entropys, batch.responseMask);
-  if (batch.rolloutLogProbs) {
+  // in bypass mode the old log-probs are the rollout's: nothing to compare
+  if (batch.rolloutLogProbs && batch.rolloutLogProbs !== batch.oldLogProbs) {
     Object.assign(
       m,
       rolloutProbsDiff(batch.rolloutLogProbs, batch.oldLogProbs, batch.responseMask),

@@ -1,4 +1,5 @@
-/** old_log_prob: the actor's log-probs and entropies of the sampled responses (and Σπ²). */
+/** old_log_prob: the actor's log-probs and entropies of the sampled responses (and Σπ²), or in
+ * bypass mode the rollout's log-probs. */
 import { sumPiSquaredEnabled } from "../../config/mod.ts";
 import { logProbTemperature } from "../../rollout/mod.ts";
 import { computeLogProbs } from "../actor.ts";
@@ -18,5 +19,25 @@ export async function oldLogProb(parts: TrainerParts, batch: ScoredBatch): Promi
     oldLogProbs: r.logProbs,
     entropys: r.entropys ?? undefined,
     sumPiSquared: r.sumPiSquared ?? undefined,
+  };
+}
+
+/**
+ * Bypass mode (`algorithm.rollout_correction.bypass_mode`, verl's apply_bypass_mode): no forward;
+ * the rollout's log-probs are the old log-probs. No entropy comes out of it, so the step reports
+ * actor/entropy only where the update computes one (entropy_coeff != 0, under the current policy).
+ */
+export function bypassOldLogProb(batch: ScoredBatch): LogProbBatch {
+  if (!batch.rolloutLogProbs) {
+    throw new Error(
+      "algorithm.rollout_correction.bypass_mode=true needs the rollout's log-probs, which this " +
+        "batch lacks: set actor_rollout_ref.rollout.calculate_log_probs=true",
+    );
+  }
+  return {
+    ...batch,
+    oldLogProbs: batch.rolloutLogProbs,
+    entropys: undefined,
+    sumPiSquared: undefined,
   };
 }

@@ -13,7 +13,9 @@ export function rolloutCorrection(
   batch: AdvBatch,
 ): { batch: AdvBatch; metrics: Record<string, number> } {
   const rc = parts.config.algorithm.rollout_correction;
-  if (rc.rollout_is === null) return { batch, metrics: {} };
+  // Bypass mode: ppo_clip's ratio is already against the rollout policy, and reinforce weighs by
+  // the current policy inside its loss (src/algos/policy_losses/reinforce.ts).
+  if (rc.rollout_is === null || rc.bypass_mode) return { batch, metrics: {} };
   if (!batch.rolloutLogProbs) {
     throw new Error(
       "algorithm.rollout_correction.rollout_is needs the rollout's log-probs: set " +

@@ -3,15 +3,19 @@ import { logProbTemperature } from "../../rollout/mod.ts";
 import { updateActor } from "../actor.ts";
 import type { Tick } from "../../tracking/mod.ts";
 import type { AdvBatch } from "../batch.ts";
+import type { MiniBatchAudit } from "../minibatch.ts";
 import type { TrainerParts } from "../parts.ts";
 import { microBatching } from "../util.ts";
 
 export function updateActorStage(
   parts: TrainerParts,
   batch: AdvBatch,
-  options: { step: number; lr: number; onProgress?: Tick },
+  options: { step: number; lr: number; onProgress?: Tick; audit?: MiniBatchAudit },
 ): Promise<Record<string, number>> {
   const a = parts.config.actor_rollout_ref.actor;
+  const rc = parts.config.algorithm.rollout_correction;
+  // verl's bypass loss: ppo_clip is vanilla against the rollout policy; reinforce has its own
+  const reinforce = rc.bypass_mode && rc.loss_type === "reinforce";
   const n = parts.config.actor_rollout_ref.rollout.n;
   return updateActor(parts.actor.model, parts.actor.optimizer, batch, {
     ppoEpochs: a.ppo_epochs,
@@ -22,10 +26,13 @@ export function updateActorStage(
     step: options.step,
     lr: options.lr,
     onProgress: options.onProgress,
+    audit: options.audit,
     gradClip: a.grad_clip,
     temperature: logProbTemperature(parts.config.actor_rollout_ref.rollout.temperature),
     loss: {
-      policyLoss: a.policy_loss.loss_mode,
+      policyLoss: reinforce ? "reinforce" : a.policy_loss.loss_mode,
+      rolloutIs: reinforce ? rc.rollout_is as "token" | "sequence" | null : null,
+      rolloutIsThreshold: rc.rollout_is_threshold,
       clipRatio: a.clip_ratio,
       clipRatioLow: a.clip_ratio_low,
       clipRatioHigh: a.clip_ratio_high,

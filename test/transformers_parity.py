@@ -44,16 +44,19 @@ def version_at_least(version, wanted):
     return tuple(parts) >= wanted
 
 
-def load_model(path, architecture, device, torch, transformers):
+def load_model(path, architecture, device, torch, transformers, auto_class=None, **extra):
+    """f32, eager attention, eval mode; `auto_class` (default AutoModelForCausalLM) and `extra`
+    (e.g. num_labels=1) choose another head."""
     from transformers import AutoModelForCausalLM
 
-    kwargs = {"attn_implementation": "eager"}
+    auto_class = auto_class or AutoModelForCausalLM
+    kwargs = {"attn_implementation": "eager", **extra}
     # transformers 4.56 renamed torch_dtype to dtype.
     if version_at_least(transformers.__version__, (4, 56)):
         kwargs["dtype"] = torch.float32
     else:
         kwargs["torch_dtype"] = torch.float32
-    model = AutoModelForCausalLM.from_pretrained(path, **kwargs).to(device).eval()
+    model = auto_class.from_pretrained(path, **kwargs).to(device).eval()
     name = type(model).__name__
     if name != architecture:
         raise RuntimeError(f"transformers built {name}, config.json names {architecture}")

@@ -7,7 +7,9 @@
  * says nothing about either).
  */
 import { mulberry32 } from "../src/tensor/mod.ts";
+import { loadConfig } from "../src/config/mod.ts";
 import {
+  actorLossOptions,
   type ActorUpdateOptions,
   type AdvBatch,
   type GenBatch,
@@ -27,25 +29,10 @@ export const LOOP = {
   lr: PARITY_OPTIM.lr,
   gradClip: 1.0,
 };
-const BASE_LOSS: ActorUpdateOptions["loss"] = {
-  policyLoss: "vanilla",
-  clipRatio: 0.2,
-  clipRatioLow: 0.2,
-  clipRatioHigh: 0.2,
-  clipRatioC: 3,
-  lossAggMode: "token-mean",
-  entropyCoeff: 0,
-  useKlLoss: false,
-  klLossCoef: 0.001,
-  klLossType: "low_var_kl",
-  tauPos: 1,
-  tauNeg: 1.05,
-  clipCovRatio: 0.0002,
-  clipCovLb: 1,
-  clipCovUb: 5,
-  klCovRatio: 0.0002,
-  ppoKlCoef: 0.1,
-};
+/** verl's actor-loss defaults (the config schema's). */
+const BASE_LOSS: ActorUpdateOptions["loss"] = actorLossOptions(
+  loadConfig("ppo_trainer", { skipPathChecks: true }),
+);
 export const ACTOR_CASES = {
   vanilla: { ...BASE_LOSS },
   gspo: {

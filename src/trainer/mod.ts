@@ -45,6 +45,7 @@ export { save as saveStep } from "./stages/save.ts";
 export { validate } from "./stages/validate.ts";
 export { writeModel } from "./checkpoint/store.ts";
 export { type ActorUpdateOptions, computeLogProbs, updateActor } from "./actor.ts";
+export { actorLossOptions } from "./stages/update_actor.ts";
 export { computeValues, type CriticUpdateOptions, updateCritic } from "./critic.ts";
 export {
   type GenerationModel,

@@ -49,7 +49,7 @@ import struct
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from transformers_parity import load_model  # noqa: E402
+from transformers_parity import import_torch, load_model  # noqa: E402
 
 LOGPROB_ATOL = 1e-4
 GRAD_RTOL = 1e-4
@@ -220,15 +220,11 @@ def main():
     parser.add_argument("root", help="the folder test/update_parity.ts wrote")
     parser.add_argument("--device", default=None, help="torch device (default: cuda if available, else cpu)")
     args = parser.parse_args()
-    try:
-        import torch
-        import transformers
-        from transformers import AutoModelForTokenClassification
-    except ImportError as e:
-        print(f"needs torch and transformers: {e}", file=sys.stderr)
+    imported = import_torch()
+    if imported is None:
         return 2
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
+    torch, transformers = imported
+    from transformers import AutoModelForTokenClassification
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     root = args.root
     with open(os.path.join(root, "manifest.json"), encoding="utf-8") as f:

@@ -44,16 +44,32 @@ def version_at_least(version, wanted):
     return tuple(parts) >= wanted
 
 
-def load_model(path, architecture, device, torch, transformers):
+def import_torch():
+    """torch and transformers with TF32 off (f32 parity needs exact f32 products), or None."""
+    try:
+        import torch
+        import transformers
+    except ImportError as e:
+        print(f"needs torch and transformers: {e}", file=sys.stderr)
+        return None
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    return torch, transformers
+
+
+def load_model(path, architecture, device, torch, transformers, auto_class=None, **extra):
+    """f32, eager attention, eval mode; `auto_class` (default AutoModelForCausalLM) and `extra`
+    (e.g. num_labels=1) choose another head."""
     from transformers import AutoModelForCausalLM
 
-    kwargs = {"attn_implementation": "eager"}
+    auto_class = auto_class or AutoModelForCausalLM
+    kwargs = {"attn_implementation": "eager", **extra}
     # transformers 4.56 renamed torch_dtype to dtype.
     if version_at_least(transformers.__version__, (4, 56)):
         kwargs["dtype"] = torch.float32
     else:
         kwargs["torch_dtype"] = torch.float32
-    model = AutoModelForCausalLM.from_pretrained(path, **kwargs).to(device).eval()
+    model = auto_class.from_pretrained(path, **kwargs).to(device).eval()
     name = type(model).__name__
     if name != architecture:
         raise RuntimeError(f"transformers built {name}, config.json names {architecture}")
@@ -154,14 +170,10 @@ def main():
     parser.add_argument("root", help="the folder test/transformers_parity.ts wrote")
     parser.add_argument("--device", default="cpu", help="torch device (default cpu)")
     args = parser.parse_args()
-    try:
-        import torch
-        import transformers
-    except ImportError as e:
-        print(f"needs torch and transformers: {e}", file=sys.stderr)
+    imported = import_torch()
+    if imported is None:
         return 2
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
+    torch, transformers = imported
     with open(os.path.join(args.root, "expected.json"), encoding="utf-8") as f:
         expected = json.load(f)
     print(f"transformers {transformers.__version__}, torch {torch.__version__}, device {args.device}")

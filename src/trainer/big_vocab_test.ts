@@ -12,6 +12,8 @@ import { logprobEntropy, noGrad, scope } from "../tensor/mod.ts";
 import { computeLogProbs, updateActor, uploadSequences } from "./actor.ts";
 import type { AdvBatch } from "./batch.ts";
 import { makeOptimizer } from "./build.ts";
+import { loadConfig } from "../config/mod.ts";
+import { actorLossOptions } from "./stages/update_actor.ts";
 import { sftEvalLoss } from "./sft_trainer.ts";
 
 const VOCAB = 151936;
@@ -106,23 +108,10 @@ gpuTest("a 151,936-token vocabulary: log-probs, the PPO update and SFT run in ch
     gradClip: 1,
     temperature: 0.7,
     loss: {
-      policyLoss: "vanilla",
-      clipRatio: 0.2,
-      clipRatioLow: 0.2,
-      clipRatioHigh: 0.2,
-      clipRatioC: 3,
-      lossAggMode: "token-mean",
+      ...actorLossOptions(loadConfig("ppo_trainer", { skipPathChecks: true })),
       entropyCoeff: 0.01,
-      useKlLoss: false,
       klLossCoef: 0,
-      klLossType: "low_var_kl",
-      tauPos: 1,
       tauNeg: 1,
-      clipCovRatio: 0.0002,
-      clipCovLb: 1,
-      clipCovUb: 5,
-      klCovRatio: 0.0002,
-      ppoKlCoef: 0.1,
     },
   });
   assert.ok(Number.isFinite(m["actor/grad_norm"]) && m["actor/grad_norm"] > 0, JSON.stringify(m));

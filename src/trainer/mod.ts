@@ -11,7 +11,14 @@ export {
   type RolloutFn,
   type TrainerParts,
 } from "./parts.ts";
-export { type AdvBatch, type Batch, type GenBatch, type ScoredBatch } from "./batch.ts";
+export {
+  type AdvBatch,
+  type Batch,
+  type GenBatch,
+  type ScoredBatch,
+  type SequenceInputs,
+  sequenceInputs,
+} from "./batch.ts";
 export {
   adaptersOff,
   buildTrainerParts,
@@ -37,7 +44,9 @@ export { saveCheckpoint } from "./checkpoint/manager.ts";
 export { save as saveStep } from "./stages/save.ts";
 export { validate } from "./stages/validate.ts";
 export { writeModel } from "./checkpoint/store.ts";
-export { computeLogProbs } from "./actor.ts";
+export { type ActorUpdateOptions, computeLogProbs, updateActor } from "./actor.ts";
+export { actorLossOptions } from "./stages/update_actor.ts";
+export { computeValues, type CriticUpdateOptions, updateCritic } from "./critic.ts";
 export {
   type GenerationModel,
   type GenerationSummary,

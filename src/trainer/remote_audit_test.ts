@@ -12,6 +12,8 @@ import { gpuTest, leftPadded, randomArray, rng } from "../testing/mod.ts";
 import { type ActorUpdateOptions, computeLogProbs, updateActor } from "./actor.ts";
 import type { AdvBatch, GenBatch } from "./batch.ts";
 import { makeOptimizer } from "./build.ts";
+import { loadConfig } from "../config/mod.ts";
+import { actorLossOptions } from "./stages/update_actor.ts";
 import { LogProbAudit, logProbDiff, RejectionTally } from "./remote_audit.ts";
 
 const config = tinyModelConfig(TINY_QWEN2);
@@ -93,25 +95,7 @@ const OPTIONS: ActorUpdateOptions = {
   lr: 1e-5,
   gradClip: 1,
   temperature: 1,
-  loss: {
-    policyLoss: "vanilla",
-    clipRatio: 0.2,
-    clipRatioLow: 0.2,
-    clipRatioHigh: 0.2,
-    clipRatioC: 3,
-    lossAggMode: "token-mean",
-    entropyCoeff: 0,
-    useKlLoss: false,
-    klLossCoef: 0,
-    klLossType: "low_var_kl",
-    tauPos: 1,
-    tauNeg: 1.05,
-    clipCovRatio: 0.0002,
-    clipCovLb: 1,
-    clipCovUb: 5,
-    klCovRatio: 0.0002,
-    ppoKlCoef: 0.1,
-  },
+  loss: actorLossOptions(loadConfig("ppo_trainer", { skipPathChecks: true })),
 };
 
 async function params(m: CausalLM): Promise<Float32Array[]> {

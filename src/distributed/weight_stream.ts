@@ -29,8 +29,11 @@ import { chunkDecoder } from "./decode_thread.ts";
  * for this client, which a server drops as a slow consumer past its max_pending (64 MB default).
  */
 const IN_FLIGHT_BYTES = 16 << 20;
-/** Seconds a direct get may take (a slow link moves IN_FLIGHT_BYTES ahead of the last chunk). */
-const GET_TIMEOUT_S = 60;
+/**
+ * Seconds a chunk's publish ack or direct get may take: on a slow link IN_FLIGHT_BYTES travel ahead
+ * of the last chunk (16 MiB at 10 Mb/s: 13 s).
+ */
+const TIMEOUT_S = 60;
 
 const windowOf = (chunkBytes: number) => Math.max(1, Math.floor(IN_FLIGHT_BYTES / chunkBytes));
 
@@ -61,7 +64,7 @@ export class WeightPublisher {
     private readonly nc: NatsConnection,
     private readonly names: RunNames,
     private readonly keepVersions: number,
-    /** Bytes per chunk; default from the server's max_payload (8 MiB at most). */
+    /** Bytes per chunk; default from the server's max_payload (4 MiB at most). */
     private readonly chunkBytes = weightChunkBytes(nc.info?.max_payload ?? 1 << 20),
   ) {}
 
@@ -73,7 +76,7 @@ export class WeightPublisher {
     const layout = await encodeWeights(w.tensors, this.chunkBytes, async (i, bytes) => {
       digests.push(sha256Hex(bytes));
       if (i >= inFlight) await acks[i - inFlight];
-      const ack = js.publish(subject, bytes);
+      const ack = js.publish(subject, bytes, { timeout: TIMEOUT_S * 1000 });
       ack.catch(() => {}); // awaited below; a failure must not go unhandled meanwhile
       acks.push(ack);
     });
@@ -105,7 +108,7 @@ export async function fetchWeights(
   n: RunNames,
   version: number,
 ): Promise<PackedWeights | null> {
-  const jsm = await jetstreamManager(nc, { checkAPI: false, timeout: GET_TIMEOUT_S * 1000 });
+  const jsm = await jetstreamManager(nc, { checkAPI: false, timeout: TIMEOUT_S * 1000 });
   const head = await jsm.direct.getMessage(n.weightStream, {
     last_by_subj: headSubject(n, version),
   });

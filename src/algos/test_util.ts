@@ -49,3 +49,22 @@ export function sum(x: ArrayLike<number>): number {
   for (let i = 0; i < x.length; i++) s += x[i];
   return s;
 }
+
+/**
+ * A hand-checkable batch of two rows of two tokens: old log-probs -1, tokens 0..2 at probability
+ * ratios `ratios` (log-prob = ln r - 1), token 3 padding; advantages 1, -2, 0.5.
+ */
+export function ratioBatch(ratios: readonly [number, number, number]) {
+  const lp = ratios.map((r) => Math.log(r) - 1);
+  return {
+    lp,
+    advantages: [1, -2, 0.5],
+    inputs: {
+      R: 2,
+      oldLogProb: new Float64Array([-1, -1, -1, -1]),
+      logProb: new Float64Array([...lp, NaN]),
+      advantages: new Float64Array([1, -2, 0.5, NaN]),
+      responseMask: new Float32Array([1, 1, 1, 0]),
+    },
+  };
+}

@@ -1,18 +1,10 @@
 import assert from "node:assert/strict";
 import { computePolicyLoss } from "../policy_loss.ts";
-import { assertClose } from "../test_util.ts";
+import { assertClose, ratioBatch } from "../test_util.ts";
 import "./all.ts";
 
 // rollout = -1 everywhere; x = logp - rollout: row 0 [ln 1.5, ln 0.5], row 1 [ln 3, padding]
-const lp = [Math.log(1.5) - 1, Math.log(0.5) - 1, Math.log(3) - 1];
-const inputs = {
-  R: 2,
-  oldLogProb: new Float64Array([-1, -1, -1, -1]),
-  logProb: new Float64Array([...lp, NaN]),
-  advantages: new Float64Array([1, -2, 0.5, NaN]),
-  responseMask: new Float32Array([1, 1, 1, 0]),
-};
-const a = [1, -2, 0.5];
+const { lp, inputs, advantages: a } = ratioBatch([1.5, 0.5, 3]);
 const kl = -Math.log(1.5 * 0.5 * 3) / 3;
 
 Deno.test("reinforce: -A·w·logp with token, sequence and no IS weights, by hand", () => {

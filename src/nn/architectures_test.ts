@@ -14,7 +14,7 @@ import {
 } from "../io/mod.ts";
 import { Tensor } from "../tensor/mod.ts";
 import { assertClose, gpuTest, leftPadded } from "../testing/mod.ts";
-import { CausalLM } from "./decoder.ts";
+import { CausalLM } from "./causal_lm.ts";
 import { positionIdsFromMask, refLogits } from "./ref_model.ts";
 import { TINY_FAMILIES } from "./tiny_families.ts";
 import { tinyWeights } from "./tiny_model.ts";

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { gpu } from "../gpu/mod.ts";
 import { backward, mulScalar, sum, Tensor, zeroGrad } from "../tensor/mod.ts";
 import { assertClose, gpuTest, leftPadded, randomArray } from "../testing/mod.ts";
-import { CausalLM } from "./decoder.ts";
+import { CausalLM } from "./causal_lm.ts";
 import { Critic } from "./critic.ts";
 import { initLora, loraSettings } from "./lora.ts";
 import { positionIdsFromMask } from "./ref_model.ts";

@@ -6,7 +6,7 @@ import { mul } from "../tensor/mod.ts";
 import { sum } from "../tensor/mod.ts";
 import { Tensor } from "../tensor/mod.ts";
 import { assertClose, gpuTest, leftPadded, randomArray } from "../testing/mod.ts";
-import { CausalLM } from "./decoder.ts";
+import { CausalLM } from "./causal_lm.ts";
 import { positionIdsFromMask, refLogits } from "./ref_model.ts";
 import { TINY_LLAMA, TINY_QWEN2, tinyModelConfig, tinyWeights } from "./tiny_model.ts";
 import { weightShapes } from "./weights.ts";

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { linearModules, type LoraArrays, type ModelConfig, resolveLoraTargets } from "../io/mod.ts";
 import { backward, mul, sum, Tensor } from "../tensor/mod.ts";
 import { assertClose, gpuTest, leftPadded, randomArray } from "../testing/mod.ts";
-import { CausalLM } from "./decoder.ts";
+import { CausalLM } from "./causal_lm.ts";
 import { Critic } from "./critic.ts";
 import { initLora, loraSettings, mergeLoraRef } from "./lora.ts";
 import { positionIdsFromMask, refLogits } from "./ref_model.ts";

@@ -1,5 +1,6 @@
 /** Public face of src/nn. */
-export { CausalLM, type ForwardOptions } from "./decoder.ts";
+export { CausalLM } from "./causal_lm.ts";
+export { type ForwardOptions } from "./decoder.ts";
 export { AdamW } from "./optim.ts";
 export { Critic } from "./critic.ts";
 export { initLora, LoraAdapters, loraLinear, loraSettings, mergeLoraRef } from "./lora.ts";

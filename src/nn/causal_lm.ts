@@ -1,0 +1,163 @@
+/**
+ * The Qwen2 / Qwen3 / Llama / Mistral causal LM on the GPU: a training forward through autograd
+ * (`forward`, `tokenLogProbs`) and an inference path with a KV cache (`prefill`, `decodeStep`)
+ * over the shared decoder trunk.
+ */
+import type { ModelConfig } from "../io/mod.ts";
+import { attention, cast, fmtShape, linear, lmHeadLogprob, noGrad } from "../tensor/mod.ts";
+import { type LmHeadLogprobResult, Tensor } from "../tensor/mod.ts";
+import { KvCache, lastStep } from "./kv_cache.ts";
+import { mergedWeight } from "./lora.ts";
+import { initWeights, weightShapes } from "./weights.ts";
+import {
+  DecoderTrunk,
+  EMBED,
+  type ForwardOptions,
+  type LoadOptions,
+  type TokenLogProbOptions,
+  uploadWeights,
+} from "./decoder.ts";
+
+/** Qwen2ForCausalLM / Qwen3ForCausalLM / LlamaForCausalLM / MistralForCausalLM. */
+export class CausalLM extends DecoderTrunk {
+  /** The lm_head matrix: the embedding table when tied (both uses' gradients add up). */
+  #head: Tensor;
+
+  private constructor(
+    config: ModelConfig,
+    weights: Map<string, Tensor>,
+    lora?: LoadOptions["lora"],
+    view?: { head: Tensor; owned: Tensor[] },
+  ) {
+    super(config, weights, lora);
+    if (view) {
+      this.#head = view.head;
+      this.ownedWeights = view.owned;
+    } else if (!config.tieWordEmbeddings) this.#head = weights.get("lm_head.weight")!;
+    else if (weights.get(EMBED)!.dtype === "f32" && this.#f16Linear()) {
+      // f16 inference: a half copy of the tied table for the lm_head; the gather stays f32.
+      this.#head = noGrad(() => cast(weights.get(EMBED)!, "f16")).keep();
+    } else this.#head = weights.get(EMBED)!;
+  }
+
+  #f16Linear(): boolean {
+    return this.layers[0]?.q.dtype === "f16";
+  }
+
+  /** Parameters keyed by HF names; `lm_head.weight` is absent when tied (as in HF's files). */
+  static fromTensors(
+    config: ModelConfig,
+    tensors: ReadonlyMap<string, Float32Array>,
+    options: LoadOptions = {},
+  ): CausalLM {
+    const weights = uploadWeights(weightShapes(config), tensors, { ...options, what: "CausalLM" });
+    return new CausalLM(config, weights, options.lora);
+  }
+
+  /** HF-like random initialisation (normal, std 0.02), deterministic in `seed`. */
+  static random(config: ModelConfig, options: LoadOptions & { seed?: number } = {}): CausalLM {
+    const shapes = weightShapes(config);
+    return CausalLM.fromTensors(config, initWeights(shapes, { seed: options.seed }), options);
+  }
+
+  /**
+   * An inference copy with every LoRA adapter merged into its weight (W + s B A, in W's dtype;
+   * the other weights and the lm_head shared, so it costs one copy of the adapted matrices): what
+   * a rollout decodes with, built after each update and disposed after use. Without adapters,
+   * the model itself.
+   */
+  withMergedAdapters(): CausalLM {
+    const lora = this.lora;
+    if (!lora) return this;
+    const weights = new Map(this.weights);
+    const owned: Tensor[] = [];
+    for (const [m, pair] of lora.pairs) {
+      const t = mergedWeight(weights.get(`${m}.weight`)!, pair).keep();
+      weights.set(`${m}.weight`, t);
+      owned.push(t);
+    }
+    return new CausalLM(this.config, weights, undefined, { head: this.#head, owned });
+  }
+
+  /** Logits [B, T, V] of a padded batch through autograd. */
+  forward(inputIds: Tensor, options: ForwardOptions): Tensor {
+    return linear(this.hidden(inputIds, options), this.#head);
+  }
+
+  /**
+   * Log-probs (entropy, Σπ²) of `targets`, shaped like them, through autograd: the LM head runs
+   * over vocabulary chunks fused with the log-softmax, never materialising [B, T, V] logits.
+   */
+  tokenLogProbs(inputIds: Tensor, options: TokenLogProbOptions): LmHeadLogprobResult {
+    const { targets, temperature, withEntropy, withSumPiSquared, chunkBytes, ...forward } = options;
+    const h = this.hidden(inputIds, forward); // [B, T, C]
+    return lmHeadLogprob(h, this.#head, targets, {
+      temperature,
+      withEntropy,
+      withSumPiSquared,
+      chunkBytes,
+    });
+  }
+
+  /** Empty KV caches for `batch` sequences of up to `maxLength` tokens; promptMask [B, P]. */
+  createCache(batch: number, maxLength: number, promptMask: Int32Array): KvCache {
+    const c = this.config;
+    return KvCache.create({
+      layers: c.numHiddenLayers,
+      batch,
+      maxLength,
+      kvHeads: c.numKeyValueHeads,
+      headDim: c.headDim,
+      promptMask,
+    });
+  }
+
+  /**
+   * Runs the prompt [B, P] into an empty cache; returns the last position's logits [B, V]. The
+   * cache may hold r * B rows: each prompt's keys and values then fill its r rows (KvCache.append).
+   */
+  prefill(cache: KvCache, inputIds: Tensor, options: ForwardOptions): Tensor {
+    this.checkIds("prefill", inputIds, [
+      ["positionIds", options.positionIds],
+      ["attentionMask", options.attentionMask],
+    ]);
+    if (cache.length !== 0) throw new Error(`prefill: the cache already holds ${cache.length}`);
+    return noGrad(() => {
+      const h = this.trunk(inputIds, options.positionIds, (l) => (q, k, v) => {
+        cache.append(l, k, v);
+        return attention(q, k, v, { keyMask: options.attentionMask, causal: true });
+      });
+      cache.advance(inputIds.shape[1]);
+      return linear(lastStep(h), this.#head);
+    });
+  }
+
+  /** One token per sequence (ids, positions i32 [B, 1]) against the cache; logits [B, V]. */
+  decodeStep(cache: KvCache, ids: Tensor, positions: Tensor): Tensor {
+    this.checkIds("decodeStep", ids, [["positions", positions]]);
+    if (ids.shape[0] !== cache.batch || ids.shape[1] !== 1) {
+      throw new Error(`decodeStep: ids ${fmtShape(ids.shape)} must be [${cache.batch}, 1]`);
+    }
+    return noGrad(() => {
+      const kvLength = cache.length + 1;
+      const h = this.trunk(ids, positions, (l) => (q, k, v) => {
+        cache.append(l, k, v);
+        return attention(q, cache.keys[l], cache.values[l], {
+          keyMask: cache.keyMask,
+          kvLength,
+          causal: false,
+        });
+      }, kvLength);
+      cache.advance(1);
+      return linear(h, this.#head).reshape([cache.batch, this.config.vocabSize]);
+    });
+  }
+
+  override dispose(): void {
+    const view = this.ownedWeights !== null;
+    if (!view && !this.weights.has("lm_head.weight") && this.#head !== this.weights.get(EMBED)) {
+      this.#head.dispose();
+    }
+    super.dispose();
+  }
+}

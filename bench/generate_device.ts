@@ -1,8 +1,8 @@
 /**
  * Decode throughput of the generation engine on a real GPU, one JSON line per measurement.
- * Random weights in the Qwen2.5-0.5B shape (or --config tiny), EOS off so every run decodes the
- * full length. Decode tokens/s = B * (R - 1) / (time(R) - time(1)): prefill and the first
- * sample cancel out.
+ * Random weights in the Qwen2.5-0.5B shape (or --config qwen2.5-1.5b | tiny), EOS off so every
+ * run decodes the full length. Decode tokens/s = B * (R - 1) / (time(R) - time(1)): prefill and
+ * the first sample cancel out.
  *
  *   deno run -A bench/generate_device.ts --batch 64 --prompt 128 --new 256 --dtype f32,f16
  *
@@ -11,7 +11,8 @@
  * --target-groups N / --min-stages N override the skinny matmul's split policy (tuning).
  */
 import { gpu, initGpu } from "../src/gpu/mod.ts";
-import { makeModelConfig, type ModelConfig } from "../src/io/mod.ts";
+import type { ModelConfig } from "../src/io/mod.ts";
+import { isQwen25Shape, qwen25Config } from "./grpo_setup.ts";
 import { CausalLM } from "../src/nn/mod.ts";
 import { weightShapes } from "../src/nn/mod.ts";
 import { generate } from "../src/rollout/mod.ts";
@@ -26,36 +27,28 @@ function arg(name: string, fallback: string): string {
   return i >= 0 && i + 1 < Deno.args.length ? Deno.args[i + 1] : fallback;
 }
 
-const QWEN25_05B = {
-  hiddenSize: 896,
-  intermediateSize: 4864,
-  numHiddenLayers: 24,
-  numAttentionHeads: 14,
-  numKeyValueHeads: 2,
-  vocabSize: 151936,
-  ropeTheta: 1e6,
-};
-const TINY = {
-  hiddenSize: 64,
-  intermediateSize: 192,
-  numHiddenLayers: 2,
-  numAttentionHeads: 4,
-  numKeyValueHeads: 2,
-  vocabSize: 97,
-  ropeTheta: 1e4,
-};
-
+/** --config tiny | qwen2.5-0.5b | qwen2.5-1.5b (the Qwen2.5 shapes of grpo_setup.ts). */
 function benchConfig(): ModelConfig {
-  const shape = arg("config", "qwen2.5-0.5b") === "tiny" ? TINY : QWEN25_05B;
-  const layers = Number(arg("layers", `${shape.numHiddenLayers}`));
-  return makeModelConfig({
-    modelType: "qwen2",
-    eosTokenId: 0,
-    tieWordEmbeddings: true,
-    rmsNormEps: 1e-6,
-    ...shape,
-    numHiddenLayers: layers,
-  });
+  const name = arg("config", "qwen2.5-0.5b");
+  const common = { eosTokenId: 0, rmsNormEps: 1e-6 };
+  if (name === "tiny") {
+    return qwen25Config("0.5b", {
+      ...common,
+      hiddenSize: 64,
+      intermediateSize: 192,
+      numHiddenLayers: Number(arg("layers", "2")),
+      numAttentionHeads: 4,
+      numKeyValueHeads: 2,
+      vocabSize: 97,
+      ropeTheta: 1e4,
+    });
+  }
+  const shape = name.replace(/^qwen2\.5-/, "");
+  if (!isQwen25Shape(shape)) {
+    throw new Error(`--config ${name}: use tiny, qwen2.5-0.5b or qwen2.5-1.5b`);
+  }
+  const layers = arg("layers", "");
+  return qwen25Config(shape, { ...common, ...(layers ? { numHiddenLayers: Number(layers) } : {}) });
 }
 
 /** Cheap random weights (uniform with std 0.02, norms at 1): values do not matter for speed. */

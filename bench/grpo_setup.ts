@@ -7,6 +7,9 @@ import { makeModelConfig, type ModelConfig, type ModelConfigInit } from "../src/
 import { charTokenizer } from "../src/io/mod.ts";
 import { RewardManager } from "../src/reward/mod.ts";
 import type { PromptItem } from "../src/data/mod.ts";
+import { gpu } from "../src/gpu/mod.ts";
+import type { PpoConfig } from "../src/config/mod.ts";
+import { buildTrainerParts, type TrainerParts } from "../src/trainer/mod.ts";
 
 export const QWEN25_VOCAB = 151936;
 
@@ -101,4 +104,26 @@ export function grpoStepOverrides(
     "actor_rollout_ref.rollout.top_k=-1",
     "algorithm.adv_estimator=grpo",
   ];
+}
+
+/** Trainer parts for a bench step: no validation, no logging, the buffer pool's peaks. */
+export function benchParts(o: {
+  config: PpoConfig;
+  model: ModelConfig;
+  tensors: Map<string, Float32Array>;
+  items: PromptItem[];
+  reward: RewardManager;
+}): TrainerParts {
+  const pool = gpu().pool;
+  return buildTrainerParts({
+    config: o.config,
+    tokenizer: charTokenizer(),
+    actor: { config: o.model, tensors: o.tensors },
+    trainItems: o.items,
+    valItems: [],
+    tracking: { log() {}, close() {} },
+    reward: o.reward,
+    peakMemoryBytes: () => pool.peakBytes,
+    peakReservedBytes: () => pool.peakReservedBytes,
+  });
 }

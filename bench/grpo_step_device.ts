@@ -10,12 +10,11 @@
  * (ppo_max_token_len_per_gpu, also the log-prob passes'). bench/README.md has the commands.
  */
 import { initGpu } from "../src/gpu/mod.ts";
-import { charTokenizer } from "../src/io/mod.ts";
 import { initWeights, weightShapes } from "../src/nn/mod.ts";
-import { buildTrainerParts } from "../src/trainer/mod.ts";
 import { loadConfig } from "../src/config/mod.ts";
 import { trainStep } from "../src/trainer/mod.ts";
 import {
+  benchParts,
   coinFlipReward,
   grpoStepOverrides,
   isQwen25Shape,
@@ -64,17 +63,7 @@ const cfg = loadConfig("ppo_trainer", {
       : []),
   ],
 });
-const parts = buildTrainerParts({
-  config: cfg,
-  tokenizer: charTokenizer(),
-  actor: { config, tensors },
-  trainItems: items,
-  valItems: [],
-  tracking: { log() {}, close() {} },
-  reward,
-  peakMemoryBytes: () => g.pool.peakBytes,
-  peakReservedBytes: () => g.pool.peakReservedBytes,
-});
+const parts = benchParts({ config: cfg, model: config, tensors, items, reward });
 console.log(JSON.stringify({
   adapter: g.adapterName,
   shape: shapeName,

@@ -17,9 +17,10 @@ import { initGpu } from "../src/gpu/mod.ts";
 import { charTokenizer, type ModelConfig } from "../src/io/mod.ts";
 import { CausalLM, initLora, initWeights, loraSettings, weightShapes } from "../src/nn/mod.ts";
 import { generate } from "../src/rollout/mod.ts";
-import { buildTrainerParts, rolloutFor, trainStep } from "../src/trainer/mod.ts";
+import { rolloutFor, trainStep } from "../src/trainer/mod.ts";
 import { loadConfig } from "../src/config/mod.ts";
 import {
+  benchParts,
   coinFlipReward,
   grpoStepOverrides,
   isQwen25Shape,
@@ -85,16 +86,7 @@ async function child(shape: string, rank: number): Promise<void> {
       `actor_rollout_ref.model.enable_gradient_checkpointing=${num("checkpointing", 0) !== 0}`,
     ],
   });
-  const parts = buildTrainerParts({
-    config: cfg,
-    tokenizer: charTokenizer(),
-    actor: { config, tensors },
-    trainItems: items,
-    valItems: [],
-    tracking: { log() {}, close() {} },
-    reward,
-    peakMemoryBytes: () => g.pool.peakBytes,
-  });
+  const parts = benchParts({ config: cfg, model: config, tensors, items, reward });
   tensors.clear();
   // --rollout=adapters: decode through the adapters instead of a merged copy.
   const adapters = opt("rollout", "merged") === "adapters";

@@ -7,55 +7,7 @@
  * are about half the gains measured with seeds 1, 2 and 3 on two adapters.
  */
 import assert from "node:assert/strict";
-import { initGpu } from "../src/gpu/mod.ts";
-import { loadConfig } from "../src/config/mod.ts";
-import { fit } from "../src/trainer/mod.ts";
-import { setupTrainer } from "../src/trainer/mod.ts";
-import type { Logger } from "../src/tracking/mod.ts";
-
-const ROOT = new URL("..", import.meta.url).pathname;
-
-/**
- * Runs the default config with `overrides`; returns the held-out accuracy at each validation.
- * `onStep` sees every step's metrics.
- */
-async function validationCurve(
-  overrides: string[],
-  onStep?: (m: Record<string, number>) => void,
-): Promise<number[]> {
-  await initGpu();
-  const dir = Deno.makeTempDirSync({ prefix: "webrl_learns_" });
-  try {
-    const cfg = loadConfig("ppo_trainer", {
-      files: [`${ROOT}configs/arithmetic_grpo.yaml`],
-      overrides: [
-        `data.train_files=${ROOT}data/arithmetic/train.parquet`,
-        `data.val_files=${ROOT}data/arithmetic/val.parquet`,
-        `actor_rollout_ref.model.path=${ROOT}assets/tiny_arith`,
-        "trainer.seed=1",
-        "trainer.logger=[]",
-        "trainer.log_val_generations=0",
-        `trainer.default_local_dir=${dir}`,
-        ...overrides,
-      ],
-    });
-    const parts = await setupTrainer(cfg, { print: () => {} });
-    const val: number[] = [];
-    const sink: Logger = {
-      log: (_s, m) => {
-        const k = Object.keys(m).find((k) => k.startsWith("val-core/"));
-        if (k) val.push(m[k]);
-        if ("timing_s/step" in m) onStep?.(m);
-      },
-      close() {},
-    };
-    parts.tracking = sink;
-    await fit(parts);
-    return val;
-  } finally {
-    Deno.removeSync(dir, { recursive: true });
-  }
-}
+import { validationCurve } from "./validation_curve.ts";
 
 Deno.test({
   name: "GRPO (the default run, shortened) raises validation accuracy within 10 steps",
@@ -86,7 +38,7 @@ Deno.test({
       "trainer.test_freq=10",
       "algorithm.rollout_correction.bypass_mode=true",
       "actor_rollout_ref.rollout.calculate_log_probs=true",
-    ], (m) => steps.push(m));
+    ], { onStep: (m) => steps.push(m) });
     assert.equal(steps.length, 10);
     for (const m of steps) {
       assert.ok(!("timing_s/old_log_prob" in m), "no old_log_prob stage ran");

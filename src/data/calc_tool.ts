@@ -9,6 +9,7 @@
  */
 import { CALC_TOOL_DATA_SOURCE } from "../reward/mod.ts";
 import { mulberry32, randInt } from "../tensor/mod.ts";
+import { distinctRows } from "./distinct.ts";
 import type { Row } from "./parquet.ts";
 
 export interface CalcToolOptions {
@@ -32,20 +33,13 @@ export function generateCalcTool(o: CalcToolOptions): Row[] {
   }
   const lo = digits === 1 ? 2 : 10 ** (digits - 1);
   const space = (10 ** digits - lo) * 90;
-  if (o.count > space / 2) {
-    throw new Error(`asked for ${o.count} distinct problems, but only ~${space} exist`);
-  }
-  const rand = mulberry32(o.seed ?? 1);
-  const seen = new Set<string>();
-  const rows: Row[] = [];
-  while (rows.length < o.count) {
+  return distinctRows({ count: o.count, space, seed: o.seed, exclude: o.exclude }, (rand) => {
     const a = randInt(rand, lo, 10 ** digits - 1), b = randInt(rand, 11, 99);
-    if (b % 10 === 0) continue; // x*20 is easy in the head
-    const expression = `${a}*${b}`;
-    if (seen.has(expression) || o.exclude?.has(expression)) continue;
-    seen.add(expression);
-    const answer = String(a * b);
-    rows.push({
+    if (b % 10 === 0) return null; // x*20 is easy in the head
+    return { key: `${a}*${b}`, problem: a * b };
+  }, (product, expression, index) => {
+    const answer = String(product);
+    return {
       data_source: CALC_TOOL_DATA_SOURCE,
       agent_name: "tool_agent",
       prompt: [{ role: "user", content: `${expression}=` }],
@@ -53,15 +47,14 @@ export function generateCalcTool(o: CalcToolOptions): Row[] {
       reward_model: { style: "rule", ground_truth: answer },
       extra_info: {
         split: o.split ?? "train",
-        index: rows.length,
+        index,
         expression,
         answer: `#### ${answer}`,
         // The calculator keeps no per-trajectory state; the entry names the tool the row expects.
         tools_kwargs: { [CALCULATOR_TOOL]: { create_kwargs: { expression } } },
       },
-    });
-  }
-  return rows;
+    };
+  });
 }
 
 /**

@@ -4,7 +4,8 @@
  * `synthetic/arithmetic` scorer reads it with gsm8k's strict `#### <number>` rule.
  */
 import { ARITHMETIC_DATA_SOURCE } from "../reward/mod.ts";
-import { mulberry32, randInt } from "../tensor/mod.ts";
+import { randInt } from "../tensor/mod.ts";
+import { distinctRows } from "./distinct.ts";
 import type { Row } from "./parquet.ts";
 
 /** Operators the generator can use. */
@@ -65,13 +66,7 @@ export function generateArithmetic(o: ArithmeticOptions): Row[] {
   }
   const space = Math.pow(10, digits + other * (nOperands - 1)) *
     Math.pow(operators.length, nOperands - 1);
-  if (o.count > space / 2) {
-    throw new Error(`asked for ${o.count} distinct problems, but only ~${space} exist`);
-  }
-  const rand = mulberry32(o.seed ?? 1);
-  const seen = new Set<string>();
-  const rows: Row[] = [];
-  while (rows.length < o.count) {
+  return distinctRows({ count: o.count, space, seed: o.seed, exclude: o.exclude }, (rand) => {
     const nums = Array.from(
       { length: nOperands },
       (_, i) => randInt(rand, 0, 10 ** (i === 0 ? digits : other) - 1),
@@ -80,18 +75,18 @@ export function generateArithmetic(o: ArithmeticOptions): Row[] {
       { length: nOperands - 1 },
       () => operators[randInt(rand, 0, operators.length - 1)],
     );
-    const expr = nums.map((n, i) => (i ? ops[i - 1] : "") + n).join("");
-    if (seen.has(expr) || o.exclude?.has(expr)) continue;
-    seen.add(expr);
+    const key = nums.map((n, i) => (i ? ops[i - 1] : "") + n).join("");
+    return { key, problem: { nums, ops } };
+  }, ({ nums, ops }, expr, index, rand) => {
     const answer = String(evaluateExpression(nums, ops));
-    rows.push({
+    return {
       data_source: ARITHMETIC_DATA_SOURCE,
       prompt: [{ role: "user", content: `${expr}=` }],
       ability: "math",
       reward_model: { style: "rule", ground_truth: answer },
       extra_info: {
         split: o.split ?? "train",
-        index: rows.length,
+        index,
         a: nums[0],
         b: nums[1],
         op: ops[0],
@@ -99,7 +94,6 @@ export function generateArithmetic(o: ArithmeticOptions): Row[] {
         answer: `#### ${answer}`,
         sft_answer: rand() < (o.plainRatio ?? 0) ? answer : `#### ${answer}`,
       },
-    });
-  }
-  return rows;
+    };
+  });
 }

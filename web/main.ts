@@ -87,7 +87,7 @@ function showSaved(run: SavedRunInfo | null): void {
     $("saved-text").textContent = `A run started ${when} is saved in this browser at step ` +
       `${run.step} of ${run.totalSteps} (${run.settings.algorithm.toUpperCase()}, model ` +
       `${run.model}, prompts ${run.data})` +
-      (finished ? ": finished; Download hands out its model." : ".");
+      (finished ? ": finished." : ".");
     $("resume-saved").hidden = finished;
   }
 }

@@ -48,6 +48,7 @@ export function qwen25Config(shape: Qwen25Shape, o: Partial<ModelConfigInit> = {
     ropeTheta: 1e6,
     ...QWEN25_SHAPES[shape],
     ...o,
+    vocabSize, // `o.vocabSize: undefined` must not undo the default
   });
 }
 

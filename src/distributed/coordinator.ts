@@ -26,7 +26,7 @@ import {
   runNames,
   type Trajectory,
 } from "./protocol.ts";
-import { resetWeightStream, WeightPublisher } from "./weight_stream.ts";
+import { type PublishTimes, resetWeightStream, WeightPublisher } from "./weight_stream.ts";
 import type { ConnectOptions } from "./connect.ts";
 import { BackgroundPublisher } from "./publisher.ts";
 
@@ -88,6 +88,10 @@ export class Coordinator {
   #stopped = false;
   #publisher: BackgroundPublisher | null = null;
   #consuming: Promise<void> | null = null;
+  /** Where the newest stored version's publication spent its time (reported once). */
+  #published: Record<string, number> | null = null;
+  /** Hears the buffers of transferred weights once the background publisher is done with them. */
+  recycle: ((buffers: ArrayBuffer[]) => void) | null = null;
 
   private constructor(nc: NatsConnection, os: ObjectStore, o: CoordinatorOptions) {
     this.#nc = nc;
@@ -124,11 +128,10 @@ export class Coordinator {
     for await (const e of await os.list()) await os.delete(e.name);
     const c = new Coordinator(nc, os, o);
     if (o.background) {
-      c.#publisher = new BackgroundPublisher({
-        ...o.background,
-        prefix: o.prefix,
-        keepVersions: o.keepVersions,
-      });
+      c.#publisher = new BackgroundPublisher(
+        { ...o.background, prefix: o.prefix, keepVersions: o.keepVersions },
+        (buffers) => c.recycle?.(buffers),
+      );
     }
     c.#consuming = c.#consume();
     return c;
@@ -139,20 +142,29 @@ export class Coordinator {
     await this.#os.putBlob({ name: "run" }, await frame(info));
   }
 
-  /** Publishes weights `version` (f16 chunks) and purges versions older than `keepVersions`. */
+  /**
+   * Publishes weights `version` (f16 chunks; f32 arrays are converted, Uint16Array f16 bits sent
+   * as they are) and purges versions older than `keepVersions`. `transfer`: the arrays' buffers
+   * may move to the background publisher (see `recycle`); `readbackS`: the caller's GPU readback,
+   * reported with the publication's own times.
+   */
   async publishWeights(
     version: number,
     modelConfig: string,
-    tensors: Map<string, Float32Array>,
-  ): Promise<number> {
-    if (this.#publisher) {
-      const bytes = await this.#publisher.publish(version, modelConfig, tensors);
-      this.#counts.bytesWeights += bytes;
-      return bytes;
-    }
-    const bytes = await this.#weights.publish({ version, modelConfig, tensors });
-    this.#counts.bytesWeights += bytes;
-    return bytes;
+    tensors: ReadonlyMap<string, Float32Array | Uint16Array>,
+    o: { transfer?: boolean; readbackS?: number } = {},
+  ): Promise<PublishTimes> {
+    const w = { version, epoch: this.epoch, modelConfig, tensors };
+    const times = this.#publisher
+      ? await this.#publisher.publish(w, o.transfer)
+      : await this.#weights.publish(w);
+    this.#counts.bytesWeights += times.bytes;
+    this.#published = {
+      "distributed/publish_encode_s": times.encodeS,
+      "distributed/publish_upload_s": times.uploadS,
+      ...(o.readbackS === undefined ? {} : { "distributed/publish_readback_s": o.readbackS }),
+    };
+    return times;
   }
 
   /** Publishes the jobs of one step under weights `version`. */
@@ -223,7 +235,10 @@ export class Coordinator {
       "distributed/stale_dropped": this.#counts.staleDropped,
       "distributed/corrupt": this.#counts.corrupt,
       "distributed/consumer_restarts": this.#counts.consumerRestarts,
+      ...this.#published,
+      ...weightTimeMetrics(trajectories),
     };
+    this.#published = null;
     return { trajectories, metrics };
   }
 
@@ -288,6 +303,21 @@ export class Coordinator {
     await this.#nc.drain().catch(() => {});
     await this.#consuming?.catch(() => {});
   }
+}
+
+/** Means of the workers' weight stage times over a step's trajectories (those that sent them). */
+function weightTimeMetrics(ts: Trajectory[]): Record<string, number> {
+  const w = ts.flatMap((t) => t.weightTimes ? [t.weightTimes] : []);
+  if (w.length === 0) return {};
+  const mean = (f: (x: (typeof w)[number]) => number) => w.reduce((a, x) => a + f(x), 0) / w.length;
+  return {
+    "distributed/weights_fetch_s": mean((x) => x.fetchS),
+    "distributed/weights_decode_s": mean((x) => x.decodeS),
+    "distributed/weights_build_s": mean((x) => x.buildS),
+    "distributed/weights_eager_frac": mean((x) => (x.eager ? 1 : 0)),
+    "distributed/weights_wait_s/mean": mean((x) => x.waitS),
+    "distributed/weights_wait_s/max": Math.max(...w.map((x) => x.waitS)),
+  };
 }
 
 async function ensureStream(

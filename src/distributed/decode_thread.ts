@@ -1,14 +1,21 @@
 /**
- * Decoding a weights version on a thread of its own (Deno): the thread hashes and converts each
- * chunk while this thread receives the next, so the fetch costs about the larger of the two
- * instead of their sum. Each chunk is copied once and transferred. Elsewhere (a browser tab) the
- * chunks are decoded inline.
+ * Decoding a weights version on a thread of its own (Deno): the thread stores and hashes each
+ * chunk while this thread receives the next (and generates with the version it has), so the fetch
+ * costs about the larger of the two instead of their sum. Each chunk is copied once and
+ * transferred. Elsewhere (a browser tab) the chunks are decoded inline.
  */
 import { ChecksumError } from "./protocol.ts";
-import { type PackedWeights, WeightsDecoder, type WeightsManifest } from "./weights.ts";
+import {
+  checkPlan,
+  type HalfWeights,
+  WeightsDecoder,
+  type WeightsManifest,
+  type WeightsPlan,
+} from "./weights.ts";
 
 export interface DecodeReply {
-  weights?: { version: number; modelConfig: string; tensors: [string, Float32Array][] };
+  weights?: Omit<HalfWeights, "tensors"> & { tensors: [string, Uint16Array][] };
+  decodeS?: number;
   error?: string;
   checksum?: boolean;
 }
@@ -16,18 +23,23 @@ export interface DecodeReply {
 /** What fetchWeights feeds: a WeightsDecoder here or on a thread. */
 export interface ChunkSink {
   add(data: Uint8Array): void;
-  finish(): Promise<PackedWeights>;
+  /** The weights and the seconds the decoder spent storing and hashing chunks. */
+  finish(manifest: WeightsManifest): Promise<{ weights: HalfWeights; decodeS: number }>;
   /** Ends a thread left unfinished (a failed fetch). */
   close(): void;
 }
 
 /** A decoder on a thread of its own where Deno's Worker is there, else inline. */
-export function chunkDecoder(manifest: WeightsManifest): ChunkSink {
+export function chunkDecoder(plan: WeightsPlan): ChunkSink {
   if (!("Deno" in globalThis)) {
-    const d = new WeightsDecoder(manifest);
-    return { add: (b) => d.add(b), finish: () => d.finish(), close: () => {} };
+    const d = new WeightsDecoder(plan);
+    return {
+      add: (b) => d.add(b),
+      finish: async (m) => ({ weights: await d.finish(m), decodeS: d.decodeS }),
+      close: () => {},
+    };
   }
-  new WeightsDecoder({ ...manifest, bytes: 0, chunks: [] }); // the manifest's own checks, here
+  checkPlan(plan); // the plan's own checks, here
   const worker = new Worker(new URL("./decode_thread_worker.ts", import.meta.url), {
     type: "module",
   });
@@ -38,20 +50,23 @@ export function chunkDecoder(manifest: WeightsManifest): ChunkSink {
       resolve({ error: e.message });
     };
   });
-  worker.postMessage({ manifest });
+  worker.postMessage({ plan });
   return {
     add(data) {
       const copy = new Uint8Array(data);
       worker.postMessage({ chunk: copy }, [copy.buffer]);
     },
-    async finish() {
-      worker.postMessage({ finish: true });
+    async finish(manifest) {
+      worker.postMessage({ finish: manifest });
       const r = await reply;
       worker.terminate();
       if (!r.weights) {
         throw r.checksum ? new ChecksumError(r.error) : new Error(`weights: ${r.error}`);
       }
-      return { ...r.weights, tensors: new Map(r.weights.tensors) };
+      return {
+        weights: { ...r.weights, tensors: new Map(r.weights.tensors) },
+        decodeS: r.decodeS!,
+      };
     },
     close: () => worker.terminate(),
   };

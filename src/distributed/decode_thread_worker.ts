@@ -2,7 +2,7 @@
 /// <reference lib="deno.worker" />
 import type { DecodeReply } from "./decode_thread.ts";
 import { ChecksumError } from "./protocol.ts";
-import { WeightsDecoder, type WeightsManifest } from "./weights.ts";
+import { WeightsDecoder, type WeightsManifest, type WeightsPlan } from "./weights.ts";
 
 let decoder: WeightsDecoder | null = null;
 let failed: Error | null = null;
@@ -10,10 +10,10 @@ let failed: Error | null = null;
 const reply = (r: DecodeReply, transfer: Transferable[] = []) => self.postMessage(r, transfer);
 
 self.onmessage = (
-  e: MessageEvent<{ manifest?: WeightsManifest; chunk?: Uint8Array; finish?: boolean }>,
+  e: MessageEvent<{ plan?: WeightsPlan; chunk?: Uint8Array; finish?: WeightsManifest }>,
 ) => {
   try {
-    if (e.data.manifest) decoder = new WeightsDecoder(e.data.manifest);
+    if (e.data.plan) decoder = new WeightsDecoder(e.data.plan);
     else if (e.data.chunk && !failed) decoder!.add(e.data.chunk);
   } catch (err) {
     failed = err as Error;
@@ -22,9 +22,9 @@ self.onmessage = (
   const fail = (err: Error) =>
     reply({ error: err.message, checksum: err instanceof ChecksumError });
   if (failed) return fail(failed);
-  decoder!.finish().then((w) => {
+  decoder!.finish(e.data.finish).then((w) => {
     const tensors = [...w.tensors];
     const buffer = tensors[0]?.[1].buffer as ArrayBuffer | undefined;
-    reply({ weights: { ...w, tensors } }, buffer ? [buffer] : []);
+    reply({ weights: { ...w, tensors }, decodeS: decoder!.decodeS }, buffer ? [buffer] : []);
   }, fail);
 };

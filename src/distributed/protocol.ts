@@ -101,6 +101,12 @@ export interface Trajectory {
   genSeconds: number;
   /** How many times JetStream had delivered the job (more than 1: an earlier holder failed). */
   deliveries: number;
+  /**
+   * Where the worker's time for the job's weights version went: fetch (network + verify), decode
+   * (storing and hashing chunks, overlapping the fetch), build (the GPU upload), whether it was
+   * fetched before a job named it, and how long this job waited for it.
+   */
+  weightTimes?: { fetchS: number; decodeS: number; buildS: number; eager: boolean; waitS: number };
 }
 
 export class ChecksumError extends Error {}

@@ -1,12 +1,13 @@
 /**
  * The thread of a BackgroundPublisher (publisher.ts): its own NATS connection and a WeightPublisher
  * on the run's weights stream; publishes each version it is handed (f16, checksummed chunks), then
- * answers with its bytes, or the error.
+ * answers with where the time went, or the error, and hands the arrays' buffers back.
  */
 /// <reference lib="deno.worker" />
 import { connectNats, type ConnectOptions } from "./connect.ts";
 import { runNames } from "./protocol.ts";
-import { WeightPublisher } from "./weight_stream.ts";
+import { type PublishTimes, WeightPublisher } from "./weight_stream.ts";
+import type { PackedWeights } from "./weights.ts";
 
 export interface PublisherInit {
   url: string;
@@ -15,10 +16,16 @@ export interface PublisherInit {
   keepVersions: number;
 }
 
-export interface PublishRequest {
+export type PublishRequest = Omit<PackedWeights, "tensors"> & {
+  tensors: [string, Float32Array | Uint16Array][];
+};
+
+export interface PublishReply {
   version: number;
-  modelConfig: string;
-  tensors: [string, Float32Array][];
+  times?: PublishTimes;
+  error?: string;
+  /** The request's buffers, back for reuse. */
+  buffers: ArrayBuffer[];
 }
 
 let ready: Promise<WeightPublisher> | null = null;
@@ -33,8 +40,11 @@ self.onmessage = (e: MessageEvent<{ init?: PublisherInit; publish?: PublishReque
     return;
   }
   const req = e.data.publish!;
+  const buffers = [...new Set(req.tensors.map(([, t]) => t.buffer as ArrayBuffer))];
+  const answer = (r: Omit<PublishReply, "version" | "buffers">) =>
+    self.postMessage({ version: req.version, buffers, ...r }, buffers);
   ready!.then((p) => p.publish({ ...req, tensors: new Map(req.tensors) })).then(
-    (bytes) => self.postMessage({ version: req.version, bytes }),
-    (err) => self.postMessage({ version: req.version, error: String(err?.message ?? err) }),
+    (times) => answer({ times }),
+    (err) => answer({ error: String(err?.message ?? err) }),
   );
 };

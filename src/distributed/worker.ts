@@ -1,9 +1,10 @@
 /**
- * A rollout worker: pulls prompt jobs from the run's work queue, fetches the weights version a
- * job names (once; a worker that joins late starts from the version of its first job), generates
- * the job's n samples with their log-probs, scores them with the built-in reward functions and
- * publishes the trajectory before acking the job. A job whose weights version is gone (a trainer
- * that moved on or restarted) is dropped. The same code runs in Deno and in a browser tab.
+ * A rollout worker: pulls prompt jobs from the run's work queue, generates each job's n samples
+ * with their log-probs under exactly the weights version the job names, scores them with the
+ * built-in reward functions and publishes the trajectory before acking the job. Weight versions
+ * are fetched eagerly as the trainer publishes them (weight_cache.ts), or when a job names one not
+ * held (a worker that joins late starts from the newest). A job whose weights version is gone (a
+ * trainer that moved on or restarted) is dropped. The same code runs in Deno and in a browser tab.
  */
 import { jetstream, type JetStreamClient, type JsMsg } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
@@ -16,7 +17,8 @@ import { RewardManager } from "../reward/mod.ts";
 import { generate } from "../rollout/mod.ts";
 import type { RunInfo } from "./coordinator.ts";
 import { decodeJob, encodeTrajectory, type Job, runNames, unframe } from "./protocol.ts";
-import { fetchWeights } from "./weight_stream.ts";
+import { type Held, type VersionTimes, WeightCache } from "./weight_cache.ts";
+import type { HalfWeights } from "./weights.ts";
 
 export interface WorkerOptions {
   prefix: string;
@@ -28,13 +30,31 @@ export interface WorkerOptions {
   signal?: AbortSignal;
   /** Hears each finished job (the CLI's log line). */
   onJob?: (job: Job, seconds: number) => void;
+  /** Hears each weights version built, with where its time went (the CLI's log line). */
+  onWeights?: (version: number, times: VersionTimes) => void;
+  /**
+   * Milliseconds between asks for newly published weight versions, fetched in the background
+   * while jobs run; 0 = fetch a version only when a job names it. Default 200.
+   */
+  watchWeightsMs?: number;
   log?: (line: string) => void;
 }
 
 export interface WorkerStats {
   jobs: number;
   dropped: number;
+  /** Versions built, in order (eagerly or for a job). */
   weightVersions: number[];
+}
+
+/**
+ * A model from received f16 weights: the f16 bits go to the GPU as they are where it has
+ * shader-f16 (the matrices; the rest converted to f32 once), else everything is converted once.
+ */
+function buildModel(w: HalfWeights): CausalLM {
+  return CausalLM.fromTensors(parseModelConfig(w.modelConfig), w.tensors, {
+    dtype: gpu().hasF16 ? "f16" : "f32",
+  });
 }
 
 /** Runs jobs until `maxJobs` are done or `signal` aborts. */
@@ -45,10 +65,16 @@ export async function runWorker(nc: NatsConnection, o: WorkerOptions): Promise<W
   const os = await new Objm(nc).open(names.bucket);
   const stats: WorkerStats = { jobs: 0, dropped: 0, weightVersions: [] };
   let run: RunContext | null = null;
-  // The model of the trainer process (job epoch) and version in hand: a restarted trainer
-  // reuses version numbers for other weights.
-  let model: CausalLM | null = null;
-  let modelKey = "";
+  const weights = new WeightCache<CausalLM>(nc, names, {
+    build: buildModel,
+    dispose: (m) => m.dispose(),
+    pollMs: o.watchWeightsMs ?? 200,
+    onBuilt: (version, times) => {
+      stats.weightVersions.push(version);
+      o.onWeights?.(version, times);
+    },
+    log: o.log,
+  });
   const batchJobs = Math.max(1, o.batchJobs ?? 8);
   try {
     while (!o.signal?.aborted && (o.maxJobs === undefined || stats.jobs < o.maxJobs)) {
@@ -99,27 +125,20 @@ export async function runWorker(nc: NatsConnection, o: WorkerOptions): Promise<W
           groups.set(key, [...(groups.get(key) ?? []), j]);
         }
         for (const group of groups.values()) {
-          const version = group[0].job.version, key = `${group[0].job.epoch}/${version}`;
-          if (modelKey !== key) {
-            const w = await fetchWeights(nc, names, version);
-            if (!w) {
-              // The trainer no longer keeps this version: the jobs are stale.
-              for (const { msg } of group) msg.term();
-              stats.dropped += group.length;
-              continue;
-            }
-            model?.dispose();
-            // The weights come as f16: held as f16 where the GPU can, they lose nothing more and
-            // take half the memory and bandwidth of the decode.
-            model = CausalLM.fromTensors(parseModelConfig(w.modelConfig), w.tensors, {
-              dtype: gpu().hasF16 ? "f16" : "f32",
-            });
-            modelKey = key;
-            stats.weightVersions.push(w.version);
+          const got = await weights.acquire(group[0].job.epoch, group[0].job.version);
+          if (!got) {
+            // The trainer no longer keeps this version: the jobs are stale.
+            for (const { msg } of group) msg.term();
+            stats.dropped += group.length;
+            continue;
           }
-          if (!run || !model) continue;
-          await runJobs(group, { ...run, model, js, subject: names.traj, o });
-          stats.jobs += group.length;
+          try {
+            if (!run) continue;
+            await runJobs(group, { ...run, held: got.held, waitS: got.waitS, js, o, names });
+            stats.jobs += group.length;
+          } finally {
+            weights.release(got.held);
+          }
         }
       } catch (e) {
         // A lost connection or a failed read: the jobs not yet answered go back to the queue now.
@@ -129,12 +148,12 @@ export async function runWorker(nc: NatsConnection, o: WorkerOptions): Promise<W
       }
     }
   } finally {
-    model?.dispose();
+    await weights.close();
   }
   return stats;
 }
 
-type RunContext = Omit<JobContext, "model" | "js" | "subject" | "o"> & { epoch?: string };
+type RunContext = Omit<JobContext, "held" | "waitS" | "js" | "names" | "o"> & { epoch?: string };
 
 /** The run info of the trainer process `epoch` (reloaded when a new trainer process starts). */
 async function loadRun(os: ObjectStore, o: WorkerOptions, epoch?: string): Promise<RunContext> {
@@ -150,9 +169,11 @@ interface JobContext {
   info: RunInfo;
   tokenizer: Tokenizer;
   reward: RewardManager | null;
-  model: CausalLM;
+  held: Held<CausalLM>;
+  /** Seconds the group waited for its weights version. */
+  waitS: number;
   js: JetStreamClient;
-  subject: string;
+  names: ReturnType<typeof runNames>;
   o: WorkerOptions;
 }
 
@@ -168,7 +189,7 @@ async function runJobs(group: { msg: JsMsg; job: Job }[], ctx: JobContext): Prom
     inputIds.set(job.promptIds, b * P + P - L);
     attentionMask.fill(1, b * P + P - L, b * P + P);
   });
-  const out = await generate(ctx.model, {
+  const out = await generate(ctx.held.model, {
     inputIds,
     attentionMask,
     batch: B,
@@ -210,9 +231,10 @@ async function runJobs(group: { msg: JsMsg; job: Job }[], ctx: JobContext): Prom
       scores: !scored || failed.has(b) ? null : [...scored.scores.slice(b * n, (b + 1) * n)],
       genSeconds: seconds,
       deliveries: msg.info.deliveryCount,
+      weightTimes: { ...ctx.held.times, waitS: ctx.waitS },
     });
     // Stored before the ack: a worker that dies in between leaves a duplicate, never a loss.
-    await ctx.js.publish(ctx.subject, data);
+    await ctx.js.publish(ctx.names.traj, data);
     await msg.ackAck();
     ctx.o.onJob?.(job, seconds);
   }

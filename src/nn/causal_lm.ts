@@ -44,10 +44,13 @@ export class CausalLM extends DecoderTrunk {
     return this.layers[0]?.q.dtype === "f16";
   }
 
-  /** Parameters keyed by HF names; `lm_head.weight` is absent when tied (as in HF's files). */
+  /**
+   * Parameters keyed by HF names; `lm_head.weight` is absent when tied (as in HF's files). A
+   * Uint16Array holds f16 bits (uploadWeights).
+   */
   static fromTensors(
     config: ModelConfig,
-    tensors: ReadonlyMap<string, Float32Array>,
+    tensors: ReadonlyMap<string, Float32Array | Uint16Array>,
     options: LoadOptions = {},
   ): CausalLM {
     const weights = uploadWeights(weightShapes(config), tensors, { ...options, what: "CausalLM" });

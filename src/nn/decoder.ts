@@ -6,6 +6,8 @@
  */
 import { gpu } from "../gpu/mod.ts";
 import {
+  f16ToF32Into,
+  f32ToF16Into,
   type LoraArrays,
   type LoraSettings,
   type ModelConfig,
@@ -59,10 +61,13 @@ function isMatrix(name: string): boolean {
   return name.endsWith("_proj.weight") || name === "lm_head.weight";
 }
 
-/** Uploads HF-named arrays, checked against `shapes`. */
+/**
+ * Uploads HF-named arrays, checked against `shapes`. A Uint16Array holds f16 bits (weights that
+ * came as f16): uploaded as they are into an f16 tensor, converted once into an f32 one.
+ */
 export function uploadWeights(
   shapes: Map<string, number[]>,
-  arrays: ReadonlyMap<string, Float32Array>,
+  arrays: ReadonlyMap<string, Float32Array | Uint16Array>,
   options: LoadOptions & { what: string },
 ): Map<string, Tensor> {
   checkWeights(shapes, arrays, options.what);
@@ -72,8 +77,21 @@ export function uploadWeights(
   }
   const out = new Map<string, Tensor>();
   for (const [name, shape] of shapes) {
-    const dtype = half && isMatrix(name) ? "f16" : "f32";
-    out.set(name, Tensor.from(arrays.get(name)!, shape, dtype, name).keep());
+    const dtype = half && isMatrix(name) ? "f16" : "f32", a = arrays.get(name)!;
+    let bits: Uint16Array | null = a instanceof Uint16Array ? a : null;
+    if (dtype === "f16" && !bits) {
+      bits = new Uint16Array(a.length);
+      f32ToF16Into(a as Float32Array, bits);
+    }
+    if (dtype === "f16") {
+      const t = Tensor.empty(shape, "f16", name).keep();
+      if (a.length > 0) gpu().upload(t.buffer, bits!);
+      out.set(name, t);
+      continue;
+    }
+    const values = bits ? new Float32Array(bits.length) : a as Float32Array;
+    if (bits) f16ToF32Into(bits, values);
+    out.set(name, Tensor.from(values, shape, "f32", name).keep());
   }
   return out;
 }

@@ -14,6 +14,7 @@ import type { GenBatch, LogProbBatch } from "./batch.ts";
 import type { RemoteGen, TrainerParts } from "./parts.ts";
 import type { PeekLoader } from "./peek_loader.ts";
 import { LogProbAudit, logProbDiff, RejectionTally } from "./remote_audit.ts";
+import { WeightReadback } from "./remote_publish.ts";
 
 interface Provenance {
   workerId: string;
@@ -40,6 +41,12 @@ export class RemoteRollout implements RemoteGen {
   #items = new Map<number, PromptItem[]>();
   #provenance = new Map<string, Provenance>();
   #tally = new RejectionTally();
+  #readback: WeightReadback | null = null;
+  /**
+   * Convert the weights to f16 on the GPU before the readback (default where the GPU has
+   * shader-f16); false: read f32 back and convert on the publishing thread.
+   */
+  castOnGpu: boolean | null = null;
 
   constructor(o: RemoteOptions) {
     this.coordinator = o.coordinator;
@@ -52,21 +59,31 @@ export class RemoteRollout implements RemoteGen {
     await this.#prefetching.catch(() => {});
     await this.#published.catch(() => {});
     await this.coordinator.close();
+    this.#readback?.dispose();
   }
 
   /**
-   * Publishes the actor's weights as `version` (the weights after that step's update). The copy
-   * into a staging buffer is recorded now, in queue order, so later updates cannot change what is
+   * Publishes the actor's weights as `version` (the weights after that step's update). The copies
+   * into a staging buffer are recorded now, in queue order, so later updates cannot change what is
    * published; the readback and the upload finish in the background while the trainer goes on
    * (the jobs that name this version wait for them).
    */
   publish(parts: TrainerParts, version: number): Promise<void> {
-    const arrays = parts.actor.model.toArrays();
+    if (!this.#readback) {
+      this.#readback = new WeightReadback(this.castOnGpu ?? undefined);
+      const readback = this.#readback;
+      this.coordinator.recycle = (buffers) => readback.recycle(buffers);
+    }
+    const arrays = this.#readback.read(parts.actor.model.params());
     arrays.catch(() => {}); // surfaced through `published`
     const previous = this.#published;
     const published = (async () => {
       await previous;
-      return await this.coordinator.publishWeights(version, this.#modelConfig, await arrays);
+      const { tensors, seconds } = await arrays;
+      return await this.coordinator.publishWeights(version, this.#modelConfig, tensors, {
+        transfer: true,
+        readbackS: seconds,
+      });
     })();
     // Awaited before the next jobs or publication; until then a failure must not go unhandled.
     published.catch(() => {});

@@ -18,12 +18,24 @@ export {
 } from "./protocol.ts";
 export {
   encodeWeights,
+  type HalfWeights,
+  halfToFloat,
   type PackedWeights,
   weightChunkBytes,
   WeightsDecoder,
   type WeightsManifest,
+  type WeightsPlan,
 } from "./weights.ts";
-export { fetchWeights, resetWeightStream, WeightPublisher } from "./weight_stream.ts";
+export {
+  fetchWeights,
+  type FetchedWeights,
+  latestPlan,
+  type PlanAt,
+  type PublishTimes,
+  resetWeightStream,
+  WeightPublisher,
+} from "./weight_stream.ts";
+export { type VersionTimes, WeightCache } from "./weight_cache.ts";
 export { connectNats, type ConnectOptions, type NatsCredentials } from "./connect.ts";
 export { Coordinator, type CoordinatorOptions, type JobSpec, type RunInfo } from "./coordinator.ts";
 export { runWorker, type WorkerOptions, type WorkerStats } from "./worker.ts";

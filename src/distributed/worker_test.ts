@@ -72,4 +72,72 @@ if (enabled) {
       await coord.close();
     });
   });
+
+  gpuTest(
+    "distributed: a worker fetches versions as they come; each job runs on the version it names",
+    async () => {
+      await withServer(PREFIX, async (s) => {
+        const tiny = await tinyModel();
+        const nc = await connectNats(s.url, { nkeySeed: s.trainerSeed });
+        const coord = await Coordinator.open(nc, { ...coordinatorOptions, keepVersions: 3 });
+        await coord.publishRunInfo({
+          tokenizerFiles: tiny.tokenizerFiles,
+          eosTokenIds: [],
+          reward: {},
+        });
+        // Two versions with other weights: the greedy log-probs tell which one a job ran on.
+        const other = new Map([...tiny.tensors].map(([k, t]) => [k, t.map((x) => x * 1.7)]));
+        const wnc = await connectNats(s.url, { nkeySeed: s.workerSeed });
+        const done = new AbortController();
+        const built: { version: number; eager: boolean }[] = [];
+        const worker = runWorker(wnc, {
+          prefix: PREFIX,
+          workerId: "w",
+          signal: done.signal,
+          watchWeightsMs: 20,
+          onWeights: (version, t) => built.push({ version, eager: t.eager }),
+        });
+        const until = async (what: string, ok: () => boolean) => {
+          for (let t = 0; !ok(); t++) {
+            if (t > 1000) throw new Error(`timed out waiting for ${what}`);
+            await new Promise((r) => setTimeout(r, 20));
+          }
+        };
+        const greedy = (step: number) =>
+          jobs(step, 2).map((j, i) => ({
+            ...j,
+            jobId: `s${step}-${i}`,
+            promptIds: [1, 2, 3, 4 + i],
+            sampling: { ...j.sampling, doSample: false },
+          }));
+        await coord.publishWeights(0, tiny.modelConfig, tiny.tensors);
+        await until("v0 built", () => built.length === 1);
+        await coord.submit(1, 0, greedy(1));
+        const one = await coord.collect(1);
+        await coord.publishWeights(1, tiny.modelConfig, other);
+        // Built before any job names it.
+        await until("v1 built", () => built.length === 2);
+        await coord.submit(2, 1, greedy(2));
+        const two = await coord.collect(2);
+        // Both are held: a late job naming v0 still runs on v0.
+        await coord.submit(3, 0, greedy(3));
+        const three = await coord.collect(3);
+        done.abort();
+        await worker;
+        assert.deepEqual(built, [{ version: 0, eager: true }, { version: 1, eager: true }]);
+        const lp = (r: typeof one) => r.trajectories.map((t) => [...t.logProbs]);
+        assert.deepEqual(lp(three), lp(one), "the v0 jobs ran on v0");
+        assert.notDeepEqual(lp(two), lp(one), "the v1 job ran on other weights");
+        for (const r of [one, two, three]) {
+          assert.equal(r.metrics["distributed/weights_eager_frac"], 1);
+          assert.ok(r.metrics["distributed/weights_wait_s/max"] < 0.5);
+          assert.ok(r.metrics["distributed/weights_fetch_s"] > 0);
+          assert.ok(r.metrics["distributed/weights_build_s"] > 0);
+        }
+        assert.ok(one.metrics["distributed/publish_upload_s"] > 0);
+        await wnc.close();
+        await coord.close();
+      });
+    },
+  );
 }

@@ -12,6 +12,9 @@
  * `--bypass=1` sets algorithm.rollout_correction.bypass_mode=true (calculate_log_probs is always
  * on here): no old_log_prob pass; with workers, their log-probs are checked inside the update.
  *
+ * `--cast-on-gpu=0` reads the trainer's weights back as f32 and converts them on the publishing
+ * thread instead of casting to f16 on the GPU first (the default where the GPU has shader-f16).
+ *
  * Other flags: --steps=4 --prompts --n --prompt-len --response-len --micro --layers,
  * --nats-server=PATH (default `nats-server` on the PATH). bench/README.md has the 2-GPU recipe.
  *
@@ -39,6 +42,7 @@ const num = (name: string, d: number) => Number(arg(name, String(d)));
 const shape = arg("shape", "tiny"), workers = num("workers", 1), steps = num("steps", 4);
 const staleness = num("staleness", 0), pin = Deno.args.includes("--pin");
 const bypass = num("bypass", 0) === 1;
+const castOnGpu = arg("cast-on-gpu", "");
 const big = shape === "0.5b";
 const prompts = num("prompts", big ? 8 : 8), n = num("n", big ? 8 : 4);
 const P = num("prompt-len", big ? 128 : 8), R = num("response-len", big ? 256 : 16);
@@ -108,6 +112,7 @@ if (server) {
     modelConfig: config,
     tokenizerFiles: charTokenizerTexts(),
     eosTokenIds: [tok.eosTokenId],
+    castOnGpu: castOnGpu === "" ? undefined : castOnGpu === "1",
   });
   const worker = new URL("../src/cli/worker.ts", import.meta.url).pathname;
   for (let i = 0; i < workers; i++) {
@@ -172,6 +177,17 @@ console.log(JSON.stringify({
   job_latency_s: mean("distributed/job_latency_s/mean"),
   worker_gen_s: mean("distributed/worker_gen_s/mean"),
   rejected_groups: mean("distributed/rejected_groups"),
+  // Where a weights version's time goes: the trainer's readback and publication, the worker's
+  // fetch, decode and build, and how long its jobs waited for it (0: fetched before they came).
+  publish_weights_s: mean("timing_s/publish_weights"),
+  publish_readback_s: mean("distributed/publish_readback_s"),
+  publish_encode_s: mean("distributed/publish_encode_s"),
+  publish_upload_s: mean("distributed/publish_upload_s"),
+  weights_fetch_s: mean("distributed/weights_fetch_s"),
+  weights_decode_s: mean("distributed/weights_decode_s"),
+  weights_build_s: mean("distributed/weights_build_s"),
+  weights_wait_s: mean("distributed/weights_wait_s/mean"),
+  weights_eager_frac: mean("distributed/weights_eager_frac"),
   logprob_diff_max: Math.max(...later.map((r) => r["distributed/logprob_diff/max"] ?? 0)),
 }));
 await parts.remote?.close();

@@ -18,8 +18,8 @@ export {
 } from "./protocol.ts";
 export {
   encodeWeights,
-  type HalfWeights,
   halfToFloat,
+  type HalfWeights,
   type PackedWeights,
   weightChunkBytes,
   WeightsDecoder,
@@ -27,8 +27,8 @@ export {
   type WeightsPlan,
 } from "./weights.ts";
 export {
-  fetchWeights,
   type FetchedWeights,
+  fetchWeights,
   latestPlan,
   type PlanAt,
   type PublishTimes,

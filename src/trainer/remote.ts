@@ -26,6 +26,11 @@ export interface RemoteOptions {
   modelConfig: ModelConfig;
   loader: PeekLoader;
   totalSteps: number;
+  /**
+   * Convert the weights to f16 on the GPU before the readback (default where the GPU has
+   * shader-f16); false: read f32 back and convert on the publishing thread.
+   */
+  castOnGpu?: boolean;
 }
 
 export class RemoteRollout implements RemoteGen {
@@ -42,17 +47,14 @@ export class RemoteRollout implements RemoteGen {
   #provenance = new Map<string, Provenance>();
   #tally = new RejectionTally();
   #readback: WeightReadback | null = null;
-  /**
-   * Convert the weights to f16 on the GPU before the readback (default where the GPU has
-   * shader-f16); false: read f32 back and convert on the publishing thread.
-   */
-  castOnGpu: boolean | null = null;
+  #castOnGpu?: boolean;
 
   constructor(o: RemoteOptions) {
     this.coordinator = o.coordinator;
     this.#modelConfig = serializeModelConfig(o.modelConfig);
     this.#loader = o.loader;
     this.#totalSteps = o.totalSteps;
+    this.#castOnGpu = o.castOnGpu;
   }
 
   async close(): Promise<void> {
@@ -70,7 +72,7 @@ export class RemoteRollout implements RemoteGen {
    */
   publish(parts: TrainerParts, version: number): Promise<void> {
     if (!this.#readback) {
-      this.#readback = new WeightReadback(this.castOnGpu ?? undefined);
+      this.#readback = new WeightReadback(this.#castOnGpu);
       const readback = this.#readback;
       this.coordinator.recycle = (buffers) => readback.recycle(buffers);
     }

@@ -16,6 +16,8 @@ export interface RemoteSetupOptions {
   /** Tokenizer files (and generation_config.json) the workers build their tokenizer from. */
   tokenizerFiles: Record<string, string>;
   eosTokenIds: number[];
+  /** Cast the weights to f16 on the GPU before each publication's readback (RemoteOptions). */
+  castOnGpu?: boolean;
 }
 
 /** Attaches a RemoteRollout to `parts` (parts.remote, and a look-ahead parts.trainLoader). */
@@ -49,6 +51,7 @@ export async function attachRemote(parts: TrainerParts, o: RemoteSetupOptions): 
     modelConfig: o.modelConfig,
     loader,
     totalSteps: totalSteps(parts),
+    castOnGpu: o.castOnGpu,
   });
   parts.print?.(
     `distributed: jobs on ${coordinator.names.jobs} at ${d.url}; start workers with ` +

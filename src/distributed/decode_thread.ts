@@ -29,9 +29,12 @@ export interface ChunkSink {
   close(): void;
 }
 
-/** A decoder on a thread of its own where Deno's Worker is there, else inline. */
+/** Below this many bytes a thread costs more to start (about 0.15 s) than it saves. */
+const THREAD_BYTES = 32 << 20;
+
+/** A decoder on a thread of its own where Deno's Worker is there (and it pays), else inline. */
 export function chunkDecoder(plan: WeightsPlan): ChunkSink {
-  if (!("Deno" in globalThis)) {
+  if (!("Deno" in globalThis) || plan.bytes < THREAD_BYTES) {
     const d = new WeightsDecoder(plan);
     return {
       add: (b) => d.add(b),

@@ -244,9 +244,10 @@ export async function fetchWeights(
         i++;
         continue;
       }
-      // Not stored yet (or asked too far ahead): ask again from the previous chunk on.
+      // Not stored yet, or asked at the wrong place: ask again for this one (the asks after it
+      // stay: an answer that came is still right when the chunks are back to back).
       if (!msg && !(await wait("chunk"))) return null;
-      for (let j = i; j < gets.length; j++) gets[j] = ask(prev + 1 + j - i);
+      gets[i] = ask(prev + 1);
     }
     let head: StoredMsg | null;
     while (

@@ -58,6 +58,11 @@ export async function main(args: string[]): Promise<void> {
     batchJobs: Number(values.batch),
     signal: stop.signal,
     onJob: (job, s) => console.log(`job ${job.jobId} (v${job.version}) in ${s.toFixed(2)}s`),
+    onWeights: (v, t) =>
+      console.log(
+        `weights v${v}${t.eager ? " (before its jobs)" : ""}: fetch ${t.fetchS.toFixed(2)}s, ` +
+          `decode ${t.decodeS.toFixed(2)}s, build ${t.buildS.toFixed(2)}s`,
+      ),
     log: (line) => console.warn(line),
   });
   await nc.drain();

@@ -150,6 +150,7 @@ export class WeightCache<M> {
           plan: o.plan,
           signal: abort.signal,
         });
+        if (!got && o.plan && !abort.signal.aborted) this.#failed.add(o.plan.seq); // purged
         if (!got || abort.signal.aborted) return;
         if (o.epoch !== undefined && got.weights.epoch !== o.epoch) return; // another trainer's
         const t0 = performance.now();

@@ -41,7 +41,6 @@ export function qwen25Config(shape: Qwen25Shape, o: Partial<ModelConfigInit> = {
   const vocabSize = o.vocabSize ?? QWEN25_VOCAB;
   return makeModelConfig({
     modelType: "qwen2",
-    vocabSize,
     eosTokenId: vocabSize - 1,
     maxPositionEmbeddings: 4096,
     tieWordEmbeddings: true,

@@ -145,10 +145,8 @@ gpuTest(
         for (const [i, c] of cases.entries()) await check(c, 40 + i);
       });
     }
-    // The first candidate of each kernel that fits this adapter, as a GPU run picks them.
-    await withTiles({}, async () => {
-      for (const [i, c] of cases.slice(0, 2).entries()) await check(c, 50 + i);
-    });
+    // The GPU tiles (CANDIDATES) take a CPU adapter minutes to compile;
+    // bench/attention_device.ts checks them against the row kernels on a GPU.
   },
 );
 

@@ -26,8 +26,8 @@ export { adamwRef } from "./ref/adamw.ts";
 export { clipGradNorm, gradNormAndScale } from "./ops/grad_norm.ts";
 export { attention } from "./ops/attention.ts";
 export {
-  type AttentionTile,
   attentionPolicy,
+  type AttentionTile,
   CANDIDATES as ATTENTION_TILES,
   tileProblem as attentionTileProblem,
 } from "./ops/attention_tiles.ts";

@@ -30,7 +30,7 @@ export const attentionPolicy: {
    * workgroup arrays slowly).
    */
   tiled: boolean | "auto";
-  /** Force these tiles (else the first of CANDIDATES that fits). */
+  /** Force these tiles, on any adapter unless `tiled` is false (else the first CANDIDATE that fits). */
   fwd?: AttentionTile;
   dq?: AttentionTile;
   dkv?: AttentionTile;
@@ -102,13 +102,14 @@ function useTiled(): boolean {
 
 /** The tile `kernel` runs with at head size D, or null for the row kernel. */
 export function tiledTile(kernel: TiledKernel, D: number): AttentionTile | null {
-  if (!useTiled()) return null;
+  if (attentionPolicy.tiled === false) return null;
   const forced = attentionPolicy[kernel];
   if (forced) {
     const why = tileProblem(kernel, forced, D);
     if (why) throw new Error(`attention: tile ${JSON.stringify(forced)} for ${kernel}: ${why}`);
     return forced;
   }
+  if (!useTiled()) return null;
   return CANDIDATES[kernel].find((t) => tileProblem(kernel, t, D) === null) ?? null;
 }
 

@@ -4,15 +4,16 @@
  * their mean step times (steps 2.., as the bench's summary) and of their tokens/s.
  *
  *   deno run -A bench/distributed_compare.ts --shape=0.5b --workers=1 --pin --staleness=1 \
- *     --bypass=1 --steps=5 [--baseline-bypass=0|1] [--nats-server=PATH]
+ *     --bypass=1 --steps=5 [--baseline-bypass=0|1|0,1] [--nats-server=PATH]
  *
  * Every other flag goes to both runs; `--baseline-bypass` sets the one-GPU run's bypass mode
- * (default: the same as the distributed run's).
+ * (default: the same as the distributed run's); a list runs one baseline per mode and prints a
+ * ratio line against each.
  */
 const bench = new URL("./distributed_bench.ts", import.meta.url).pathname;
 const value = (name: string) => Deno.args.find((a) => a.startsWith(`--${name}=`))?.split("=")[1];
 const workers = value("workers") ?? "1", bypass = value("bypass") ?? "0";
-const baselineBypass = value("baseline-bypass") ?? bypass;
+const baselineModes = (value("baseline-bypass") ?? bypass).split(",");
 const shared = Deno.args.filter((a) =>
   !/^--(workers|bypass|baseline-bypass|staleness)=/.test(a) && a !== "--pin"
 );
@@ -35,22 +36,27 @@ async function summary(extra: string[]): Promise<Summary> {
   return JSON.parse(last) as Summary;
 }
 
-const one = await summary(["--workers=0", `--bypass=${baselineBypass}`]);
+const baselines: Summary[] = [];
+for (const mode of baselineModes) {
+  baselines.push(await summary(["--workers=0", `--bypass=${mode}`]));
+}
 const many = await summary([
   `--workers=${workers}`,
   `--bypass=${bypass}`,
   ...Deno.args.filter((a) => a.startsWith("--staleness=") || a === "--pin"),
 ]);
 const ratio = (a: unknown, b: unknown) => Math.round((Number(a) / Number(b)) * 1000) / 1000;
-console.log(JSON.stringify({
-  fig: "distributed_compare",
-  shape: one.shape,
-  workers: Number(workers),
-  staleness: many.staleness,
-  bypass: many.bypass,
-  baseline_bypass: one.bypass,
-  one_gpu_step_s: one.step_s,
-  distributed_step_s: many.step_s,
-  step_ratio: ratio(many.step_s, one.step_s),
-  tokens_per_s_ratio: ratio(many.tokens_per_s, one.tokens_per_s),
-}));
+for (const one of baselines) {
+  console.log(JSON.stringify({
+    fig: "distributed_compare",
+    shape: one.shape,
+    workers: Number(workers),
+    staleness: many.staleness,
+    bypass: many.bypass,
+    baseline_bypass: one.bypass,
+    one_gpu_step_s: one.step_s,
+    distributed_step_s: many.step_s,
+    step_ratio: ratio(many.step_s, one.step_s),
+    tokens_per_s_ratio: ratio(many.tokens_per_s, one.tokens_per_s),
+  }));
+}

@@ -2,8 +2,8 @@
  * Training attention on a real GPU, per kernel variant, in one process: forward and forward +
  * backward at the Qwen2.5-0.5B training shape (B 16, T 384, Hq 14, Hkv 2, D 64, causal, some rows
  * left-padded) and at T 1024, plus a decode step (T 1, 2048 cached keys) that must not move.
- * Variants: `rows` (the row kernels, the choice before the tiled ones), `tiled` (the default
- * policy) and tiles that differ from it in one kernel. Prints one JSON line per (shape, variant,
+ * Variants: `rows` (the row kernels, the default), `tiled` (the register-tiled kernels at their
+ * first fitting tiles) and tiles that differ from it in one kernel. Prints one JSON line per (shape, variant,
  * pass): ms per call (median of --spans spans of --reps calls each, timestamp-query where the
  * adapter has it), TFLOP/s (causal FLOPs: forward 2 * 2 * B * Hq * T * T * D / 2, backward 2.5x
  * that; decode: 2 * 2 * B * Hq * S * D) and max_abs_diff of the outputs (and dq, dk, dv) against the `tiled` variant.

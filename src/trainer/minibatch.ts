@@ -139,6 +139,9 @@ export async function updateLoop(
       // Submit without waiting, so the GPU runs this micro-batch while the next one records.
       gpu().flush();
       count++;
+      // Recording is synchronous: one turn of the event loop per micro-batch lets background
+      // work (a weights readback, jobs waiting for their version's upload) go on meanwhile.
+      await new Promise((resolve) => setTimeout(resolve, 0));
     }
     let masked: number[] = [];
     if (audit && probes.length) {

@@ -43,6 +43,8 @@ export class RemoteRollout implements RemoteGen {
   #published: Promise<unknown> = Promise.resolve();
   /** Jobs of later steps being published in the background (`prefetch`). */
   #prefetching: Promise<void> = Promise.resolve();
+  /** Whether the newest version's upload has finished (jobs naming it can go out at once). */
+  #uploaded = true;
   #items = new Map<number, PromptItem[]>();
   #provenance = new Map<string, Provenance>();
   #tally = new RejectionTally();
@@ -87,6 +89,10 @@ export class RemoteRollout implements RemoteGen {
         readbackS: seconds,
       });
     })();
+    this.#uploaded = false;
+    published.then(() => {
+      if (this.#published === published) this.#uploaded = true;
+    }, () => {});
     // Awaited before the next jobs or publication; until then a failure must not go unhandled.
     published.catch(() => {});
     this.#published = published;
@@ -128,8 +134,10 @@ export class RemoteRollout implements RemoteGen {
 
   /**
    * Publishes jobs for the next `max_staleness` steps (their generation overlaps this update).
-   * It returns at once: the jobs wait for the newest weights' upload in the background while the
-   * trainer goes on with this step, and `gen` waits for them (and their errors).
+   * When the newest weights are uploaded it returns once the jobs are out (a few ms), so they do
+   * not wait for the update's recording to yield; otherwise at once: the jobs wait for the upload
+   * in the background while the trainer goes on with this step, and `gen` waits for them (and
+   * their errors).
    */
   prefetch(parts: TrainerParts, step: number): Promise<void> {
     const s = parts.config.distributed.max_staleness;
@@ -144,8 +152,8 @@ export class RemoteRollout implements RemoteGen {
       }
     };
     this.#prefetching = this.#prefetching.then(run);
-    this.#prefetching.catch(() => {}); // surfaced by the next `gen`
-    return Promise.resolve();
+    const prefetching = this.#prefetching.catch(() => {}); // surfaced by the next `gen`
+    return this.#uploaded ? prefetching : Promise.resolve();
   }
 
   /** The gen stage of `step`: its jobs' trajectories as a batch (submitting them if not yet). */

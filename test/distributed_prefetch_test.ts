@@ -1,0 +1,67 @@
+/**
+ * The next step's jobs leave before the update when their weights version is already stored: an
+ * update records its GPU work synchronously for seconds, so jobs left to the background would
+ * reach the workers only when it yields (on two H100s they waited out the whole update).
+ */
+import assert from "node:assert/strict";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { initGpu } from "../src/gpu/mod.ts";
+import { loadConfig } from "../src/config/mod.ts";
+import { connectNats, natsTestsEnabled, runNames, withNatsServer } from "../src/distributed/mod.ts";
+import { setupTrainer } from "../src/trainer/mod.ts";
+import { makeTinyRun } from "./tiny_run.ts";
+
+const enabled = await natsTestsEnabled();
+
+Deno.test({
+  name: "distributed: prefetch returns once the next jobs are stored when their version is",
+  ignore: !enabled,
+  sanitizeResources: false,
+  sanitizeOps: false,
+  fn: async () => {
+    await initGpu();
+    const prefix = "prefetch";
+    await withNatsServer(prefix, async (s) => {
+      const dir = Deno.makeTempDirSync({ prefix: "webrl_prefetch_" });
+      const tiny = await makeTinyRun(dir);
+      const cfg = loadConfig("ppo_trainer", {
+        overrides: [
+          ...tiny.overrides,
+          "trainer.total_training_steps=3",
+          "distributed.backend=nats",
+          "distributed.max_staleness=1",
+          `distributed.url=${s.url}`,
+          `distributed.subject_prefix=${prefix}`,
+          `distributed.nkey_seed=${s.trainerSeed}`,
+        ],
+      });
+      const parts = await setupTrainer(cfg, { print: () => {} });
+      const remote = parts.remote!;
+      const names = runNames(prefix);
+      const nc = await connectNats(s.url, { nkeySeed: s.trainerSeed });
+      try {
+        const jsm = await jetstreamManager(nc);
+        const head = `${names.weights}.0.head`;
+        await remote.publish(parts, 0);
+        // the version is stored once its manifest is; the publication resolves right after
+        for (let i = 0; i < 200; i++) {
+          const m = await jsm.direct.getMessage(names.weightStream, { last_by_subj: head })
+            .catch(() => null);
+          if (m) break;
+          await new Promise((r) => setTimeout(r, 50));
+        }
+        await new Promise((r) => setTimeout(r, 200));
+        const before = (await jsm.streams.info(names.jobStream)).state.messages;
+        await remote.prefetch(parts, 1);
+        // no await in between: the jobs must be stored by the time prefetch resolved
+        const after = (await jsm.streams.info(names.jobStream)).state.messages;
+        const prompts = cfg.data.train_batch_size;
+        assert.equal(after - before, prompts, "the step-2 jobs are stored when prefetch returns");
+      } finally {
+        await nc.close();
+        await remote.close();
+        Deno.removeSync(dir, { recursive: true });
+      }
+    });
+  },
+});

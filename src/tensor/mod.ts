@@ -25,12 +25,6 @@ export { swiglu } from "./ops/swiglu.ts";
 export { adamwRef } from "./ref/adamw.ts";
 export { clipGradNorm, gradNormAndScale } from "./ops/grad_norm.ts";
 export { attention } from "./ops/attention.ts";
-export {
-  attentionPolicy,
-  type AttentionTile,
-  CANDIDATES as ATTENTION_TILES,
-  tileProblem as attentionTileProblem,
-} from "./ops/attention_tiles.ts";
 export { embedding } from "./ops/embedding.ts";
 export { sum } from "./ops/reduce.ts";
 export { softmax } from "./ops/softmax.ts";

@@ -1,14 +1,7 @@
-import { gpu, type KernelSpec, packParams } from "../../gpu/mod.ts";
+import { gpu, packParams } from "../../gpu/mod.ts";
 import { isGradEnabled, record, registerOp } from "../autograd.ts";
 import { fmtShape, Tensor } from "../tensor.ts";
 import { grid1d } from "./grid.ts";
-import {
-  type AttentionTile,
-  rowBackwardTile,
-  rowForwardTile,
-  tiledForwardTile,
-  tiledTile,
-} from "./attention_tiles.ts";
 
 registerOp(
   "attention",
@@ -33,6 +26,8 @@ const MAX_D = 128;
 // Aim for at least this many workgroups before splitting the key range of a forward pass.
 const TARGET_WORKGROUPS = 1024;
 const MIN_SPLIT_KEYS = 64;
+const FWD_BK = 16;
+const BWD_TPR = 4; // threads per query row (dq) or key (dkv) in both backward kernels
 const COMBINE_WG = 256;
 
 interface Geometry {
@@ -104,8 +99,54 @@ function paramFields(g: Geometry): (number | { f32: number } | { i32: number })[
   ];
 }
 
-/** Key-range splits of a forward of `groups` workgroups (1: none) and keys per split. */
-function keySplits(g: Geometry, groups: number, bk: number): { nsplit: number; chunk: number } {
+function floatsFit(floats: number): boolean {
+  return floats * 4 <= gpu().limits.maxComputeWorkgroupStorageSize;
+}
+
+/**
+ * CPU adapters (llvmpipe) spend seconds compiling the zero-initialisation of large workgroup
+ * arrays, and gain nothing from big tiles: give them the smallest.
+ */
+function smallTiles(): boolean {
+  return gpu().adapter.info?.isFallbackAdapter === true;
+}
+
+interface Tile {
+  bq: number;
+  bk: number;
+  tpr: number;
+}
+
+/** Query rows per forward workgroup: small for decode-like calls, else the largest that fits. */
+function forwardTile(rows: number, D: number): Tile {
+  const dp = Math.ceil(D / 4) * 4;
+  if (smallTiles()) return { bq: 4, bk: 4, tpr: 4 };
+  for (const bq of [16, 8, 4]) {
+    if (bq > 4 && rows <= bq / 2) continue;
+    if (floatsFit((bq + 2 * FWD_BK) * dp + bq * FWD_BK)) {
+      return { bq, bk: FWD_BK, tpr: bq >= 16 ? 4 : 8 };
+    }
+  }
+  return { bq: 4, bk: FWD_BK, tpr: 8 };
+}
+
+/** Block size shared by both backward kernels (query rows and keys per block). */
+function backwardTile(D: number): number {
+  const dp = Math.ceil(D / 4) * 4;
+  if (smallTiles()) return 4;
+  for (const t of [16, 8]) {
+    const dq = 4 * t * dp + t * t + t * BWD_TPR;
+    const dkv = 4 * t * dp + 2 * t * t + 2 * t;
+    if (floatsFit(Math.max(dq, dkv))) return t;
+  }
+  return 4;
+}
+
+function dispatchForward(g: Geometry, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: Tensor) {
+  const rows = g.T * g.G;
+  const { bq, bk, tpr } = forwardTile(rows, g.D);
+  const xBlocks = Math.ceil(rows / bq);
+  const groups = xBlocks * g.Hkv * g.B;
   let nsplit = 1;
   if (groups < TARGET_WORKGROUPS && g.L >= 2 * MIN_SPLIT_KEYS) {
     nsplit = Math.min(Math.ceil(TARGET_WORKGROUPS / groups), Math.floor(g.L / MIN_SPLIT_KEYS));
@@ -113,23 +154,11 @@ function keySplits(g: Geometry, groups: number, bk: number): { nsplit: number; c
   const chunk = Math.ceil(Math.ceil(Math.max(g.L, 1) / nsplit) / bk) * bk;
   nsplit = Math.max(1, Math.ceil(g.L / chunk));
   nsplit = Math.min(nsplit, Math.floor(gpu().limits.maxComputeWorkgroupsPerDimension / g.B));
-  return { nsplit, chunk: nsplit === 1 ? g.L : chunk };
-}
-
-function dispatchForward(g: Geometry, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: Tensor) {
-  const rows = g.T * g.G;
-  const tiled = tiledForwardTile(rows, g.D);
-  const row = tiled ? null : rowForwardTile(rows, g.D);
-  const { bq, bk } = tiled ?? row!;
-  const spec: KernelSpec = tiled
-    ? {
-      shader: "attention_tiled_fwd",
-      defines: { D: g.D, BQ: bq, BK: bk, TY: tiled.ty, TX: tiled.tx },
-    }
-    : { shader: "attention_fwd", defines: { D: g.D, BQ: bq, BK: bk, TPR: row!.tpr } };
-  const xBlocks = Math.ceil(rows / bq);
-  const { nsplit, chunk } = keySplits(g, xBlocks * g.Hkv * g.B, bk);
-  const params = packParams([...paramFields(g), nsplit, chunk, 0]);
+  const spec = {
+    shader: "attention_fwd",
+    defines: { D: g.D, BQ: bq, BK: bk, TPR: tpr },
+  };
+  const params = packParams([...paramFields(g), nsplit, nsplit === 1 ? g.L : chunk, 0]);
   const maskBuf = g.mask?.buffer ?? k.buffer;
   if (nsplit === 1) {
     gpu().dispatch(spec, {
@@ -164,19 +193,12 @@ function dispatchBackward(
   const dq = Tensor.empty(q.shape, "f32", "attention.dq");
   const dk = Tensor.empty(k.shape, "f32", "attention.dk");
   const dv = Tensor.empty(v.shape, "f32", "attention.dv");
+  const tile = backwardTile(g.D);
   const params = packParams([...paramFields(g), 0, 0, 0]);
   const maskBuf = g.mask?.buffer ?? k.buffer;
   const rows = g.T * g.G;
-  const row = rowBackwardTile(g.D);
-  // dq writes delta = dO . O into stats, which dkv reads: dq runs first.
-  const tq = tiledTile("dq", g.D);
-  const [dqSpec, qBlock]: [KernelSpec, number] = tq
-    ? [{ shader: "attention_tiled_dq", defines: tiledDefines(g, tq) }, tq.bq]
-    : [{
-      shader: "attention_bwd_dq",
-      defines: { D: g.D, TPR: row.tpr, BQ: row.tile, BK: row.tile },
-    }, row.tile];
-  gpu().dispatch(dqSpec, {
+  const bwd = { D: g.D, TPR: BWD_TPR };
+  gpu().dispatch({ shader: "attention_bwd_dq", defines: { ...bwd, BQ: tile, BK: tile } }, {
     params,
     buffers: [
       q.buffer,
@@ -188,16 +210,9 @@ function dispatchBackward(
       stats.buffer,
       dq.buffer,
     ],
-    workgroups: [Math.ceil(rows / qBlock), g.Hkv, g.B],
+    workgroups: [Math.ceil(rows / tile), g.Hkv, g.B],
   });
-  const tk = tiledTile("dkv", g.D);
-  const [dkvSpec, kBlock]: [KernelSpec, number] = tk
-    ? [{ shader: "attention_tiled_dkv", defines: tiledDefines(g, tk) }, tk.bk]
-    : [{
-      shader: "attention_bwd_dkv",
-      defines: { D: g.D, TPR: row.tpr, KB: row.tile, QB: row.tile },
-    }, row.tile];
-  gpu().dispatch(dkvSpec, {
+  gpu().dispatch({ shader: "attention_bwd_dkv", defines: { ...bwd, KB: tile, QB: tile } }, {
     params,
     buffers: [
       q.buffer,
@@ -209,13 +224,9 @@ function dispatchBackward(
       dk.buffer,
       dv.buffer,
     ],
-    workgroups: [Math.ceil(g.S / kBlock), g.Hkv, g.B],
+    workgroups: [Math.ceil(g.S / tile), g.Hkv, g.B],
   });
   return [dq, dk, dv];
-}
-
-function tiledDefines(g: Geometry, t: AttentionTile) {
-  return { D: g.D, BQ: t.bq, BK: t.bk, TY: t.ty, TX: t.tx };
 }
 
 /**

@@ -9,7 +9,6 @@ import {
   type AttentionRefOptions,
 } from "../ref/attention.ts";
 import { attention } from "./attention.ts";
-import { attentionPolicy, type AttentionTile, CANDIDATES, tileProblem } from "./attention_tiles.ts";
 
 /** Left padding: row b has pads[b] masked keys at the start of a [B, S] mask. */
 function leftPadMask(B: number, S: number, pads: number[]): Int32Array {
@@ -108,68 +107,6 @@ gpuTest("attention over a kv-cache view (kvLength < S) and explicit queryOffset"
   await check({ dims: { ...dims, T: 1 }, kvLength: 1 }, 33);
   await check({ dims, kvLength: 9, queryOffset: 2, grad: true }, 34);
   await check({ dims: { ...dims, T: 5 }, kvLength: 3, grad: true }, 35);
-});
-
-/** Runs `body` with the tiled kernels forced on (the given tiles, else the first that fits). */
-async function withTiles(
-  tiles: { fwd?: AttentionTile; dq?: AttentionTile; dkv?: AttentionTile },
-  body: () => Promise<void>,
-): Promise<void> {
-  const saved = { ...attentionPolicy };
-  Object.assign(attentionPolicy, { tiled: true, minRows: 1, ...tiles });
-  try {
-    await body();
-  } finally {
-    for (const key of ["fwd", "dq", "dkv", "minRows"] as const) delete attentionPolicy[key];
-    Object.assign(attentionPolicy, saved);
-  }
-}
-
-// Several rows and keys per thread, more column groups than threads along them (D 64 / 4 > tx).
-const SMALL: AttentionTile = { bq: 8, bk: 8, ty: 2, tx: 4 };
-const ODD: AttentionTile = { bq: 12, bk: 12, ty: 4, tx: 3 }; // tx divides neither D4 nor 4
-
-gpuTest(
-  "tiled attention kernels match the reference (G = 7, odd T, padding, D 64 / 128)",
-  async () => {
-    const qwen = { B: 2, T: 19, S: 19, Hq: 14, Hkv: 2, D: 64 };
-    const cases: Case[] = [
-      { dims: qwen, pads: [0, 5], grad: true },
-      { dims: { ...qwen, D: 128, T: 11, S: 11 }, pads: [3, 0], grad: true },
-      { dims: { ...qwen, T: 13, S: 13, D: 24 }, causal: false, pads: [2, 0], grad: true },
-      { dims: { B: 1, T: 5, S: 21, Hq: 7, Hkv: 1, D: 16 }, kvLength: 17, grad: true },
-      { dims: { B: 3, T: 9, S: 9, Hq: 4, Hkv: 2, D: 6 }, pads: [0, 4, 9], grad: true },
-    ];
-    for (const tile of [SMALL, ODD]) {
-      await withTiles({ fwd: tile, dq: tile, dkv: tile }, async () => {
-        for (const [i, c] of cases.entries()) await check(c, 40 + i);
-      });
-    }
-    // The GPU tiles (CANDIDATES) take a CPU adapter minutes to compile;
-    // bench/attention_device.ts checks them against the row kernels on a GPU.
-  },
-);
-
-gpuTest("tiled forward over a split key range and a kv-cache view", async () => {
-  await withTiles({ fwd: SMALL }, async () => {
-    await check({ dims: { B: 1, T: 3, S: 300, Hq: 7, Hkv: 1, D: 16 }, pads: [40] }, 61);
-    await check({ dims: { B: 2, T: 2, S: 20, Hq: 4, Hkv: 2, D: 10 }, kvLength: 9 }, 62);
-  });
-});
-
-gpuTest("attention tiles: the candidates are valid shapes, bad tiles are named", () => {
-  for (const [kernel, list] of Object.entries(CANDIDATES)) {
-    for (const t of list) {
-      const why = tileProblem(kernel as "fwd", t, 64);
-      assert.ok(why === null || /workgroup memory|invocations/.test(why), `${kernel} ${why}`);
-    }
-  }
-  assert.match(tileProblem("fwd", { bq: 6, bk: 8, ty: 4, tx: 4 }, 64)!, /bq must be a multiple/);
-  assert.match(
-    tileProblem("dkv", { bq: 6, bk: 8, ty: 4, tx: 2 }, 64)!,
-    /bq must be a multiple of 4/,
-  );
-  assert.match(tileProblem("dq", { bq: 64, bk: 64, ty: 16, tx: 16 }, 128)!, /workgroup memory/);
 });
 
 gpuTest("attention rejects bad inputs, naming shapes and dtypes", () => {

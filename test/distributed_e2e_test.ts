@@ -7,7 +7,6 @@
 import assert from "node:assert/strict";
 import { jetstream } from "@nats-io/jetstream";
 import { initGpu } from "../src/gpu/mod.ts";
-import { loadConfig } from "../src/config/mod.ts";
 import {
   connectNats,
   decodeJob,
@@ -17,9 +16,9 @@ import {
   runWorker,
   withNatsServer,
 } from "../src/distributed/mod.ts";
-import { fit, setupTrainer } from "../src/trainer/mod.ts";
+import { fit } from "../src/trainer/mod.ts";
 import type { Logger } from "../src/tracking/mod.ts";
-import { makeTinyRun } from "./tiny_run.ts";
+import { tinyNatsTrainer } from "./tiny_run.ts";
 
 const enabled = await natsTestsEnabled();
 
@@ -31,21 +30,10 @@ async function distributedRun(
   await initGpu();
   const logged = new Map<number, Record<string, number>>();
   await withNatsServer(prefix, async (s) => {
-    const dir = Deno.makeTempDirSync({ prefix: "webrl_dist_" });
-    const tiny = await makeTinyRun(dir);
-    const cfg = loadConfig("ppo_trainer", {
-      overrides: [
-        ...tiny.overrides,
-        "trainer.total_training_steps=3",
-        "distributed.backend=nats",
-        `distributed.url=${s.url}`,
-        `distributed.subject_prefix=${prefix}`,
-        `distributed.nkey_seed=${s.trainerSeed}`,
-        "distributed.step_timeout_s=120",
-        ...extra,
-      ],
-    });
-    const parts = await setupTrainer(cfg, { print: () => {} });
+    const { parts, dir } = await tinyNatsTrainer(s, prefix, [
+      "distributed.step_timeout_s=120",
+      ...extra,
+    ]);
     parts.tracking = {
       log: (k, m) => logged.set(k, { ...logged.get(k), ...m }),
       close() {},

@@ -6,10 +6,8 @@
 import assert from "node:assert/strict";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { initGpu } from "../src/gpu/mod.ts";
-import { loadConfig } from "../src/config/mod.ts";
 import { connectNats, natsTestsEnabled, runNames, withNatsServer } from "../src/distributed/mod.ts";
-import { setupTrainer } from "../src/trainer/mod.ts";
-import { makeTinyRun } from "./tiny_run.ts";
+import { tinyNatsTrainer } from "./tiny_run.ts";
 
 const enabled = await natsTestsEnabled();
 
@@ -22,20 +20,7 @@ Deno.test({
     await initGpu();
     const prefix = "prefetch";
     await withNatsServer(prefix, async (s) => {
-      const dir = Deno.makeTempDirSync({ prefix: "webrl_prefetch_" });
-      const tiny = await makeTinyRun(dir);
-      const cfg = loadConfig("ppo_trainer", {
-        overrides: [
-          ...tiny.overrides,
-          "trainer.total_training_steps=3",
-          "distributed.backend=nats",
-          "distributed.max_staleness=1",
-          `distributed.url=${s.url}`,
-          `distributed.subject_prefix=${prefix}`,
-          `distributed.nkey_seed=${s.trainerSeed}`,
-        ],
-      });
-      const parts = await setupTrainer(cfg, { print: () => {} });
+      const { parts, dir } = await tinyNatsTrainer(s, prefix, ["distributed.max_staleness=1"]);
       const remote = parts.remote!;
       const names = runNames(prefix);
       const nc = await connectNats(s.url, { nkeySeed: s.trainerSeed });
@@ -55,7 +40,7 @@ Deno.test({
         await remote.prefetch(parts, 1);
         // no await in between: the jobs must be stored by the time prefetch resolved
         const after = (await jsm.streams.info(names.jobStream)).state.messages;
-        const prompts = cfg.data.train_batch_size;
+        const prompts = parts.config.data.train_batch_size;
         assert.equal(after - before, prompts, "the step-2 jobs are stored when prefetch returns");
       } finally {
         await nc.close();

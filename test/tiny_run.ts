@@ -7,7 +7,8 @@ import { writeModelFolder } from "../src/io/mod.ts";
 import { floatTensor } from "../src/io/mod.ts";
 import { tinyModelConfig, tinyWeights, weightShapes } from "../src/nn/mod.ts";
 import { generateArithmetic, writeParquet } from "../src/data/mod.ts";
-import { tokenizerFromFiles } from "../src/trainer/mod.ts";
+import { setupTrainer, tokenizerFromFiles, type TrainerParts } from "../src/trainer/mod.ts";
+import { loadConfig } from "../src/config/mod.ts";
 
 export async function makeTinyRun(
   dir: string,
@@ -46,4 +47,29 @@ export async function makeTinyRun(
       `trainer.experiment_name=${dir.split("/").at(-1)}`,
     ],
   };
+}
+
+/**
+ * A tiny run's trainer parts with `distributed.backend=nats` on the test server `s` under
+ * `prefix` (3 steps), in a temporary folder the caller removes.
+ */
+export async function tinyNatsTrainer(
+  s: { url: string; trainerSeed: string },
+  prefix: string,
+  extra: string[] = [],
+): Promise<{ parts: TrainerParts; dir: string }> {
+  const dir = Deno.makeTempDirSync({ prefix: "webrl_dist_" });
+  const tiny = await makeTinyRun(dir);
+  const cfg = loadConfig("ppo_trainer", {
+    overrides: [
+      ...tiny.overrides,
+      "trainer.total_training_steps=3",
+      "distributed.backend=nats",
+      `distributed.url=${s.url}`,
+      `distributed.subject_prefix=${prefix}`,
+      `distributed.nkey_seed=${s.trainerSeed}`,
+      ...extra,
+    ],
+  });
+  return { parts: await setupTrainer(cfg, { print: () => {} }), dir };
 }

@@ -13,6 +13,9 @@
 // Split-K (a single product with k_split < k): workgroup z takes the K slice
 // [z * k_split, (z + 1) * k_split) and writes its own partial [M, N] at z * stride_c, which
 // matmul_splitk.wgsl sums; a product of few blocks and a long K then fills the GPU.
+// The linear layer's epilogue may add a bias[n] and a residual (same layout as C, a separate
+// read-only binding: C itself is read_write and may not alias it): C = (op(A) @ op(B) + bias)
+// + resid, in that order, which is bit-for-bit the unfused add(resid, linear(...)).
 // Specialised through `defines`: tile sizes, transposes, storage types (f16 needs `enable f16`).
 
 #const WG_X: u32 // threads along N
@@ -54,6 +57,7 @@ struct Params {
 @group(0) @binding(2) var<storage, read> b: array<B_T>;
 @group(0) @binding(3) var<storage, read_write> c: array<f32>;
 @group(0) @binding(4) var<storage, read> bias: array<BIAS_T>;
+@group(0) @binding(5) var<storage, read> resid: array<f32>;
 
 var<workgroup> As: array<vec4<f32>, 2u * AS_SIZE>;
 var<workgroup> Bs: array<vec4<f32>, 2u * BS_SIZE>;
@@ -236,4 +240,66 @@ fn bias4(j: u32) -> vec4<f32> {
 fn main_bias(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
   let j0 = wid.x * BN + lid.x * 4u;
   store(wid, lid, block(wid, lid), bias4(j0), bias4(j0 + WG_X * 4u));
+}
+
+// Columns j .. j+3 of row i of the residual (0 past M or N; clamped reads).
+fn resid4(c_base: u32, i: u32, j: u32) -> vec4<f32> {
+  let row = c_base + min(i, p.m - 1u) * p.n;
+  let n1 = p.n - 1u;
+  return select(vec4<f32>(0.0),
+                vec4<f32>(resid[row + min(j, n1)], resid[row + min(j + 1u, n1)],
+                          resid[row + min(j + 2u, n1)], resid[row + min(j + 3u, n1)]),
+                vec4<bool>(j < p.n, j + 1u < p.n, j + 2u < p.n, j + 3u < p.n));
+}
+
+// (acc + bias) + resid at this thread's outputs, laid out as `store` reads acc.
+fn plus_resid(wid: vec3<u32>, lid: vec3<u32>, acc: array<vec4<f32>, 16>, bias0: vec4<f32>,
+              bias1: vec4<f32>) -> array<vec4<f32>, 16> {
+  let c_base = (wid.z + p.batch_offset) * p.stride_c;
+  let i0 = wid.y * BM + lid.y * 4u;
+  let i1 = i0 + WG_Y * 4u;
+  let j0 = wid.x * BN + lid.x * 4u;
+  let j1 = j0 + WG_X * 4u;
+  var o = acc;
+  o[0] = (o[0] + bias0) + resid4(c_base, i0, j0);
+  o[2] = (o[2] + bias0) + resid4(c_base, i0 + 1u, j0);
+  o[4] = (o[4] + bias0) + resid4(c_base, i0 + 2u, j0);
+  o[6] = (o[6] + bias0) + resid4(c_base, i0 + 3u, j0);
+  if (CG > 1u) {
+    o[1] = (o[1] + bias1) + resid4(c_base, i0, j1);
+    o[3] = (o[3] + bias1) + resid4(c_base, i0 + 1u, j1);
+    o[5] = (o[5] + bias1) + resid4(c_base, i0 + 2u, j1);
+    o[7] = (o[7] + bias1) + resid4(c_base, i0 + 3u, j1);
+  }
+  if (RG > 1u) {
+    o[8] = (o[8] + bias0) + resid4(c_base, i1, j0);
+    o[10] = (o[10] + bias0) + resid4(c_base, i1 + 1u, j0);
+    o[12] = (o[12] + bias0) + resid4(c_base, i1 + 2u, j0);
+    o[14] = (o[14] + bias0) + resid4(c_base, i1 + 3u, j0);
+  }
+  if (RG > 1u && CG > 1u) {
+    o[9] = (o[9] + bias1) + resid4(c_base, i1, j1);
+    o[11] = (o[11] + bias1) + resid4(c_base, i1 + 1u, j1);
+    o[13] = (o[13] + bias1) + resid4(c_base, i1 + 2u, j1);
+    o[15] = (o[15] + bias1) + resid4(c_base, i1 + 3u, j1);
+  }
+  return o;
+}
+
+// C = op(A) @ op(B) + resid (binding 4 unbound); only the *_resid entries read `resid`.
+@compute @workgroup_size(WG_X, WG_Y)
+fn main_resid(@builtin(workgroup_id) wid: vec3<u32>,
+              @builtin(local_invocation_id) lid: vec3<u32>) {
+  let zero = vec4<f32>(0.0);
+  store(wid, lid, plus_resid(wid, lid, block(wid, lid), zero, zero), zero, zero);
+}
+
+// C = (op(A) @ op(B) + bias[n]) + resid.
+@compute @workgroup_size(WG_X, WG_Y)
+fn main_bias_resid(@builtin(workgroup_id) wid: vec3<u32>,
+                   @builtin(local_invocation_id) lid: vec3<u32>) {
+  let j0 = wid.x * BN + lid.x * 4u;
+  let zero = vec4<f32>(0.0);
+  let o = plus_resid(wid, lid, block(wid, lid), bias4(j0), bias4(j0 + WG_X * 4u));
+  store(wid, lid, o, zero, zero);
 }

@@ -14,6 +14,8 @@
 // Register tiles use constant indices only (TN = 4 or 8, TM = 1 or 4, unrolled by hand): a
 // register array indexed in a loop ends up in slow local memory on this toolchain.
 // W (and x) may be f16 under shader-f16; tiles and accumulation stay f32.
+// The *_resid entries add a residual [M, N] (its own read-only binding) after the bias:
+// y = (x @ W^T + bias) + resid, bit-for-bit the unfused add(resid, linear(...)).
 
 #const WG_X: u32 // threads along N
 #const WG_Y: u32 // threads along M
@@ -50,6 +52,7 @@ struct Params {
 @group(0) @binding(2) var<storage, read> w: array<W4>;
 @group(0) @binding(3) var<storage, read_write> y: array<f32>;
 @group(0) @binding(4) var<storage, read> bias: array<BIAS_T>;
+@group(0) @binding(5) var<storage, read> resid: array<f32>;
 
 var<workgroup> xs: array<vec4<f32>, 2u * XS_SIZE>;
 var<workgroup> ws: array<vec4<f32>, 2u * WS_SIZE>;
@@ -227,4 +230,57 @@ fn bias4(n: u32) -> vec4<f32> {
 fn main_bias(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
   let n = wid.x * BN + lid.x;
   store(wid, lid, block(wid, lid), 0u, bias4(n), bias4(n + 4u * WG_X));
+}
+
+// The residual at row m, columns n, n + WG_X, n + 2 WG_X, n + 3 WG_X (0 past M or N).
+fn resid4(m: u32, n: u32) -> vec4<f32> {
+  let row = min(m, p.m - 1u) * p.n;
+  let last = p.n - 1u;
+  return select(vec4<f32>(0.0),
+                vec4<f32>(resid[row + min(n, last)], resid[row + min(n + WG_X, last)],
+                          resid[row + min(n + 2u * WG_X, last)],
+                          resid[row + min(n + 3u * WG_X, last)]),
+                vec4<bool>(n < p.n, n + WG_X < p.n, n + 2u * WG_X < p.n, n + 3u * WG_X < p.n));
+}
+
+// (acc + bias) + resid at this thread's outputs, laid out as `store` reads acc.
+fn plus_resid(wid: vec3<u32>, lid: vec3<u32>, acc: array<vec4<f32>, 8>, b0: vec4<f32>,
+              b1: vec4<f32>) -> array<vec4<f32>, 8> {
+  let m = wid.y * BM + lid.y;
+  let n = wid.x * BN + lid.x;
+  let n4 = n + 4u * WG_X;
+  var o = acc;
+  o[0] = (o[0] + b0) + resid4(m, n);
+  if (TM > 1u) {
+    o[1] = (o[1] + b0) + resid4(m + WG_Y, n);
+    o[2] = (o[2] + b0) + resid4(m + 2u * WG_Y, n);
+    o[3] = (o[3] + b0) + resid4(m + 3u * WG_Y, n);
+  }
+  if (TN > 4u) {
+    o[4] = (o[4] + b1) + resid4(m, n4);
+    if (TM > 1u) {
+      o[5] = (o[5] + b1) + resid4(m + WG_Y, n4);
+      o[6] = (o[6] + b1) + resid4(m + 2u * WG_Y, n4);
+      o[7] = (o[7] + b1) + resid4(m + 3u * WG_Y, n4);
+    }
+  }
+  return o;
+}
+
+// One split only, plus the residual (binding 4 unbound).
+@compute @workgroup_size(WG_X, WG_Y)
+fn main_resid(@builtin(workgroup_id) wid: vec3<u32>,
+              @builtin(local_invocation_id) lid: vec3<u32>) {
+  let zero = vec4<f32>(0.0);
+  store(wid, lid, plus_resid(wid, lid, block(wid, lid), zero, zero), 0u, zero, zero);
+}
+
+// One split only: (x @ W^T + bias) + resid.
+@compute @workgroup_size(WG_X, WG_Y)
+fn main_bias_resid(@builtin(workgroup_id) wid: vec3<u32>,
+                   @builtin(local_invocation_id) lid: vec3<u32>) {
+  let n = wid.x * BN + lid.x;
+  let zero = vec4<f32>(0.0);
+  let o = plus_resid(wid, lid, block(wid, lid), bias4(n), bias4(n + 4u * WG_X));
+  store(wid, lid, o, 0u, zero, zero);
 }

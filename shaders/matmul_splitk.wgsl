@@ -1,5 +1,5 @@
-// Sums the split-K partial products of matmul_skinny.wgsl: y[i] = sum_s part[s * size + i]
-// (+ bias[i % n]). One invocation per output element, in a 1-D grid folded into 2-D
+// Sums the split-K partial products of matmul.wgsl / matmul_skinny.wgsl: y[i] = sum_s
+// part[s * size + i] (+ bias[i % n]) (+ resid[i], the linear layer's residual, added once here). One invocation per output element, in a 1-D grid folded into 2-D
 // (flat_index of grid.wgsl); the splits are summed in order, so the result does not depend on
 // scheduling.
 
@@ -19,6 +19,7 @@ struct Params {
 @group(0) @binding(1) var<storage, read> part: array<f32>; // [splits, M, N]
 @group(0) @binding(2) var<storage, read_write> y: array<f32>; // [M, N]
 @group(0) @binding(3) var<storage, read> bias: array<BIAS_T>; // [N]
+@group(0) @binding(4) var<storage, read> resid: array<f32>; // [M, N]
 
 fn total(i: u32) -> f32 {
   var s = 0.0;
@@ -38,4 +39,19 @@ fn main_bias(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg
              @builtin(local_invocation_id) lid: vec3<u32>) {
   let i = flat_index(wid, nwg, lid);
   if (i < p.size) { y[i] = total(i) + f32(bias[i % p.n]); }
+}
+
+// Binding 3 (bias) is left unbound here.
+@compute @workgroup_size(WG)
+fn main_resid(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+              @builtin(local_invocation_id) lid: vec3<u32>) {
+  let i = flat_index(wid, nwg, lid);
+  if (i < p.size) { y[i] = total(i) + resid[i]; }
+}
+
+@compute @workgroup_size(WG)
+fn main_bias_resid(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                   @builtin(local_invocation_id) lid: vec3<u32>) {
+  let i = flat_index(wid, nwg, lid);
+  if (i < p.size) { y[i] = (total(i) + f32(bias[i % p.n])) + resid[i]; }
 }

@@ -15,8 +15,11 @@ export interface GpuOptions {
 export interface DispatchOptions {
   /** Uniform parameters, bound at @binding(0); each field 4 bytes (see `packParams`). */
   params?: ArrayBuffer;
-  /** Storage buffers, bound at @binding(1), @binding(2), ... (or from 0 when no params). */
-  buffers: Binding[];
+  /**
+   * Storage buffers, bound at @binding(1), @binding(2), ... (or from 0 when no params); null
+   * skips a binding number that the entry point does not use (an optional operand left out).
+   */
+  buffers: (Binding | null)[];
   workgroups: [number, number?, number?];
 }
 

@@ -25,6 +25,8 @@ export class Recorder {
   #rejectLost!: (e: Error) => void;
   /** Number of submits so far (benchmarks and tests count them). */
   submits = 0;
+  /** Number of compute dispatches recorded so far (benchmarks and tests count them). */
+  dispatches = 0;
   /** When set, every dispatch runs in its own timed pass (see `Gpu.profile`). */
   profiler: KernelProfiler | null = null;
 
@@ -61,7 +63,7 @@ export class Recorder {
   dispatch(
     pipeline: GPUComputePipeline,
     params: ArrayBuffer | undefined,
-    buffers: Binding[],
+    buffers: (Binding | null)[],
     [x, y, z]: [number, number, number],
   ): void {
     if (params && this.#arenaUsed + SLOT > ARENA_BYTES) this.flush();
@@ -78,6 +80,11 @@ export class Recorder {
       key += `|u${offset}:${size}`;
     }
     for (const b of buffers) {
+      if (b === null) {
+        binding++;
+        key += "|-";
+        continue;
+      }
       const r = b instanceof GPUBuffer ? { buffer: b } : b;
       entries.push({ binding: binding++, resource: r });
       key += `|${this.#id(r.buffer)}:${r.offset ?? 0}:${r.size ?? -1}`;
@@ -98,6 +105,7 @@ export class Recorder {
     this.#pass.dispatchWorkgroups(x, y, z);
     if (timed) this.#endPass();
     this.#commands++;
+    this.dispatches++;
   }
 
   upload(dst: GPUBuffer, data: ArrayBufferView, dstOffset: number): void {

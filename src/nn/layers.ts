@@ -6,7 +6,6 @@
  */
 import { architecture, type ModelConfig } from "../io/mod.ts";
 import { record, registerOp } from "../tensor/mod.ts";
-import { add } from "../tensor/mod.ts";
 import { rmsNorm } from "../tensor/mod.ts";
 import { rope } from "../tensor/mod.ts";
 import { swiglu } from "../tensor/mod.ts";
@@ -112,8 +111,9 @@ export function decoderLayer(
   },
 ): Tensor {
   const c = ctx.config;
-  const linear = (x: Tensor, m: string, wt: Tensor, b: Tensor | null) =>
-    loraLinear(x, wt, b, ctx.adapters ? w.lora.get(m) ?? null : null);
+  // residual: the block's input, added in the product's epilogue (o_proj, down_proj).
+  const linear = (x: Tensor, m: string, wt: Tensor, b: Tensor | null, residual?: Tensor) =>
+    loraLinear(x, wt, b, ctx.adapters ? w.lora.get(m) ?? null : null, { residual });
   const [B, T] = h.shape;
   const D = c.headDim, Hq = c.numAttentionHeads, Hkv = c.numKeyValueHeads;
   const eps = c.rmsNormEps;
@@ -128,11 +128,11 @@ export function decoderLayer(
   const qr = rope(q, ctx.positions, ctx.rope);
   const kr = rope(k, ctx.positions, ctx.rope);
   const att = view(ctx.attend(qr, kr, v), [B, T, Hq * D]);
-  const h1 = add(h, linear(att, "o_proj", w.o, w.oBias));
+  const h1 = linear(att, "o_proj", w.o, w.oBias, h);
   const x2 = rmsNorm(h1, w.postNorm, { eps });
   const act = swiglu(
     linear(x2, "gate_proj", w.gate, w.gateBias),
     linear(x2, "up_proj", w.up, w.upBias),
   );
-  return add(h1, linear(act, "down_proj", w.down, w.downBias));
+  return linear(act, "down_proj", w.down, w.downBias, h1);
 }

@@ -20,6 +20,7 @@ import {
   add,
   cast,
   linear,
+  type LinearOptions,
   matmul,
   mulScalar,
   noGrad,
@@ -135,7 +136,8 @@ export class LoraAdapters {
 
 registerOp(
   "lora_linear",
-  "y = x W^T + b + s (x A^T) B^T, W and b frozen; grads to x, A [r, in] and B [out, r]",
+  "y = x W^T + b + s (x A^T) B^T (+ residual), W and b frozen; grads to x, A [r, in], B [out, r] " +
+    "(and the residual: the output's gradient)",
 );
 
 /**
@@ -143,14 +145,17 @@ registerOp(
  * on the tape: the adapter's product is added into y in place, and the backward keeps only x and
  * x A^T [N, r], so an adapted layer holds no activation of [N, out] beyond the base linear's.
  * Backward (g = dL/dy, l = x A^T): dB = s g^T l, dl = s g B, dA = dl^T x, dx = g W + dl A.
+ * `options.residual` goes into the base product's epilogue (`linear`); its gradient is g.
  */
 export function loraLinear(
   x: Tensor,
   w: Tensor,
   bias: Tensor | null,
   lora: LoraPair | null,
+  options: LinearOptions = {},
 ): Tensor {
-  if (!lora) return linear(x, w, bias);
+  if (!lora) return linear(x, w, bias, options);
+  const residual = options.residual ?? null;
   if (w.requiresGrad || bias?.requiresGrad) {
     throw new Error(`lora_linear: the base weight ${w.label} must be frozen under an adapter`);
   }
@@ -158,14 +163,15 @@ export function loraLinear(
   const inF = w.shape[1], outF = w.shape[0], r = a.shape[0];
   const rows = x.size / inF;
   const [y, low] = noGrad(() => {
-    const y = linear(x, w, bias); // [..., out]
+    const y = linear(x, w, bias, { residual }); // [..., out]
     const low = linear(x, a); // [..., r]
     const up = linear(low, b); // [..., out]
     accumulate(y, up, scale);
     up.dispose();
     return [y, low];
   });
-  const out = record("lora_linear", [x, a, b], y, (g) => {
+  const inputs = residual ? [x, a, b, residual] : [x, a, b];
+  const out = record("lora_linear", inputs, y, (g) => {
     // 2-D views, disposed here so that x and l are released as soon as this backward ran.
     const g2 = g.reshape([rows, outF]), x2 = x.reshape([rows, inF]), l2 = low.reshape([rows, r]);
     const gb = b.requiresGrad ? matmul(g2, l2, { transA: true }) : null; // [out, r]
@@ -183,7 +189,7 @@ export function loraLinear(
       flat.dispose();
     }
     for (const t of [g2, x2, l2, gl, low]) t.dispose();
-    return [gx, ga, gb];
+    return residual ? [gx, ga, gb, residual.requiresGrad ? g : null] : [gx, ga, gb];
   });
   if (!out.node) low.dispose();
   return out;

@@ -16,7 +16,7 @@ export { backward, OPS, record, registerOp, zeroGrad } from "./autograd.ts";
 export { accumulate, clone, fill, fillInPlace, scaleInPlace, zeros } from "./ops/basic.ts";
 export { grid1d } from "./ops/grid.ts";
 export { add, cast, mul, mulScalar } from "./ops/elementwise.ts";
-export { linear, matmul, matmulTiled } from "./ops/matmul.ts";
+export { linear, type LinearOptions, matmul, matmulTiled } from "./ops/matmul.ts";
 export { splitPolicy } from "./ops/matmul_kernel.ts";
 export { rmsNorm } from "./ops/rmsnorm.ts";
 export { type DynamicRopeOptions, rope, ropeDynamicInvFreq, ropeInvFreq } from "./ops/rope.ts";

@@ -15,7 +15,8 @@ registerOp(
 );
 registerOp(
   "linear",
-  "y = x @ W^T + b, x [..., in], W [out, in], b [out]; W may be f16 where the GPU has shader-f16",
+  "y = x @ W^T + b (+ residual), x [..., in], W [out, in], b [out], residual [..., out] f32 " +
+    "(added in the GEMM's epilogue); W may be f16 where the GPU has shader-f16",
 );
 
 export interface MatmulOptions {
@@ -179,20 +180,39 @@ export function matmulTiled(
   return forward(a, b, plan(a, b, options), options.tile);
 }
 
-/** y [..., out] = x [..., in] @ weight^T + bias, weight [out, in], bias [out]. */
-export function linear(x: Tensor, weight: Tensor, bias: Tensor | null = null): Tensor {
+export interface LinearOptions {
+  /**
+   * residual [..., out] f32: the result is residual + x W^T (+ b), summed in the GEMM's epilogue
+   * (no separate add, no temporary); its gradient is the output's, passed through.
+   */
+  residual?: Tensor | null;
+}
+
+/** y [..., out] = x [..., in] @ weight^T + bias (+ residual), weight [out, in], bias [out]. */
+export function linear(
+  x: Tensor,
+  weight: Tensor,
+  bias: Tensor | null = null,
+  options: LinearOptions = {},
+): Tensor {
+  const residual = options.residual ?? null;
   for (const [name, t] of [["x", x], ["weight", weight], ["bias", bias]] as const) {
     if (t) checkFloat("linear", name, t);
   }
   const bad = (why: string) =>
     new Error(
       `linear: ${why}: ${describe("x", x)}, ${describe("weight", weight)}` +
-        (bias ? `, ${describe("bias", bias)}` : ""),
+        (bias ? `, ${describe("bias", bias)}` : "") +
+        (residual ? `, ${describe("residual", residual)}` : ""),
     );
   if (weight.rank !== 2) throw bad("weight must be 2-D [out, in]");
   const [outF, inF] = weight.shape;
   if (x.rank < 1 || x.shape[x.rank - 1] !== inF) throw bad(`x must end in in=${inF}`);
   if (bias && (bias.rank !== 1 || bias.shape[0] !== outF)) throw bad(`bias must be [${outF}]`);
+  const outShape = [...x.shape.slice(0, -1), outF];
+  if (residual && (residual.dtype !== "f32" || fmtShape(residual.shape) !== fmtShape(outShape))) {
+    throw bad(`residual must be f32 ${fmtShape(outShape)}`);
+  }
   const rows = shapeSize(x.shape.slice(0, -1));
   const flat = (m: number, n: number, k: number, transA: boolean, transB: boolean): Gemm => ({
     batch: 1,
@@ -204,16 +224,9 @@ export function linear(x: Tensor, weight: Tensor, bias: Tensor | null = null): T
     strideA: 0,
     strideB: 0,
   });
-  const out = gemmNew(
-    x,
-    weight,
-    [...x.shape.slice(0, -1), outF],
-    flat(rows, outF, inF, false, true),
-    {
-      bias,
-    },
-  );
+  const out = gemmNew(x, weight, outShape, flat(rows, outF, inF, false, true), { bias, residual });
   const inputs = bias ? [x, weight, bias] : [x, weight];
+  if (residual) inputs.push(residual);
   return record("linear", inputs, out, (g) => {
     const gx = x.requiresGrad
       ? gemmNew(g, weight, x.shape, flat(rows, inF, outF, false, false))
@@ -222,6 +235,9 @@ export function linear(x: Tensor, weight: Tensor, bias: Tensor | null = null): T
       ? gemmNew(g, x, weight.shape, flat(outF, inF, rows, true, false))
       : null;
     const gb = bias?.requiresGrad ? colsum(g, rows, outF, bias.shape) : null;
-    return bias ? [gx, gw, gb] : [gx, gw];
+    const grads = bias ? [gx, gw, gb] : [gx, gw];
+    // The residual's gradient is g itself: the tape stores it once and clones on reuse.
+    if (residual) grads.push(residual.requiresGrad ? g : null);
+    return grads;
   });
 }

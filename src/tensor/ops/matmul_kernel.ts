@@ -6,7 +6,13 @@
 import { gpu, packParams } from "../../gpu/mod.ts";
 import type { KernelSpec } from "../../gpu/mod.ts";
 import { Tensor } from "../tensor.ts";
-import { gemmSkinny, skinnyApplies, sumSplits } from "./matmul_skinny.ts";
+import {
+  epilogueBuffers,
+  epilogueEntry,
+  gemmSkinny,
+  skinnyApplies,
+  sumSplits,
+} from "./matmul_skinny.ts";
 
 /** Threads per workgroup (WG_X along N, WG_Y along M), register tile per thread, K step. */
 export interface TileConfig {
@@ -88,6 +94,11 @@ export interface Gemm {
 
 export interface GemmOptions {
   bias?: Tensor | null;
+  /**
+   * f32, laid out as the output, added after the bias in the epilogue (once, in the split-sum
+   * pass when K is split). Never the output itself: WebGPU forbids aliasing a read_write binding.
+   */
+  residual?: Tensor | null;
   /** A tile forces the tiled kernel; without one few-row linear products take the skinny one. */
   tile?: TileName | TileConfig;
   /** K splits of a single tiled product; default from `splitPolicy` (tests force it). */
@@ -117,9 +128,11 @@ export function tiledSplits(d: Gemm, tile: TileConfig): number {
 /** Records the GEMM dispatches writing `out` (f32, [batch, M, N] contiguous). */
 export function gemm(a: Tensor, b: Tensor, out: Tensor, d: Gemm, options: GemmOptions = {}): void {
   const g = gpu();
+  const residual = options.residual ?? null;
+  if (residual) checkResidual(residual, out);
   if (d.batch === 0 || d.m === 0 || d.n === 0) return;
   if (options.tile === undefined && skinnyApplies(a, b, d)) {
-    gemmSkinny(a, b, out, d, { bias: options.bias });
+    gemmSkinny(a, b, out, d, { bias: options.bias, residual });
     return;
   }
   const tile = typeof options.tile === "string"
@@ -131,7 +144,7 @@ export function gemm(a: Tensor, b: Tensor, out: Tensor, d: Gemm, options: GemmOp
   const f16 = a.dtype === "f16" || b.dtype === "f16" || bias?.dtype === "f16";
   const spec: KernelSpec = {
     shader: "matmul",
-    entry: bias ? "main_bias" : "main",
+    entry: epilogueEntry(bias, residual),
     f16,
     defines: {
       WG_X: tile.wgX,
@@ -158,12 +171,11 @@ export function gemm(a: Tensor, b: Tensor, out: Tensor, d: Gemm, options: GemmOp
       buffers: [a.buffer, b.buffer, part.buffer],
       workgroups: [Math.ceil(d.n / bn), Math.ceil(d.m / bm), splits],
     });
-    sumSplits(part, out, { m: d.m, n: d.n, splits, bias });
+    sumSplits(part, out, { m: d.m, n: d.n, splits, bias, residual });
     part.dispose();
     return;
   }
-  const buffers = [a.buffer, b.buffer, out.buffer];
-  if (bias) buffers.push(bias.buffer);
+  const buffers = epilogueBuffers([a.buffer, b.buffer, out.buffer], bias, residual);
   // A dispatch's z dimension is capped by the device; larger batches go in slices.
   const maxZ = g.limits.maxComputeWorkgroupsPerDimension;
   for (let off = 0; off < d.batch; off += maxZ) {
@@ -172,6 +184,18 @@ export function gemm(a: Tensor, b: Tensor, out: Tensor, d: Gemm, options: GemmOp
       buffers,
       workgroups: [Math.ceil(d.n / bn), Math.ceil(d.m / bm), Math.min(maxZ, d.batch - off)],
     });
+  }
+}
+
+function checkResidual(r: Tensor, out: Tensor): void {
+  if (r.dtype !== "f32" || r.size !== out.size) {
+    throw new Error(
+      `matmul: the residual must be f32 with the output's ${out.size} elements, got ` +
+        `${r.dtype} [${r.shape.join(", ")}]`,
+    );
+  }
+  if (r.buffer === out.buffer) {
+    throw new Error("matmul: the residual must not be the output buffer (a read_write binding)");
   }
 }
 

@@ -45,6 +45,8 @@ export interface SkinnyDims {
 
 export interface SkinnyOptions {
   bias?: Tensor | null;
+  /** f32 [M, N] added after the bias (never `out` itself). */
+  residual?: Tensor | null;
   config?: SkinnyConfig;
   /** Number of K splits; default from `skinnyPolicy`. */
   splits?: number;
@@ -90,7 +92,10 @@ export function skinnyApplies(
     d.m <= skinnyPolicy.maxM && a.dtype !== "i32" && b.dtype !== "i32";
 }
 
-/** Records y = x @ w^T (+ bias) into `out` (f32 [M, N]); x [M, K], w [N, K], K % 4 == 0. */
+/**
+ * Records y = x @ w^T (+ bias) (+ residual) into `out` (f32 [M, N]); x [M, K], w [N, K],
+ * K % 4 == 0, residual f32 [M, N].
+ */
 export function gemmSkinny(
   x: Tensor,
   w: Tensor,
@@ -103,7 +108,7 @@ export function gemmSkinny(
   if (k % 4 !== 0) throw new Error(`matmul: the skinny kernel needs K % 4 == 0, got K=${k}`);
   const c = options.config ?? skinnyConfig(m);
   checkConfig(c);
-  const bias = options.bias ?? null;
+  const bias = options.bias ?? null, residual = options.residual ?? null;
   const k4 = k / 4, stage4 = c.bk / 4;
   const stages = Math.max(1, Math.ceil(k4 / stage4));
   const wanted = Math.max(1, Math.min(options.splits ?? skinnySplits(d, c), stages));
@@ -113,7 +118,7 @@ export function gemmSkinny(
   const vec = (t: Tensor) => `vec4<${t.dtype}>`;
   const spec: KernelSpec = {
     shader: "matmul_skinny",
-    entry: bias && splits === 1 ? "main_bias" : "main",
+    entry: splits === 1 ? epilogueEntry(bias, residual) : "main",
     f16,
     defines: {
       WG_X: c.wgX,
@@ -133,9 +138,11 @@ export function gemmSkinny(
   ];
   const g = gpu();
   if (splits === 1) {
-    const buffers = [x.buffer, w.buffer, out.buffer];
-    if (bias) buffers.push(bias.buffer);
-    g.dispatch(spec, { params: packParams([m, n, k4, splitK4, 0]), buffers, workgroups });
+    g.dispatch(spec, {
+      params: packParams([m, n, k4, splitK4, 0]),
+      buffers: epilogueBuffers([x.buffer, w.buffer, out.buffer], bias, residual),
+      workgroups,
+    });
     return;
   }
   const part = Tensor.empty([splits, m, n], "f32", "matmul_split");
@@ -144,24 +151,44 @@ export function gemmSkinny(
     buffers: [x.buffer, w.buffer, part.buffer],
     workgroups,
   });
-  sumSplits(part, out, { m, n, splits, bias });
+  sumSplits(part, out, { m, n, splits, bias, residual });
   part.dispose();
 }
 
+/** The entry point of a GEMM epilogue: `main`, `main_bias`, `main_resid`, `main_bias_resid`. */
+export function epilogueEntry(bias: Tensor | null, residual: Tensor | null): string {
+  return `main${bias ? "_bias" : ""}${residual ? "_resid" : ""}`;
+}
+
 /**
- * out [M, N] = sum over s of part [s, M, N] (+ bias [N]), summed in split order
- * (shaders/matmul_splitk.wgsl): the second pass of every split-K product.
+ * `base` then the epilogue's operands: the bias, then the residual (with a gap in place of a
+ * missing bias, whose binding number the residual entries leave unused).
+ */
+export function epilogueBuffers(
+  base: GPUBuffer[],
+  bias: Tensor | null,
+  residual: Tensor | null,
+): (GPUBuffer | null)[] {
+  const out: (GPUBuffer | null)[] = [...base];
+  if (bias || residual) out.push(bias?.buffer ?? null);
+  if (residual) out.push(residual.buffer);
+  return out;
+}
+
+/**
+ * out [M, N] = sum over s of part [s, M, N] (+ bias [N]) (+ residual [M, N]), summed in split
+ * order (shaders/matmul_splitk.wgsl): the second pass of every split-K product.
  */
 export function sumSplits(
   part: Tensor,
   out: Tensor,
-  d: { m: number; n: number; splits: number; bias: Tensor | null },
+  d: { m: number; n: number; splits: number; bias: Tensor | null; residual?: Tensor | null },
 ): void {
-  const buffers = [part.buffer, out.buffer];
-  if (d.bias) buffers.push(d.bias.buffer);
+  const residual = d.residual ?? null;
+  const buffers = epilogueBuffers([part.buffer, out.buffer], d.bias, residual);
   gpu().dispatch({
     shader: "matmul_splitk",
-    entry: d.bias ? "main_bias" : "main",
+    entry: epilogueEntry(d.bias, residual),
     f16: d.bias?.dtype === "f16",
     defines: { WG: SPLITK_WG, BIAS_T: d.bias?.dtype ?? "f32" },
   }, {

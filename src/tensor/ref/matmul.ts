@@ -67,7 +67,7 @@ export function matmulBackward(
   return { da: Float32Array.from(da), db: Float32Array.from(db) };
 }
 
-/** out [R, N] = x [R, K] @ w^T + bias, w [N, K] (Hugging Face layout). */
+/** out [R, N] = x [R, K] @ w^T + bias (+ residual [R, N]), w [N, K] (Hugging Face layout). */
 export function linear(
   x: ArrayLike<number>,
   w: ArrayLike<number>,
@@ -75,11 +75,13 @@ export function linear(
   rows: number,
   inF: number,
   outF: number,
+  residual: ArrayLike<number> | null = null,
 ): Float32Array {
   const out = matmul(x, w, { batch: 1, m: rows, n: outF, k: inF, transB: true });
   if (bias) {
     for (let i = 0; i < rows; i++) for (let j = 0; j < outF; j++) out[i * outF + j] += bias[j];
   }
+  if (residual) { for (let i = 0; i < out.length; i++) out[i] += residual[i]; }
   return out;
 }
 

@@ -6,9 +6,13 @@
  *
  *   deno run -A bench/generate_device.ts --batch 64 --prompt 128 --new 256 --dtype f32,f16
  *
+ * --layers N / --vocab N shrink the Qwen2.5 shape (a CPU adapter cannot bind the full embedding).
  * --n N draws N samples from each of batch / N prompts (as GRPO does); --shared-prefill 0 prefills
  * every sample's copy of its prompt instead of each prompt once.
  * --target-groups N / --min-stages N override the skinny matmul's split policy (tuning).
+ * `dispatches_per_step`: compute dispatches recorded per decode step (prefill and the first sample
+ * subtracted as for the time); any adapter, though a CPU adapter takes other kernels (no skinny
+ * matmul, no split K), so the count on a GPU differs.
  */
 import { gpu, initGpu } from "../src/gpu/mod.ts";
 import type { ModelConfig } from "../src/io/mod.ts";
@@ -47,8 +51,12 @@ function benchConfig(): ModelConfig {
   if (!isQwen25Shape(shape)) {
     throw new Error(`--config ${name}: use tiny, qwen2.5-0.5b or qwen2.5-1.5b`);
   }
-  const layers = arg("layers", "");
-  return qwen25Config(shape, { ...common, ...(layers ? { numHiddenLayers: Number(layers) } : {}) });
+  const layers = arg("layers", ""), vocab = arg("vocab", "");
+  return qwen25Config(shape, {
+    ...common,
+    ...(layers ? { numHiddenLayers: Number(layers) } : {}),
+    ...(vocab ? { vocabSize: Number(vocab) } : {}),
+  });
 }
 
 /** Cheap random weights (uniform with std 0.02, norms at 1): values do not matter for speed. */
@@ -125,9 +133,12 @@ for (const dtype of arg("dtype", "f32,f16").split(",") as ("f32" | "f16")[]) {
       submitEachStep: arg("submit-each-step", "1") === "1",
     });
   await run(4); // compile every pipeline
+  const d0 = g.recorder.dispatches;
   const first = Math.min(await timed(() => run(1)), await timed(() => run(1)));
-  const submitsBefore = g.recorder.submits;
+  const dispatchesFirst = (g.recorder.dispatches - d0) / 2;
+  const submitsBefore = g.recorder.submits, d1 = g.recorder.dispatches;
   const full = await timed(() => run(R));
+  const dispatchesPerStep = (g.recorder.dispatches - d1 - dispatchesFirst) / (R - 1);
   const decode = B * (R - 1) / (full - first);
   console.log(JSON.stringify({
     bench: "generate",
@@ -150,6 +161,7 @@ for (const dtype of arg("dtype", "f32,f16").split(",") as ("f32" | "f16")[]) {
     decode_tokens_per_s: Math.round(decode),
     end_to_end_tokens_per_s: Math.round(B * R / full),
     submits: g.recorder.submits - submitsBefore,
+    dispatches_per_step: +dispatchesPerStep.toFixed(1),
     peak_gib: +(g.pool.peakBytes / 2 ** 30).toFixed(2),
   }));
   if (arg("profile", "0") === "1") await profile(model, dtype);

@@ -33,6 +33,8 @@ gpuTest("tiled GEMM adds the residual in its epilogue (bias or not, split K or n
     [37, 35, 11, 1, "small"],
     [9, 7, 83, 3, "small"],
     [4, 6, 9, 7, "small"],
+    // 8x8 per thread: the epilogue's second row and column groups (RG, CG > 1)
+    [67, 70, 13, 2, "medium"],
   ];
   let seed = 50;
   for (const [m, n, k, splits, tile] of cases) {

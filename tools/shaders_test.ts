@@ -101,6 +101,7 @@ export const COVERAGE: Record<string, Coverage> = {
   reduce: tensorOp("reduce"),
   rmsnorm: tensorOp("rmsnorm"),
   rope: tensorOp("rope"),
+  rope_qk: tensorOp("rope", "rope", "rope_qk_test"),
   sampling,
   sampling_chunks: sampling,
   softmax: tensorOp("softmax"),

@@ -7,7 +7,7 @@
 import { architecture, type ModelConfig } from "../io/mod.ts";
 import { record, registerOp } from "../tensor/mod.ts";
 import { rmsNorm } from "../tensor/mod.ts";
-import { rope } from "../tensor/mod.ts";
+import { ropeQK } from "../tensor/mod.ts";
 import { swiglu } from "../tensor/mod.ts";
 import type { Tensor } from "../tensor/mod.ts";
 import { hasOutputBias } from "./weights.ts";
@@ -125,8 +125,7 @@ export function decoderLayer(
     q = rmsNorm(q, w.qNorm, { eps });
     k = rmsNorm(k, w.kNorm, { eps });
   }
-  const qr = rope(q, ctx.positions, ctx.rope);
-  const kr = rope(k, ctx.positions, ctx.rope);
+  const [qr, kr] = ropeQK(q, k, ctx.positions, ctx.rope);
   const att = view(ctx.attend(qr, kr, v), [B, T, Hq * D]);
   const h1 = linear(att, "o_proj", w.o, w.oBias, h);
   const x2 = rmsNorm(h1, w.postNorm, { eps });

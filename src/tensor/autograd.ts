@@ -3,7 +3,7 @@
  * in reverse. Nothing below this file imports it (Tensor keeps its `Node` type itself and the
  * grad-mode flag lives in grad_mode.ts), so the tape can use the basic kernels freely.
  */
-import { fmtShape, type Tensor } from "./tensor.ts";
+import { fmtShape, type Node, type NodeGroup, type Tensor } from "./tensor.ts";
 import { accumulate, clone, fill } from "./ops/basic.ts";
 import { isGradEnabled, noGrad } from "./grad_mode.ts";
 
@@ -32,6 +32,29 @@ export function record(
     out.node = { name, inputs, backward };
   }
   return out;
+}
+
+/**
+ * {@link record} for an op with several outputs: `backward` runs once, after every output that
+ * the loss reaches has its gradient (null for one that got none), so it can be one fused kernel.
+ */
+export function recordMany(
+  name: string,
+  inputs: readonly Tensor[],
+  outputs: Tensor[],
+  backward: (gradOuts: (Tensor | null)[]) => (Tensor | null)[],
+): Tensor[] {
+  if (isGradEnabled() && inputs.some((t) => t.requiresGrad)) {
+    const group: NodeGroup = { outputs, backward };
+    const single = () => {
+      throw new Error(`${name}: an output of a several-output op has no backward of its own`);
+    };
+    for (const out of outputs) {
+      out.requiresGrad = true;
+      out.node = { name, inputs, backward: single, group };
+    }
+  }
+  return outputs;
 }
 
 function topoOrder(roots: Tensor[]): Tensor[] {
@@ -86,39 +109,67 @@ export function backward(loss: Tensor | Tensor[], gradSeed?: Tensor | Tensor[]):
 
 /** Runs the recorded backwards in reverse topological order (with the tape off). */
 function runTape(order: Tensor[], grads: Map<Tensor, Tensor>): void {
+  // A group's backward runs when the last of its outputs on this tape has been reached.
+  const waiting = new Map<NodeGroup, { grads: (Tensor | null)[]; left: number }>();
+  for (const t of order) {
+    const group = t.node?.group;
+    if (!group) continue;
+    const w = waiting.get(group) ?? { grads: group.outputs.map(() => null), left: 0 };
+    w.left++;
+    waiting.set(group, w);
+  }
   for (let k = order.length - 1; k >= 0; k--) {
     const t = order[k];
     const g = grads.get(t);
-    if (!g) continue;
     grads.delete(t);
-    if (!t.node) {
+    const node = t.node;
+    const group = node?.group;
+    if (node && group) {
+      t.node = null;
+      const w = waiting.get(group)!;
+      w.grads[group.outputs.indexOf(t)] = g ?? null;
+      if (--w.left > 0 || w.grads.every((x) => !x)) continue;
+      const spent = w.grads.filter((x): x is Tensor => x !== null);
+      distribute(node, group.backward(w.grads), spent, grads);
+      continue;
+    }
+    if (!g) continue;
+    if (!node) {
       accumulateLeaf(t, g);
       continue;
     }
-    const node = t.node;
-    const inGrads = node.backward(g);
-    // A backward may pass g through or return one tensor for several inputs: store each
-    // tensor once, clone on reuse, and dispose only what nothing holds.
-    const stored = new Set<Tensor>();
-    const spent = new Set<Tensor>([g]);
-    node.inputs.forEach((input, i) => {
-      const gi = inGrads[i];
-      if (!gi) return;
-      if (!input.requiresGrad) return void spent.add(gi);
-      checkGradShape(node.name, input, gi);
-      const prevG = grads.get(input);
-      if (prevG) {
-        accumulate(prevG, gi);
-        spent.add(gi);
-      } else if (stored.has(gi)) grads.set(input, clone(gi));
-      else {
-        grads.set(input, gi);
-        stored.add(gi);
-      }
-    });
-    for (const d of spent) if (!stored.has(d)) d.dispose();
+    distribute(node, node.backward(g), [g], grads);
     t.node = null;
   }
+}
+
+/** Hands a node's input gradients to the map, then disposes what nothing holds of `spentOut`. */
+function distribute(
+  node: Node,
+  inGrads: (Tensor | null)[],
+  spentOut: Tensor[],
+  grads: Map<Tensor, Tensor>,
+): void {
+  // A backward may pass g through or return one tensor for several inputs: store each
+  // tensor once, clone on reuse, and dispose only what nothing holds.
+  const stored = new Set<Tensor>();
+  const spent = new Set<Tensor>(spentOut);
+  node.inputs.forEach((input, i) => {
+    const gi = inGrads[i];
+    if (!gi) return;
+    if (!input.requiresGrad) return void spent.add(gi);
+    checkGradShape(node.name, input, gi);
+    const prevG = grads.get(input);
+    if (prevG) {
+      accumulate(prevG, gi);
+      spent.add(gi);
+    } else if (stored.has(gi)) grads.set(input, clone(gi));
+    else {
+      grads.set(input, gi);
+      stored.add(gi);
+    }
+  });
+  for (const d of spent) if (!stored.has(d)) d.dispose();
 }
 
 function checkGradShape(op: string, input: Tensor, g: Tensor): void {

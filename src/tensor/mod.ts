@@ -12,14 +12,20 @@ export {
 export { scope, scopeAsync } from "./scope.ts";
 export { isGradEnabled, noGrad, noGradAsync, withGrad } from "./grad_mode.ts";
 export { checkpoint, type CheckpointOptions } from "./ops/checkpoint.ts";
-export { backward, OPS, record, registerOp, zeroGrad } from "./autograd.ts";
+export { backward, OPS, record, recordMany, registerOp, zeroGrad } from "./autograd.ts";
 export { accumulate, clone, fill, fillInPlace, scaleInPlace, zeros } from "./ops/basic.ts";
 export { grid1d } from "./ops/grid.ts";
 export { add, cast, mul, mulScalar } from "./ops/elementwise.ts";
 export { linear, type LinearOptions, matmul, matmulTiled } from "./ops/matmul.ts";
 export { splitPolicy } from "./ops/matmul_kernel.ts";
 export { rmsNorm } from "./ops/rmsnorm.ts";
-export { type DynamicRopeOptions, rope, ropeDynamicInvFreq, ropeInvFreq } from "./ops/rope.ts";
+export {
+  type DynamicRopeOptions,
+  rope,
+  ropeDynamicInvFreq,
+  ropeInvFreq,
+  ropeQK,
+} from "./ops/rope.ts";
 export { ropeDynamicInvFreqRef } from "./ref/rope.ts";
 export { swiglu } from "./ops/swiglu.ts";
 export { adamwRef } from "./ref/adamw.ts";

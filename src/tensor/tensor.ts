@@ -20,6 +20,15 @@ export interface Node {
   inputs: readonly Tensor[];
   /** Gradients for each input (null where an input needs none). */
   backward: (gradOut: Tensor) => (Tensor | null)[];
+  /** Set on every output of an op with several outputs (then `backward` is not called). */
+  group?: NodeGroup;
+}
+
+/** The outputs of one op with several outputs, whose gradients reach one backward together. */
+export interface NodeGroup {
+  outputs: readonly Tensor[];
+  /** Gradients for each input from the outputs' (null for an output that got none). */
+  backward: (gradOuts: (Tensor | null)[]) => (Tensor | null)[];
 }
 
 export function shapeSize(shape: readonly number[]): number {

@@ -1,5 +1,5 @@
 import { gpu, packParams } from "../../gpu/mod.ts";
-import { record, registerOp } from "../autograd.ts";
+import { record, recordMany, registerOp } from "../autograd.ts";
 import { noGrad } from "../grad_mode.ts";
 import { scope } from "../scope.ts";
 import { fmtShape, Tensor } from "../tensor.ts";
@@ -14,6 +14,12 @@ registerOp(
   "x [B, T, H, D], positions i32 [B, T] -> rotary embedding with HF's rotate_half pairing " +
     "(i, i + D/2), inv_freq = theta^(-2i/D) or a given table, cos/sin times scale; grad for x " +
     "(rotation by the negative angle, same scale)",
+);
+
+registerOp(
+  "rope_qk",
+  "q [B, T, Hq, D], k [B, T, Hkv, D], positions i32 [B, T] -> rope of q and of k in one " +
+    "dispatch (equal to rope's bit for bit); grads for q and k in one dispatch",
 );
 
 export interface RopeOptions {
@@ -82,13 +88,19 @@ function check(x: Tensor, positions: Tensor, options: RopeOptions): void {
   }
 }
 
-function rotate(x: Tensor, positions: Tensor, invFreq: Tensor, sign: number, scale: number) {
-  const [, , H, D] = x.shape;
-  const out = Tensor.empty(x.shape, "f32", "rope");
+function rotate(
+  x: Tensor,
+  positions: Tensor,
+  invFreq: Tensor,
+  rot: { sign: number; scale: number; shape?: readonly number[] },
+) {
+  const shape = rot.shape ?? x.shape; // [B, T, H, D]
+  const [, , H, D] = shape;
+  const out = Tensor.empty(shape, "f32", "rope");
   const n = x.size / 2;
   if (n > 0) {
     gpu().dispatch({ shader: "rope", defines: { WG } }, {
-      params: packParams([n, H, D / 2, { f32: sign }, { f32: scale }]),
+      params: packParams([n, H, D / 2, { f32: rot.sign }, { f32: rot.scale }]),
       buffers: [x.buffer, positions.buffer, invFreq.buffer, out.buffer],
       workgroups: grid1d(n, WG),
     });
@@ -106,16 +118,80 @@ export function rope(x: Tensor, positions: Tensor, options: RopeOptions): Tensor
   check(x, positions, options);
   const invFreq = invFreqTensor(x.shape[3], options);
   const scale = options.scale ?? 1;
-  const out = rotate(x, positions, invFreq, 1, scale);
+  const out = rotate(x, positions, invFreq, { sign: 1, scale });
   // A per-call upload, not the cached table or the caller's tensor.
   const owned = options.invFreq !== undefined && !(options.invFreq instanceof Tensor);
   const result = record("rope", [x, positions], out, (g) => {
-    const gx = rotate(g, positions, invFreq, -1, scale);
+    const gx = rotate(g, positions, invFreq, { sign: -1, scale, shape: x.shape });
     if (owned) invFreq.dispose();
     return [gx, null];
   });
   if (owned && !result.node) invFreq.dispose();
   return result;
+}
+
+/** Both rotations in one dispatch: q [B, T, Hq, D] and k [B, T, Hkv, D] (or their grads). */
+function rotateQK(
+  q: Tensor,
+  k: Tensor,
+  shapes: { q: readonly number[]; k: readonly number[] },
+  rot: { positions: Tensor; invFreq: Tensor; sign: number; scale: number },
+): [Tensor, Tensor] {
+  const [, , Hq, D] = shapes.q, Hkv = shapes.k[2];
+  const qOut = Tensor.empty(shapes.q, "f32", "rope.q");
+  const kOut = Tensor.empty(shapes.k, "f32", "rope.k");
+  const n = (q.size + k.size) / 2;
+  if (n > 0) {
+    gpu().dispatch({ shader: "rope_qk", defines: { WG } }, {
+      params: packParams([n, Hq, Hkv, D / 2, { f32: rot.sign }, { f32: rot.scale }]),
+      buffers: [
+        q.buffer,
+        k.buffer,
+        rot.positions.buffer,
+        rot.invFreq.buffer,
+        qOut.buffer,
+        kOut.buffer,
+      ],
+      workgroups: grid1d(n, WG),
+    });
+  }
+  return [qOut, kOut];
+}
+
+/**
+ * {@link rope} of q [B, T, Hq, D] and k [B, T, Hkv, D] at the same positions [B, T], in one
+ * dispatch (and one for both gradients): each output equals `rope`'s bit for bit.
+ */
+export function ropeQK(
+  q: Tensor,
+  k: Tensor,
+  positions: Tensor,
+  options: RopeOptions,
+): [Tensor, Tensor] {
+  check(q, positions, options);
+  check(k, positions, options);
+  if (k.shape[3] !== q.shape[3]) {
+    throw new Error(
+      `ropeQK: q ${fmtShape(q.shape)} and k ${fmtShape(k.shape)} must share the head dim D`,
+    );
+  }
+  const invFreq = invFreqTensor(q.shape[3], options);
+  const scale = options.scale ?? 1;
+  const shapes = { q: q.shape, k: k.shape };
+  const [qr, kr] = rotateQK(q, k, shapes, { positions, invFreq, sign: 1, scale });
+  // A per-call upload, not the cached table or the caller's tensor.
+  const owned = options.invFreq !== undefined && !(options.invFreq instanceof Tensor);
+  recordMany("rope_qk", [q, k, positions], [qr, kr], ([gq, gk]) => {
+    const back = { positions, invFreq, sign: -1, scale };
+    const grads = gq && gk ? rotateQK(gq, gk, shapes, back) : [
+      gq && rotate(gq, positions, invFreq, { ...back, shape: q.shape }),
+      gk && rotate(gk, positions, invFreq, { ...back, shape: k.shape }),
+    ];
+    if (owned) invFreq.dispose();
+    return [...grads, null];
+  });
+  if (owned && !qr.node) invFreq.dispose();
+  return [qr, kr];
 }
 
 /** What dynamic NTK scaling needs besides the positions (HF's `rope_type: dynamic`). */

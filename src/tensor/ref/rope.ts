@@ -66,3 +66,17 @@ export function ropeDynamicInvFreqRef(
   const base = f(f(o.theta) * f(Math.pow(ratio, f(D / (D - 2)))));
   return ropeInvFreqRef(base, D);
 }
+
+/** q [B, T, Hq, D] and k [B, T, Hkv, D] rotated at the same positions, as two {@link ropeRef}s. */
+export function ropeQKRef(
+  q: Float32Array,
+  k: Float32Array,
+  positions: Int32Array,
+  shapes: {
+    q: readonly [number, number, number, number];
+    k: readonly [number, number, number, number];
+  },
+  options: { theta: number; inverse?: boolean; invFreq?: Float32Array; scale?: number },
+): [Float32Array, Float32Array] {
+  return [ropeRef(q, positions, shapes.q, options), ropeRef(k, positions, shapes.k, options)];
+}

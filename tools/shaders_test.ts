@@ -102,6 +102,7 @@ export const COVERAGE: Record<string, Coverage> = {
   rmsnorm: tensorOp("rmsnorm"),
   rope: tensorOp("rope"),
   rope_qk: tensorOp("rope", "rope", "rope_qk_test"),
+  rope_qk_cache: tensorOp("rope_cache", "rope", "rope_cache_test"),
   sampling,
   sampling_chunks: sampling,
   softmax: tensorOp("softmax"),

@@ -117,7 +117,7 @@ export class CausalLM extends DecoderTrunk {
 
   /**
    * Runs the prompt [B, P] into an empty cache; returns the last position's logits [B, V]. The
-   * cache may hold r * B rows: each prompt's keys and values then fill its r rows (KvCache.append).
+   * cache may hold r * B rows: each prompt's keys and values then fill its r rows (KvCache.ropeAppend).
    */
   prefill(cache: KvCache, inputIds: Tensor, options: ForwardOptions): Tensor {
     this.checkIds("prefill", inputIds, [
@@ -126,10 +126,10 @@ export class CausalLM extends DecoderTrunk {
     ]);
     if (cache.length !== 0) throw new Error(`prefill: the cache already holds ${cache.length}`);
     return noGrad(() => {
-      const h = this.trunk(inputIds, options.positionIds, (l) => (q, k, v) => {
-        cache.append(l, k, v);
-        return attention(q, k, v, { keyMask: options.attentionMask, causal: true });
-      });
+      const h = this.trunk(inputIds, options.positionIds, (l) => ({
+        rotate: (qkv, rope) => cache.ropeAppend(l, qkv, rope),
+        attend: (q, k, v) => attention(q, k, v, { keyMask: options.attentionMask, causal: true }),
+      }));
       cache.advance(inputIds.shape[1]);
       return linear(lastStep(h), this.#head);
     });
@@ -143,14 +143,15 @@ export class CausalLM extends DecoderTrunk {
     }
     return noGrad(() => {
       const kvLength = cache.length + 1;
-      const h = this.trunk(ids, positions, (l) => (q, k, v) => {
-        cache.append(l, k, v);
-        return attention(q, cache.keys[l], cache.values[l], {
-          keyMask: cache.keyMask,
-          kvLength,
-          causal: false,
-        });
-      }, kvLength);
+      const h = this.trunk(ids, positions, (l) => ({
+        rotate: (qkv, rope) => cache.ropeAppend(l, qkv, rope),
+        attend: (q) =>
+          attention(q, cache.keys[l], cache.values[l], {
+            keyMask: cache.keyMask,
+            kvLength,
+            causal: false,
+          }),
+      }), kvLength);
       cache.advance(1);
       return linear(h, this.#head).reshape([cache.batch, this.config.vocabSize]);
     });

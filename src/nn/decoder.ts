@@ -19,8 +19,8 @@ import { type LmHeadLogprobOptions, rmsNorm, scope } from "../tensor/mod.ts";
 import { f16BitsToF32, fmtShape } from "../tensor/mod.ts";
 import { ropeDynamicInvFreq, Tensor } from "../tensor/mod.ts";
 import {
-  type Attend,
   decoderLayer,
+  type LayerAttention,
   type LayerParams,
   layerParams,
   type RopeCall,
@@ -189,7 +189,7 @@ export class DecoderTrunk {
   protected trunk(
     ids: Tensor,
     positions: Tensor,
-    attend: (l: number) => Attend,
+    attention: (l: number) => LayerAttention,
     longest = ids.shape[1],
     adapters = true,
   ): Tensor {
@@ -197,7 +197,7 @@ export class DecoderTrunk {
     const inference = !isGradEnabled();
     const rope = this.#ropeCall(positions, longest);
     this.layers.forEach((w, l) => {
-      const ctx = { config: this.config, positions, attend: attend(l), rope, adapters };
+      const ctx = { config: this.config, positions, ...attention(l), rope, adapters };
       if (!inference && this.gradientCheckpointing) {
         h = checkpoint(([x]) => decoderLayer(x, w, ctx), [h], { params: tensorsIn(w) });
       } else if (!inference) h = decoderLayer(h, w, ctx);
@@ -223,7 +223,9 @@ export class DecoderTrunk {
     return this.trunk(
       inputIds,
       options.positionIds,
-      () => (q, k, v) => attention(q, k, v, { keyMask: options.attentionMask, causal: true }),
+      () => ({
+        attend: (q, k, v) => attention(q, k, v, { keyMask: options.attentionMask, causal: true }),
+      }),
       inputIds.shape[1],
       !options.disableAdapters,
     );

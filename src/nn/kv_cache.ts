@@ -1,10 +1,11 @@
 /**
  * Per-layer key/value caches for decoding [B, Smax, Hkv, D] plus the key mask [B, Smax] that the
  * attention kernel reads (prompt padding 0, everything generated 1). New keys and values are
- * written by a small kernel (shaders/kv_cache.wgsl) and attention reads a `kvLength` view.
+ * written by a small kernel (shaders/kv_cache.wgsl), or, in the model's cached passes, by the
+ * dispatch that rotates q and k (ropeAppend); attention reads a `kvLength` view.
  */
 import { gpu, packParams } from "../gpu/mod.ts";
-import { grid1d } from "../tensor/mod.ts";
+import { grid1d, type RopeOptions, ropeQKIntoCache } from "../tensor/mod.ts";
 import { fmtShape, Tensor } from "../tensor/mod.ts";
 
 const WG = 256;
@@ -84,6 +85,20 @@ export class KvCache {
       buffers: [k.buffer, v.buffer, kc.buffer, this.values[layer].buffer],
       workgroups: grid1d(n, WG),
     });
+  }
+
+  /**
+   * Rotates q [B / r, T, Hq, D] and k [B / r, T, Hkv, D] at `positions` in place (ropeQK's
+   * values) and writes the rotated k and v of `layer` at the current length, as `append` does,
+   * in one dispatch; returns the rotated q and k. Inference only.
+   */
+  ropeAppend(
+    layer: number,
+    qkv: { q: Tensor; k: Tensor; v: Tensor; positions: Tensor },
+    rope: RopeOptions,
+  ): [Tensor, Tensor] {
+    const cache = { keys: this.keys[layer], values: this.values[layer], start: this.length };
+    return ropeQKIntoCache(qkv.q, qkv.k, qkv.v, qkv.positions, { ...rope, cache });
   }
 
   advance(steps: number): void {

@@ -97,6 +97,21 @@ export function layerParams(
 /** Attention over rotated q [B, T, Hq, D], k and v [B, T, Hkv, D] -> [B, T, Hq, D]. */
 export type Attend = (q: Tensor, k: Tensor, v: Tensor) => Tensor;
 
+/**
+ * Rotation of q [B, T, Hq, D] and k [B, T, Hkv, D] at the layer's positions, for a pass that
+ * brings its own (the KV-cache path writes k and v into its cache in the same dispatch).
+ */
+export type Rotate = (
+  qkv: { q: Tensor; k: Tensor; v: Tensor; positions: Tensor },
+  rope: RopeCall,
+) => [Tensor, Tensor];
+
+/** One layer's attention: `rotate` (default ropeQK) then `attend`. */
+export interface LayerAttention {
+  attend: Attend;
+  rotate?: Rotate;
+}
+
 /** h [B, T, C] -> h + attn(norm(h)) -> + mlp(norm(.)). */
 export function decoderLayer(
   h: Tensor,
@@ -105,6 +120,7 @@ export function decoderLayer(
     config: ModelConfig;
     positions: Tensor;
     attend: Attend;
+    rotate?: Rotate;
     rope: RopeCall;
     /** false runs the base weights alone (the reference policy of a LoRA actor). */
     adapters: boolean;
@@ -125,7 +141,9 @@ export function decoderLayer(
     q = rmsNorm(q, w.qNorm, { eps });
     k = rmsNorm(k, w.kNorm, { eps });
   }
-  const [qr, kr] = ropeQK(q, k, ctx.positions, ctx.rope);
+  const [qr, kr] = ctx.rotate
+    ? ctx.rotate({ q, k, v, positions: ctx.positions }, ctx.rope)
+    : ropeQK(q, k, ctx.positions, ctx.rope);
   const att = view(ctx.attend(qr, kr, v), [B, T, Hq * D]);
   const h1 = linear(att, "o_proj", w.o, w.oBias, h);
   const x2 = rmsNorm(h1, w.postNorm, { eps });

@@ -24,8 +24,10 @@ export {
   rope,
   ropeDynamicInvFreq,
   ropeInvFreq,
+  type RopeOptions,
   ropeQK,
 } from "./ops/rope.ts";
+export { type CacheWrite, ropeQKIntoCache } from "./ops/rope_cache.ts";
 export { ropeDynamicInvFreqRef } from "./ref/rope.ts";
 export { swiglu } from "./ops/swiglu.ts";
 export { adamwRef } from "./ref/adamw.ts";

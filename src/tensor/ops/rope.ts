@@ -47,7 +47,7 @@ export function ropeInvFreq(theta: number, D: number): Float32Array {
 // Uploaded once per (theta, D) and kept for the life of the process: a few hundred bytes each.
 const invFreqCache = new Map<string, Tensor>();
 
-function invFreqTensor(D: number, options: RopeOptions): Tensor {
+export function invFreqTensor(D: number, options: RopeOptions): Tensor {
   const given = options.invFreq;
   if (given) {
     const n = given instanceof Tensor ? given.size : given.length;
@@ -65,7 +65,7 @@ function invFreqTensor(D: number, options: RopeOptions): Tensor {
   return t;
 }
 
-function check(x: Tensor, positions: Tensor, options: RopeOptions): void {
+export function check(x: Tensor, positions: Tensor, options: RopeOptions): void {
   const desc = `x ${fmtShape(x.shape)} ${x.dtype}, positions ${fmtShape(positions.shape)} ` +
     positions.dtype;
   if (x.dtype !== "f32" || positions.dtype !== "i32") {

@@ -1,0 +1,80 @@
+// rope_qk.wgsl's rotation of q [B / r, T, Hq, D] and k [B / r, T, Hkv, D], in place, fused with
+// kv_cache.wgsl's write: the rotated k and the unchanged v [B / r, T, Hkv, D] of source row s go
+// to cache rows s * r .. s * r + r - 1 at time start + t of [B, Smax, Hkv, D] (r > 1 shares one
+// prompt's prefill with its samples). Same angle code and arithmetic as rope_qk.wgsl, so the
+// values equal its outputs bit for bit. One invocation per pair: per (s, t), Hq heads of q, then
+// Hkv heads of k (each also carrying the pair of v at the same place).
+
+#include "grid.wgsl"
+#include "rope_angle.wgsl"
+
+#const WG: u32
+
+struct Params {
+  n: u32, // B / r * T * (Hq + Hkv) * D/2 pairs
+  hq: u32,
+  hkv: u32,
+  half: u32, // D / 2
+  scale: f32,
+  t_len: u32, // T
+  s_max: u32,
+  start: u32,
+  repeat: u32, // r
+  _p1: u32,
+  _p2: u32,
+  _p3: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read_write> q: array<f32>;
+@group(0) @binding(2) var<storage, read_write> k: array<f32>;
+@group(0) @binding(3) var<storage, read> v: array<f32>;
+@group(0) @binding(4) var<storage, read> pos: array<i32>;
+@group(0) @binding(5) var<storage, read> inv_freq: array<f32>;
+@group(0) @binding(6) var<storage, read_write> k_cache: array<f32>;
+@group(0) @binding(7) var<storage, read_write> v_cache: array<f32>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+        @builtin(local_invocation_id) lid: vec3u) {
+  let i = flat_index(wid, nwg, lid);
+  if (i >= p.n) {
+    return;
+  }
+  let d = i % p.half;
+  let row = i / p.half; // (s, t, head of q or k)
+  let heads = p.hq + p.hkv;
+  let bt = row / heads;
+  let h = row % heads;
+  let cs = cos_sin(f32(pos[bt]) * inv_freq[d]);
+  let c = cs.x * p.scale;
+  let s = cs.y * p.scale;
+  if (h < p.hq) {
+    let base = (bt * p.hq + h) * 2u * p.half + d;
+    let x1 = q[base];
+    let x2 = q[base + p.half];
+    q[base] = x1 * c - x2 * s;
+    q[base + p.half] = x2 * c + x1 * s;
+    return;
+  }
+  let hk = h - p.hq;
+  let base = (bt * p.hkv + hk) * 2u * p.half + d;
+  let x1 = k[base];
+  let x2 = k[base + p.half];
+  let k1 = x1 * c - x2 * s;
+  let k2 = x2 * c + x1 * s;
+  k[base] = k1;
+  k[base + p.half] = k2;
+  let v1 = v[base];
+  let v2 = v[base + p.half];
+  let src = bt / p.t_len;
+  let t = bt % p.t_len;
+  for (var j = 0u; j < p.repeat; j++) {
+    let b = src * p.repeat + j;
+    let dst = ((b * p.s_max + p.start + t) * p.hkv + hk) * 2u * p.half + d;
+    k_cache[dst] = k1;
+    k_cache[dst + p.half] = k2;
+    v_cache[dst] = v1;
+    v_cache[dst + p.half] = v2;
+  }
+}

@@ -1,0 +1,88 @@
+/**
+ * The cached decoding path's rotation: {@link ropeQK} of q and k in place, and the KV-cache write
+ * of the rotated k and of v, in one dispatch (shaders/rope_qk_cache.wgsl). Inference only.
+ */
+import { gpu, packParams } from "../../gpu/mod.ts";
+import { registerOp } from "../autograd.ts";
+import { isGradEnabled } from "../grad_mode.ts";
+import { fmtShape, Tensor } from "../tensor.ts";
+import { grid1d } from "./grid.ts";
+import { check, invFreqTensor, type RopeOptions } from "./rope.ts";
+
+const WG = 256;
+
+registerOp(
+  "rope_qk_cache",
+  "q [B/r, T, Hq, D], k and v [B/r, T, Hkv, D], positions i32 [B/r, T], caches [B, Smax, Hkv, D] " +
+    "-> q and k rotated in place (ropeQK's values), rotated k and v written to cache rows " +
+    "s*r .. s*r+r-1 at time start + t; no gradient",
+);
+
+/** Where the rotated keys and the values go. */
+export interface CacheWrite {
+  keys: Tensor; // [B, Smax, Hkv, D]
+  values: Tensor; // [B, Smax, Hkv, D]
+  /** Time offset of the first of the T new positions. */
+  start: number;
+}
+
+/**
+ * {@link ropeQK} of q [B / r, T, Hq, D] and k [B / r, T, Hkv, D] at positions [B / r, T], done
+ * in place (the same tensors come back, rotated, with ropeQK's values bit for bit), and in the
+ * same dispatch the rotated k and v [B / r, T, Hkv, D] written into the caches
+ * [B, Smax, Hkv, D] at times start .. start + T - 1: cache row b takes row floor(b / r), as
+ * KvCache.append does. No gradient: it throws while gradients are recorded.
+ */
+export function ropeQKIntoCache(
+  q: Tensor,
+  k: Tensor,
+  v: Tensor,
+  positions: Tensor,
+  options: RopeOptions & { cache: CacheWrite },
+): [Tensor, Tensor] {
+  check(q, positions, options);
+  check(k, positions, options);
+  const { keys, values, start } = options.cache;
+  const [B, S, H, D] = keys.shape;
+  const [Bs, T, Hq] = q.shape;
+  const repeat = B / Bs;
+  const desc = () =>
+    `q ${fmtShape(q.shape)}, k ${fmtShape(k.shape)} ${k.dtype}, v ${fmtShape(v.shape)} ` +
+    `${v.dtype}, caches ${fmtShape(keys.shape)} ${fmtShape(values.shape)} at ${start}`;
+  const ok = keys.rank === 4 && keys.dtype === "f32" && values.dtype === "f32" &&
+    keys.shape.every((d, i) => d === values.shape[i]) && Number.isInteger(repeat) &&
+    q.shape[3] === D && k.shape.every((d, i) => d === v.shape[i]) && v.dtype === "f32" &&
+    k.shape[2] === H && k.shape[3] === D;
+  if (!ok) {
+    throw new Error(
+      `ropeQKIntoCache: expected q [B/r, T, Hq, D], k and v [B/r, T, Hkv, D] f32 and caches ` +
+        `[B, Smax, Hkv, D] f32 for a whole r; got ${desc()}`,
+    );
+  }
+  if (!Number.isInteger(start) || start < 0 || start + T > S) {
+    throw new Error(`ropeQKIntoCache: ${T} positions from ${start} exceed the cache's ${S}`);
+  }
+  if (isGradEnabled() && (q.requiresGrad || k.requiresGrad || v.requiresGrad)) {
+    throw new Error("ropeQKIntoCache: inference only (rotates in place); use ropeQK to train");
+  }
+  const invFreq = invFreqTensor(D, options);
+  const n = Bs * T * (Hq + H) * D / 2;
+  if (n > 0) {
+    gpu().dispatch({ shader: "rope_qk_cache", defines: { WG } }, {
+      params: packParams([n, Hq, H, D / 2, { f32: options.scale ?? 1 }, T, S, start, repeat]),
+      buffers: [
+        q.buffer,
+        k.buffer,
+        v.buffer,
+        positions.buffer,
+        invFreq.buffer,
+        keys.buffer,
+        values.buffer,
+      ],
+      workgroups: grid1d(n, WG),
+    });
+  }
+  // A per-call upload, not the cached table or the caller's tensor.
+  if (options.invFreq !== undefined && !(options.invFreq instanceof Tensor)) invFreq.dispose();
+  return [q, k];
+}

@@ -4,7 +4,7 @@
  * grad-mode flag lives in grad_mode.ts), so the tape can use the basic kernels freely.
  */
 import { fmtShape, type Node, type NodeGroup, type Tensor } from "./tensor.ts";
-import { accumulate, clone, fill } from "./ops/basic.ts";
+import { accumulate, clone, fill, scaleInPlace } from "./ops/basic.ts";
 import { isGradEnabled, noGrad } from "./grad_mode.ts";
 
 // Ops import the grad-mode helpers with `record` from here.
@@ -160,7 +160,9 @@ function distribute(
     if (!input.requiresGrad) return void spent.add(gi);
     checkGradShape(node.name, input, gi);
     const prevG = grads.get(input);
-    if (prevG) {
+    // the same tensor handed to one input twice (add(x, x)): it may not be read while written
+    if (prevG === gi) scaleInPlace(prevG, 2);
+    else if (prevG) {
       accumulate(prevG, gi);
       spent.add(gi);
     } else if (stored.has(gi)) grads.set(input, clone(gi));

@@ -9,6 +9,7 @@ import {
   fillInPlace,
   noGrad,
   record,
+  recordMany,
   scaleInPlace,
   scope,
   Tensor,
@@ -124,5 +125,56 @@ gpuTest("gradients flow through reshaped views", async () => {
   backward(y, fill([3, 2], 1));
   assert.deepEqual(x.grad!.shape, [2, 3]);
   assertClose(await x.grad!.toArray(), [2, 2, 2, 2, 2, 2]);
+  x.dispose();
+});
+
+// A test-only op with two outputs: p = 2 x and q = x, one backward for both (2 gp + gq).
+function twin(x: Tensor, calls: { n: number; seen: (Tensor | null)[][] }): [Tensor, Tensor] {
+  const p = clone(x, "twin.p");
+  accumulate(p, x);
+  const q = clone(x, "twin.q");
+  const [po, qo] = recordMany("twin_test", [x], [p, q], ([gp, gq]) => {
+    calls.n++;
+    calls.seen.push([gp, gq]);
+    const gx = zeros(x.shape);
+    if (gp) { for (const _ of [0, 1]) accumulate(gx, gp); }
+    if (gq) accumulate(gx, gq);
+    return [gx];
+  });
+  return [po, qo];
+}
+
+gpuTest(
+  "recordMany: one backward per op, after every output used (twice or not at all)",
+  async () => {
+    const calls = { n: 0, seen: [] as (Tensor | null)[][] };
+    const x = Tensor.from([1, 2, 3], [3]).keep();
+    x.requiresGrad = true;
+    scope(() => {
+      const [p, q] = twin(x, calls);
+      // p twice, q through another op: d/dx (2p + 2q) = 4 + 2
+      const z = addSame(addSame(p, p), double(q));
+      backward(z, fill([3], 1));
+    });
+    assert.equal(calls.n, 1, "the shared backward runs once");
+    assert.ok(calls.seen[0][0] && calls.seen[0][1], "both outputs' gradients reach it");
+    assertClose(await x.grad!.toArray(), [6, 6, 6]);
+
+    zeroGrad([x]);
+    scope(() => {
+      const [, q] = twin(x, calls);
+      backward(double(q), fill([3], 1));
+    });
+    assert.equal(calls.n, 2);
+    assert.equal(calls.seen[1][0], null, "an output the loss does not reach gets null");
+    assertClose(await x.grad!.toArray(), [2, 2, 2]);
+  },
+);
+
+gpuTest("an op whose gradient passes to the same input twice (x + x) doubles it", async () => {
+  const x = Tensor.from([1, 2], [2]).keep();
+  x.requiresGrad = true;
+  scope(() => backward(addSame(x, x), fill([2], 1)));
+  assertClose(await x.grad!.toArray(), [2, 2]);
   x.dispose();
 });

@@ -84,7 +84,7 @@ Deno.test("merged weights are W + (alpha / r) B A, entry by entry", () => {
 });
 
 gpuTest(
-  "LoRA with B = 0 gives the base logits exactly; adapters off gives them always",
+  "LoRA with B = 0 gives the base logits; adapters off gives them exactly",
   async () => {
     const B = 2, T = 6;
     const base = tinyWeights(config, { seed: 2, init: "varied" });
@@ -98,7 +98,9 @@ gpuTest(
     });
     const x = batch(B, T).t;
     const want = await plain.forward(x.ids, x).toArray();
-    assert.deepEqual(await fresh.forward(x.ids, x).toArray(), want);
+    // Adapters on gate/up keep the unfused MLP, the plain model fuses it (few rows, no grad):
+    // the same sums in another order.
+    assertClose(await fresh.forward(x.ids, x).toArray(), want, { atol: 1e-5, rtol: 1e-5 });
     assert.deepEqual(await trained.forward(x.ids, { ...x, disableAdapters: true }).toArray(), want);
     const on = await trained.forward(x.ids, x).toArray();
     assert.ok(on.some((v, i) => Math.abs(v - want[i]) > 1e-3), "adapters change the logits");

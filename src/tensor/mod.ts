@@ -30,6 +30,14 @@ export {
 export { type CacheWrite, ropeQKIntoCache } from "./ops/rope_cache.ts";
 export { ropeDynamicInvFreqRef } from "./ref/rope.ts";
 export { swiglu } from "./ops/swiglu.ts";
+export {
+  swigluLinear,
+  swigluLinearApplies,
+  type SwigluLinearConfig,
+  swigluLinearConfig,
+  type SwigluLinearOptions,
+  swigluLinearPolicy,
+} from "./ops/swiglu_linear.ts";
 export { adamwRef } from "./ref/adamw.ts";
 export { clipGradNorm, gradNormAndScale } from "./ops/grad_norm.ts";
 export { attention } from "./ops/attention.ts";

@@ -1,4 +1,5 @@
 /** CPU reference of SwiGLU: out = silu(gate) * up elementwise, silu(g) = g / (1 + exp(-g)). */
+import { linear } from "./matmul.ts";
 
 function sigmoid(g: number): number {
   return 1 / (1 + Math.exp(-g));
@@ -26,4 +27,18 @@ export function swigluBackwardRef(
     dGate[i] = grad[i] * up[i] * s * (1 + g * (1 - s));
   }
   return { dGate, dUp };
+}
+
+/**
+ * silu(x Wg^T + bg) * (x Wu^T + bu) for x [M, K], Wg and Wu [N, K], biases [N] or null: what
+ * shaders/matmul_skinny_swiglu.wgsl computes in one pass.
+ */
+export function swigluLinearRef(
+  x: ArrayLike<number>,
+  w: { gate: ArrayLike<number>; up: ArrayLike<number> },
+  d: { m: number; n: number; k: number; biasGate?: ArrayLike<number>; biasUp?: ArrayLike<number> },
+): Float32Array {
+  const gate = linear(x, w.gate, d.biasGate ?? null, d.m, d.k, d.n);
+  const up = linear(x, w.up, d.biasUp ?? null, d.m, d.k, d.n);
+  return swigluRef(gate, up);
 }

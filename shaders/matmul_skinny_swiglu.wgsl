@@ -1,0 +1,218 @@
+// The first half of a SwiGLU MLP over few rows (decoding), in one pass:
+// y[M, N] = silu(x @ Wg^T + bg) * (x @ Wu^T + bu), x [M, K], Wg and Wu [N, K], silu(g) = g sigmoid(g).
+// The layout follows matmul_skinny.wgsl: a workgroup owns BN rows of both weights and BM rows of x,
+// tiles are read as vec4 along K (K % 4 == 0, checked on the TS side) into workgroup memory in
+// [row][k] layout with rows padded by one vec4, and the next stage's loads wait in registers
+// while the current stage is used. A thread owns TM rows of x (strided by WG_Y) and 4 rows of each
+// weight (strided by WG_X), with one gate and one up accumulator per output; the activation is
+// applied at the store, so K is never split (silu of a partial sum is not a partial sum).
+// Out-of-range rows and K load as 0 and are never stored. W may be f16 under shader-f16; tiles
+// and accumulation stay f32. No gradient: training keeps linear + swiglu, whose backward exists.
+
+#const WG_X: u32 // threads along N
+#const WG_Y: u32 // threads along M
+#const TM: u32 // rows of x per thread: 1 or 4
+#const BK: u32 // K per stage (a multiple of 4)
+alias X4 = vec4<f32>;
+alias W4 = vec4<f32>;
+alias BIAS_T = f32;
+
+const NT: u32 = WG_X * WG_Y;
+const BN: u32 = WG_X * 4u;
+const BM: u32 = WG_Y * TM;
+const K4: u32 = BK / 4u; // vec4s per tile row
+const RS: u32 = K4 + 1u; // padded tile row stride, in vec4s
+const XS_SIZE: u32 = BM * RS;
+const WS_SIZE: u32 = BN * RS;
+const LX: u32 = (BM * K4 + NT - 1u) / NT; // x tile slots per thread (at most 4)
+const LW: u32 = (BN * K4 + NT - 1u) / NT; // slots per thread of each weight tile (at most 4)
+
+struct Params {
+  m: u32,
+  n: u32,
+  k4: u32, // K / 4: the row length of x and W in vec4s
+  _p0: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<X4>;
+@group(0) @binding(2) var<storage, read> wg: array<W4>;
+@group(0) @binding(3) var<storage, read> wu: array<W4>;
+@group(0) @binding(4) var<storage, read_write> y: array<f32>;
+@group(0) @binding(5) var<storage, read> bias_g: array<BIAS_T>;
+@group(0) @binding(6) var<storage, read> bias_u: array<BIAS_T>;
+
+var<workgroup> xs: array<vec4<f32>, 2u * XS_SIZE>;
+var<workgroup> gs: array<vec4<f32>, 2u * WS_SIZE>;
+var<workgroup> us: array<vec4<f32>, 2u * WS_SIZE>;
+
+// Slot s of a tile: consecutive slots walk along K. Rows past the matrix, K past the end and
+// slots past the tile read as zero (from a clamped index, branch-free).
+fn fetch_x(m0: u32, kb: u32, s: u32) -> vec4<f32> {
+  let i = m0 + s / K4;
+  let kk = kb + s % K4;
+  let ok = s < BM * K4 && i < p.m && kk < p.k4;
+  return select(vec4<f32>(0.0), vec4<f32>(x[select(0u, i * p.k4 + kk, ok)]), ok);
+}
+
+// Slot s of both weight tiles: (gate, up).
+fn fetch_w(n0: u32, kb: u32, s: u32) -> array<vec4<f32>, 2> {
+  let j = n0 + s / K4;
+  let kk = kb + s % K4;
+  let ok = s < BN * K4 && j < p.n && kk < p.k4;
+  let at = select(0u, j * p.k4 + kk, ok);
+  let z = vec4<f32>(0.0);
+  return array<vec4<f32>, 2>(select(z, vec4<f32>(wg[at]), ok), select(z, vec4<f32>(wu[at]), ok));
+}
+
+// The next stage's tile slots of this thread (LX, LW <= 4), as named registers.
+struct Staged {
+  x0: vec4<f32>,
+  x1: vec4<f32>,
+  x2: vec4<f32>,
+  x3: vec4<f32>,
+  w0: array<vec4<f32>, 2>,
+  w1: array<vec4<f32>, 2>,
+  w2: array<vec4<f32>, 2>,
+  w3: array<vec4<f32>, 2>,
+}
+
+fn fetch(m0: u32, n0: u32, kb: u32, tid: u32) -> Staged {
+  var r: Staged;
+  r.x0 = fetch_x(m0, kb, tid);
+  if (LX > 1u) { r.x1 = fetch_x(m0, kb, tid + NT); }
+  if (LX > 2u) { r.x2 = fetch_x(m0, kb, tid + 2u * NT); }
+  if (LX > 3u) { r.x3 = fetch_x(m0, kb, tid + 3u * NT); }
+  r.w0 = fetch_w(n0, kb, tid);
+  if (LW > 1u) { r.w1 = fetch_w(n0, kb, tid + NT); }
+  if (LW > 2u) { r.w2 = fetch_w(n0, kb, tid + 2u * NT); }
+  if (LW > 3u) { r.w3 = fetch_w(n0, kb, tid + 3u * NT); }
+  return r;
+}
+
+fn put_x(buf: u32, s: u32, v: vec4<f32>) {
+  if (s < BM * K4) { xs[buf * XS_SIZE + (s / K4) * RS + s % K4] = v; }
+}
+
+fn put_w(buf: u32, s: u32, v: array<vec4<f32>, 2>) {
+  if (s < BN * K4) {
+    let at = buf * WS_SIZE + (s / K4) * RS + s % K4;
+    gs[at] = v[0];
+    us[at] = v[1];
+  }
+}
+
+fn put(buf: u32, tid: u32, r: Staged) {
+  put_x(buf, tid, r.x0);
+  if (LX > 1u) { put_x(buf, tid + NT, r.x1); }
+  if (LX > 2u) { put_x(buf, tid + 2u * NT, r.x2); }
+  if (LX > 3u) { put_x(buf, tid + 3u * NT, r.x3); }
+  put_w(buf, tid, r.w0);
+  if (LW > 1u) { put_w(buf, tid + NT, r.w1); }
+  if (LW > 2u) { put_w(buf, tid + 2u * NT, r.w2); }
+  if (LW > 3u) { put_w(buf, tid + 3u * NT, r.w3); }
+}
+
+fn dots(x: vec4<f32>, w0: vec4<f32>, w1: vec4<f32>, w2: vec4<f32>, w3: vec4<f32>) -> vec4<f32> {
+  return vec4<f32>(dot(x, w0), dot(x, w1), dot(x, w2), dot(x, w3));
+}
+
+// This thread's sums over all of K: acc[i] (gate) and acc[4 + i] (up) hold row m0 + ty + i * WG_Y
+// at columns n0 + tx + (0..3) * WG_X.
+fn block(wid: vec3<u32>, lid: vec3<u32>) -> array<vec4<f32>, 8> {
+  let tid = lid.y * WG_X + lid.x;
+  let n0 = wid.x * BN;
+  let m0 = wid.y * BM;
+  let stages = (p.k4 + K4 - 1u) / K4;
+  var acc: array<vec4<f32>, 8>;
+  var staged = fetch(m0, n0, 0u, tid);
+  put(0u, tid, staged);
+  workgroupBarrier();
+  for (var t = 0u; t < stages; t++) {
+    let cur = t % 2u;
+    let more = t + 1u < stages;
+    if (more) { staged = fetch(m0, n0, (t + 1u) * K4, tid); }
+    let xo = cur * XS_SIZE + lid.y * RS;
+    let wo = cur * WS_SIZE + lid.x * RS;
+    for (var c = 0u; c < K4; c++) {
+      let x0 = xs[xo + c];
+      let g0 = gs[wo + c];
+      let g1 = gs[wo + WG_X * RS + c];
+      let g2 = gs[wo + 2u * WG_X * RS + c];
+      let g3 = gs[wo + 3u * WG_X * RS + c];
+      let u0 = us[wo + c];
+      let u1 = us[wo + WG_X * RS + c];
+      let u2 = us[wo + 2u * WG_X * RS + c];
+      let u3 = us[wo + 3u * WG_X * RS + c];
+      acc[0] += dots(x0, g0, g1, g2, g3);
+      acc[4] += dots(x0, u0, u1, u2, u3);
+      if (TM > 1u) {
+        let x1 = xs[xo + WG_Y * RS + c];
+        let x2 = xs[xo + 2u * WG_Y * RS + c];
+        let x3 = xs[xo + 3u * WG_Y * RS + c];
+        acc[1] += dots(x1, g0, g1, g2, g3);
+        acc[2] += dots(x2, g0, g1, g2, g3);
+        acc[3] += dots(x3, g0, g1, g2, g3);
+        acc[5] += dots(x1, u0, u1, u2, u3);
+        acc[6] += dots(x2, u0, u1, u2, u3);
+        acc[7] += dots(x3, u0, u1, u2, u3);
+      }
+    }
+    if (more) { put(1u - cur, tid, staged); }
+    workgroupBarrier();
+  }
+  return acc;
+}
+
+// exp of a non-positive argument only, so nothing overflows for large |g| (as swiglu.wgsl).
+fn sigmoid4(g: vec4<f32>) -> vec4<f32> {
+  let e = exp(-abs(g));
+  return select(e / (1.0 + e), 1.0 / (1.0 + e), g >= vec4<f32>(0.0));
+}
+
+// Row m at columns n + (0..3) * WG_X: silu(g) * u.
+fn store4(m: u32, n: u32, g: vec4<f32>, u: vec4<f32>) {
+  if (m >= p.m) { return; }
+  let v = g * sigmoid4(g) * u;
+  let row = m * p.n;
+  if (n < p.n) { y[row + n] = v.x; }
+  if (n + WG_X < p.n) { y[row + n + WG_X] = v.y; }
+  if (n + 2u * WG_X < p.n) { y[row + n + 2u * WG_X] = v.z; }
+  if (n + 3u * WG_X < p.n) { y[row + n + 3u * WG_X] = v.w; }
+}
+
+// bg, bu: the biases at this thread's four columns (zero without bias).
+fn store(wid: vec3<u32>, lid: vec3<u32>, acc: array<vec4<f32>, 8>, bg: vec4<f32>, bu: vec4<f32>) {
+  let m = wid.y * BM + lid.y;
+  let n = wid.x * BN + lid.x;
+  store4(m, n, acc[0] + bg, acc[4] + bu);
+  if (TM > 1u) {
+    store4(m + WG_Y, n, acc[1] + bg, acc[5] + bu);
+    store4(m + 2u * WG_Y, n, acc[2] + bg, acc[6] + bu);
+    store4(m + 3u * WG_Y, n, acc[3] + bg, acc[7] + bu);
+  }
+}
+
+@compute @workgroup_size(WG_X, WG_Y)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+  store(wid, lid, block(wid, lid), vec4<f32>(0.0), vec4<f32>(0.0));
+}
+
+// The gate and up biases at columns n + (0..3) * WG_X (clamped reads, unused past N).
+fn biases(n: u32) -> array<vec4<f32>, 2> {
+  let last = p.n - 1u;
+  var r: array<vec4<f32>, 2>;
+  for (var i = 0u; i < 4u; i++) {
+    let j = min(n + i * WG_X, last);
+    r[0][i] = f32(bias_g[j]);
+    r[1][i] = f32(bias_u[j]);
+  }
+  return r;
+}
+
+// Both biases. Only this entry reads them: `main`'s auto layout must not require the bindings.
+@compute @workgroup_size(WG_X, WG_Y)
+fn main_bias(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+  let b = biases(wid.x * BN + lid.x);
+  store(wid, lid, block(wid, lid), b[0], b[1]);
+}

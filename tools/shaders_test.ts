@@ -81,7 +81,6 @@ export const COVERAGE: Record<string, Coverage> = {
   },
   grad_norm: gradNorm,
   grad_norm_finish: gradNorm,
-  kv_cache: kvCache,
   kv_cache_last: kvCache,
   lm_head_logprob: tensorOp("lm_head_logprob"),
   logprob: tensorOp("logprob"),

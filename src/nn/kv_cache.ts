@@ -1,8 +1,7 @@
 /**
  * Per-layer key/value caches for decoding [B, Smax, Hkv, D] plus the key mask [B, Smax] that the
  * attention kernel reads (prompt padding 0, everything generated 1). New keys and values are
- * written by a small kernel (shaders/kv_cache.wgsl), or, in the model's cached passes, by the
- * dispatch that rotates q and k (ropeAppend); attention reads a `kvLength` view.
+ * written by the dispatch that rotates q and k (ropeAppend); attention reads a `kvLength` view.
  */
 import { gpu, packParams } from "../gpu/mod.ts";
 import { grid1d, type RopeOptions, ropeQKIntoCache } from "../tensor/mod.ts";
@@ -58,39 +57,10 @@ export class KvCache {
   }
 
   /**
-   * Writes k, v [B, T, Hkv, D] of `layer` at the current length (call `advance` after all layers).
-   * k and v may hold B / r rows: row b of the cache then takes row floor(b / r), so a prompt's
-   * prefill is shared by the r samples drawn from it.
-   */
-  append(layer: number, k: Tensor, v: Tensor): void {
-    const kc = this.keys[layer];
-    const [B, , H, D] = kc.shape;
-    const T = k.shape[1];
-    const repeat = B / k.shape[0];
-    const ok = k.dtype === "f32" && v.dtype === "f32" && k.rank === 4 &&
-      Number.isInteger(repeat) && k.shape[2] === H && k.shape[3] === D &&
-      k.shape.every((d, i) => d === v.shape[i]);
-    if (!ok) {
-      throw new Error(
-        `KvCache.append: k ${fmtShape(k.shape)} ${k.dtype} and v ${fmtShape(v.shape)} ${v.dtype} ` +
-          `must be f32 [${B} / r, T, ${H}, ${D}] for a whole r`,
-      );
-    }
-    if (this.length + T > this.maxLength) {
-      throw new Error(`KvCache.append: ${this.length} + ${T} positions exceed ${this.maxLength}`);
-    }
-    const n = B * T * H * D;
-    gpu().dispatch({ shader: "kv_cache" }, {
-      params: packParams([n, T, H * D, this.maxLength, this.length, repeat]),
-      buffers: [k.buffer, v.buffer, kc.buffer, this.values[layer].buffer],
-      workgroups: grid1d(n, WG),
-    });
-  }
-
-  /**
    * Rotates q [B / r, T, Hq, D] and k [B / r, T, Hkv, D] at `positions` in place (ropeQK's
-   * values) and writes the rotated k and v of `layer` at the current length, as `append` does,
-   * in one dispatch; returns the rotated q and k. Inference only.
+   * values) and writes the rotated k and v of `layer` at the current length (call `advance` after
+   * all layers), in one dispatch; cache row b takes row floor(b / r), so a prompt's prefill is
+   * shared by the r samples drawn from it. Returns the rotated q and k. Inference only.
    */
   ropeAppend(
     layer: number,

@@ -11,6 +11,7 @@
  * every sample's copy of its prompt instead of each prompt once.
  * --target-groups N / --min-stages N override the skinny matmul's split policy (tuning).
  * --fused-mlp 0 runs gate, up and SwiGLU as three dispatches instead of one (before/after).
+ * --fused-qkv 0 runs the q, k and v projections as three dispatches instead of one (before/after).
  * `dispatches_per_step`: compute dispatches recorded per decode step (prefill and the first sample
  * subtracted as for the time); any adapter, though a CPU adapter takes other kernels (no skinny
  * matmul, no split K), so the count on a GPU differs.
@@ -23,7 +24,7 @@ import { weightShapes } from "../src/nn/mod.ts";
 import { generate } from "../src/rollout/mod.ts";
 import { SampleBuffers, sampleStep } from "../src/rollout/mod.ts";
 import { noGrad } from "../src/tensor/mod.ts";
-import { skinnyPolicy, swigluLinearPolicy } from "../src/tensor/mod.ts";
+import { qkvLinearPolicy, skinnyPolicy, swigluLinearPolicy } from "../src/tensor/mod.ts";
 import { scope } from "../src/tensor/mod.ts";
 import { Tensor } from "../src/tensor/mod.ts";
 
@@ -96,6 +97,7 @@ const g = gpu();
 skinnyPolicy.targetGroups = Number(arg("target-groups", `${skinnyPolicy.targetGroups}`));
 skinnyPolicy.minStages = Number(arg("min-stages", `${skinnyPolicy.minStages}`));
 swigluLinearPolicy.enabled = arg("fused-mlp", "1") !== "0";
+qkvLinearPolicy.enabled = arg("fused-qkv", "1") !== "0";
 const config = benchConfig();
 const B = Number(arg("batch", "64")),
   P = Number(arg("prompt", "128")),
@@ -158,6 +160,7 @@ for (const dtype of arg("dtype", "f32,f16").split(",") as ("f32" | "f16")[]) {
     sampling: sample ? "top_k 50, top_p 0.9" : "greedy",
     skinny_policy: skinnyPolicy,
     fused_mlp: swigluLinearPolicy.enabled,
+    fused_qkv: qkvLinearPolicy.enabled,
     prefill_plus_first_s: +first.toFixed(4),
     total_s: +full.toFixed(3),
     ms_per_step: +((full - first) / (R - 1) * 1000).toFixed(2),

@@ -88,6 +88,7 @@ export const COVERAGE: Record<string, Coverage> = {
   matmul,
   matmul_bias: matmul,
   matmul_skinny: skinny,
+  matmul_skinny_qkv: tensorOp("qkv_linear", "matmul"),
   matmul_skinny_swiglu: tensorOp("swiglu_linear", "swiglu"),
   matmul_splitk: skinny,
   ppo_loss: ppo("ppo_loss", "actor_loss"),

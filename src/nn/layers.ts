@@ -8,7 +8,13 @@ import { architecture, type ModelConfig } from "../io/mod.ts";
 import { record, registerOp } from "../tensor/mod.ts";
 import { rmsNorm } from "../tensor/mod.ts";
 import { ropeQK } from "../tensor/mod.ts";
-import { swiglu, swigluLinear, swigluLinearApplies } from "../tensor/mod.ts";
+import {
+  qkvLinear,
+  qkvLinearApplies,
+  swiglu,
+  swigluLinear,
+  swigluLinearApplies,
+} from "../tensor/mod.ts";
 import type { Tensor } from "../tensor/mod.ts";
 import { hasOutputBias } from "./weights.ts";
 import { loraLinear, type LoraPair } from "./lora.ts";
@@ -134,9 +140,17 @@ export function decoderLayer(
   const D = c.headDim, Hq = c.numAttentionHeads, Hkv = c.numKeyValueHeads;
   const eps = c.rmsNormEps;
   const x = rmsNorm(h, w.inputNorm, { eps });
-  let q = view(linear(x, "q_proj", w.q, w.qBias), [B, T, Hq, D]);
-  let k = view(linear(x, "k_proj", w.k, w.kBias), [B, T, Hkv, D]);
-  const v = view(linear(x, "v_proj", w.v, w.vBias), [B, T, Hkv, D]);
+  // Few rows, no gradient, no adapter on q/k/v (decoding): one dispatch instead of three.
+  const qkvAdapted = ctx.adapters && ["q_proj", "k_proj", "v_proj"].some((m) => w.lora.has(m));
+  const qkvW = [w.q, w.k, w.v] as const, qkvB = [w.qBias, w.kBias, w.vBias] as const;
+  const [q0, k0, v0] = !qkvAdapted && qkvLinearApplies(x, qkvW, qkvB) ? qkvLinear(x, qkvW, qkvB) : [
+    linear(x, "q_proj", w.q, w.qBias),
+    linear(x, "k_proj", w.k, w.kBias),
+    linear(x, "v_proj", w.v, w.vBias),
+  ];
+  let q = view(q0, [B, T, Hq, D]);
+  let k = view(k0, [B, T, Hkv, D]);
+  const v = view(v0, [B, T, Hkv, D]);
   if (w.qNorm && w.kNorm) {
     q = rmsNorm(q, w.qNorm, { eps });
     k = rmsNorm(k, w.kNorm, { eps });

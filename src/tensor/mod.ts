@@ -38,6 +38,16 @@ export {
   type SwigluLinearOptions,
   swigluLinearPolicy,
 } from "./ops/swiglu_linear.ts";
+export {
+  type QkvBiases,
+  qkvLinear,
+  qkvLinearApplies,
+  type QkvLinearConfig,
+  qkvLinearConfig,
+  type QkvLinearOptions,
+  qkvLinearPolicy,
+  type QkvWeights,
+} from "./ops/qkv_linear.ts";
 export { adamwRef } from "./ref/adamw.ts";
 export { clipGradNorm, gradNormAndScale } from "./ops/grad_norm.ts";
 export { attention } from "./ops/attention.ts";

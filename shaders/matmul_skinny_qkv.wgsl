@@ -1,0 +1,237 @@
+// The q, k and v projections of attention over few rows (decoding), in one dispatch:
+// q[M, Nq] = x @ Wq^T + bq, k[M, Nk] = x @ Wk^T + bk, v[M, Nv] = x @ Wv^T + bv, x [M, K], W* [N*, K].
+// The layout follows matmul_skinny_swiglu.wgsl: a workgroup owns BN rows of one weight and BM rows
+// of x, tiles are read as vec4 along K (K % 4 == 0, checked on the TS side) into workgroup memory
+// in [row][k] layout with rows padded by one vec4, and the next stage's loads wait in registers
+// while the current stage is used. The grid's x axis is the column blocks of q, then those of k,
+// then those of v (each padded to whole blocks): a workgroup reads its block index to pick its
+// matrix, so every branch on the matrix is uniform across the workgroup. A thread owns TM rows of
+// x (strided by WG_Y) and 4 rows of the weight (strided by WG_X). Out-of-range rows and K load as
+// 0 and are never stored. W may be f16 under shader-f16; tiles and accumulation stay f32. No
+// gradient: training keeps three linears, whose backward exists.
+
+#const WG_X: u32 // threads along N
+#const WG_Y: u32 // threads along M
+#const TM: u32 // rows of x per thread: 1 or 4
+#const BK: u32 // K per stage (a multiple of 4)
+alias X4 = vec4<f32>;
+alias W4 = vec4<f32>;
+alias BIAS_T = f32;
+
+const NT: u32 = WG_X * WG_Y;
+const BN: u32 = WG_X * 4u;
+const BM: u32 = WG_Y * TM;
+const K4: u32 = BK / 4u; // vec4s per tile row
+const RS: u32 = K4 + 1u; // padded tile row stride, in vec4s
+const XS_SIZE: u32 = BM * RS;
+const WS_SIZE: u32 = BN * RS;
+const LX: u32 = (BM * K4 + NT - 1u) / NT; // x tile slots per thread (at most 4)
+const LW: u32 = (BN * K4 + NT - 1u) / NT; // weight tile slots per thread (at most 4)
+
+struct Params {
+  m: u32,
+  k4: u32, // K / 4: the row length of x and W in vec4s
+  nq: u32,
+  nk: u32,
+  nv: u32,
+  gq: u32, // column blocks of q: ceil(nq / BN)
+  gk: u32, // column blocks of k
+  _p0: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<X4>;
+@group(0) @binding(2) var<storage, read> wq: array<W4>;
+@group(0) @binding(3) var<storage, read> wk: array<W4>;
+@group(0) @binding(4) var<storage, read> wv: array<W4>;
+@group(0) @binding(5) var<storage, read_write> yq: array<f32>;
+@group(0) @binding(6) var<storage, read_write> yk: array<f32>;
+@group(0) @binding(7) var<storage, read_write> yv: array<f32>;
+@group(0) @binding(8) var<storage, read> bias_q: array<BIAS_T>;
+@group(0) @binding(9) var<storage, read> bias_k: array<BIAS_T>;
+@group(0) @binding(10) var<storage, read> bias_v: array<BIAS_T>;
+
+var<workgroup> xs: array<vec4<f32>, 2u * XS_SIZE>;
+var<workgroup> ws: array<vec4<f32>, 2u * WS_SIZE>;
+
+// This workgroup's matrix (0 q, 1 k, 2 v), its row count and its first weight row.
+struct Block {
+  which: u32,
+  n: u32,
+  n0: u32,
+}
+
+fn pick(wx: u32) -> Block {
+  if (wx < p.gq) { return Block(0u, p.nq, wx * BN); }
+  if (wx < p.gq + p.gk) { return Block(1u, p.nk, (wx - p.gq) * BN); }
+  return Block(2u, p.nv, (wx - p.gq - p.gk) * BN);
+}
+
+// Slot s of a tile: consecutive slots walk along K. Rows past the matrix, K past the end and
+// slots past the tile read as zero (from a clamped index, branch-free).
+fn fetch_x(m0: u32, kb: u32, s: u32) -> vec4<f32> {
+  let i = m0 + s / K4;
+  let kk = kb + s % K4;
+  let ok = s < BM * K4 && i < p.m && kk < p.k4;
+  return select(vec4<f32>(0.0), vec4<f32>(x[select(0u, i * p.k4 + kk, ok)]), ok);
+}
+
+fn fetch_w(b: Block, kb: u32, s: u32) -> vec4<f32> {
+  let j = b.n0 + s / K4;
+  let kk = kb + s % K4;
+  let ok = s < BN * K4 && j < b.n && kk < p.k4;
+  let at = select(0u, j * p.k4 + kk, ok);
+  var w: vec4<f32>;
+  if (b.which == 0u) {
+    w = vec4<f32>(wq[at]);
+  } else if (b.which == 1u) {
+    w = vec4<f32>(wk[at]);
+  } else {
+    w = vec4<f32>(wv[at]);
+  }
+  return select(vec4<f32>(0.0), w, ok);
+}
+
+// The next stage's tile slots of this thread (LX, LW <= 4), as named registers.
+struct Staged {
+  x0: vec4<f32>,
+  x1: vec4<f32>,
+  x2: vec4<f32>,
+  x3: vec4<f32>,
+  w0: vec4<f32>,
+  w1: vec4<f32>,
+  w2: vec4<f32>,
+  w3: vec4<f32>,
+}
+
+fn fetch(m0: u32, b: Block, kb: u32, tid: u32) -> Staged {
+  var r: Staged;
+  r.x0 = fetch_x(m0, kb, tid);
+  if (LX > 1u) { r.x1 = fetch_x(m0, kb, tid + NT); }
+  if (LX > 2u) { r.x2 = fetch_x(m0, kb, tid + 2u * NT); }
+  if (LX > 3u) { r.x3 = fetch_x(m0, kb, tid + 3u * NT); }
+  r.w0 = fetch_w(b, kb, tid);
+  if (LW > 1u) { r.w1 = fetch_w(b, kb, tid + NT); }
+  if (LW > 2u) { r.w2 = fetch_w(b, kb, tid + 2u * NT); }
+  if (LW > 3u) { r.w3 = fetch_w(b, kb, tid + 3u * NT); }
+  return r;
+}
+
+fn put_x(buf: u32, s: u32, v: vec4<f32>) {
+  if (s < BM * K4) { xs[buf * XS_SIZE + (s / K4) * RS + s % K4] = v; }
+}
+
+fn put_w(buf: u32, s: u32, v: vec4<f32>) {
+  if (s < BN * K4) { ws[buf * WS_SIZE + (s / K4) * RS + s % K4] = v; }
+}
+
+fn put(buf: u32, tid: u32, r: Staged) {
+  put_x(buf, tid, r.x0);
+  if (LX > 1u) { put_x(buf, tid + NT, r.x1); }
+  if (LX > 2u) { put_x(buf, tid + 2u * NT, r.x2); }
+  if (LX > 3u) { put_x(buf, tid + 3u * NT, r.x3); }
+  put_w(buf, tid, r.w0);
+  if (LW > 1u) { put_w(buf, tid + NT, r.w1); }
+  if (LW > 2u) { put_w(buf, tid + 2u * NT, r.w2); }
+  if (LW > 3u) { put_w(buf, tid + 3u * NT, r.w3); }
+}
+
+fn dots(x: vec4<f32>, w0: vec4<f32>, w1: vec4<f32>, w2: vec4<f32>, w3: vec4<f32>) -> vec4<f32> {
+  return vec4<f32>(dot(x, w0), dot(x, w1), dot(x, w2), dot(x, w3));
+}
+
+// This thread's sums over all of K: acc[i] holds row m0 + ty + i * WG_Y at weight rows
+// n0 + tx + (0..3) * WG_X.
+fn block(b: Block, wid: vec3<u32>, lid: vec3<u32>) -> array<vec4<f32>, 4> {
+  let tid = lid.y * WG_X + lid.x;
+  let m0 = wid.y * BM;
+  let stages = (p.k4 + K4 - 1u) / K4;
+  var acc: array<vec4<f32>, 4>;
+  var staged = fetch(m0, b, 0u, tid);
+  put(0u, tid, staged);
+  workgroupBarrier();
+  for (var t = 0u; t < stages; t++) {
+    let cur = t % 2u;
+    let more = t + 1u < stages;
+    if (more) { staged = fetch(m0, b, (t + 1u) * K4, tid); }
+    let xo = cur * XS_SIZE + lid.y * RS;
+    let wo = cur * WS_SIZE + lid.x * RS;
+    for (var c = 0u; c < K4; c++) {
+      let w0 = ws[wo + c];
+      let w1 = ws[wo + WG_X * RS + c];
+      let w2 = ws[wo + 2u * WG_X * RS + c];
+      let w3 = ws[wo + 3u * WG_X * RS + c];
+      acc[0] += dots(xs[xo + c], w0, w1, w2, w3);
+      if (TM > 1u) {
+        acc[1] += dots(xs[xo + WG_Y * RS + c], w0, w1, w2, w3);
+        acc[2] += dots(xs[xo + 2u * WG_Y * RS + c], w0, w1, w2, w3);
+        acc[3] += dots(xs[xo + 3u * WG_Y * RS + c], w0, w1, w2, w3);
+      }
+    }
+    if (more) { put(1u - cur, tid, staged); }
+    workgroupBarrier();
+  }
+  return acc;
+}
+
+fn put_y(which: u32, at: u32, v: f32) {
+  if (which == 0u) {
+    yq[at] = v;
+  } else if (which == 1u) {
+    yk[at] = v;
+  } else {
+    yv[at] = v;
+  }
+}
+
+// Row m at columns n + (0..3) * WG_X of this workgroup's output.
+fn store4(b: Block, m: u32, n: u32, v: vec4<f32>) {
+  if (m >= p.m) { return; }
+  let row = m * b.n;
+  for (var i = 0u; i < 4u; i++) {
+    if (n + i * WG_X < b.n) { put_y(b.which, row + n + i * WG_X, v[i]); }
+  }
+}
+
+// bias: the bias at this thread's four columns (zero without bias).
+fn store(b: Block, wid: vec3<u32>, lid: vec3<u32>, acc: array<vec4<f32>, 4>, bias: vec4<f32>) {
+  let m = wid.y * BM + lid.y;
+  let n = b.n0 + lid.x;
+  store4(b, m, n, acc[0] + bias);
+  if (TM > 1u) {
+    store4(b, m + WG_Y, n, acc[1] + bias);
+    store4(b, m + 2u * WG_Y, n, acc[2] + bias);
+    store4(b, m + 3u * WG_Y, n, acc[3] + bias);
+  }
+}
+
+@compute @workgroup_size(WG_X, WG_Y)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+  let b = pick(wid.x);
+  store(b, wid, lid, block(b, wid, lid), vec4<f32>(0.0));
+}
+
+// The bias at columns n + (0..3) * WG_X of this workgroup's matrix (clamped reads, unused past N).
+fn biases(b: Block, n: u32) -> vec4<f32> {
+  let last = b.n - 1u;
+  var r: vec4<f32>;
+  for (var i = 0u; i < 4u; i++) {
+    let j = min(n + i * WG_X, last);
+    if (b.which == 0u) {
+      r[i] = f32(bias_q[j]);
+    } else if (b.which == 1u) {
+      r[i] = f32(bias_k[j]);
+    } else {
+      r[i] = f32(bias_v[j]);
+    }
+  }
+  return r;
+}
+
+// All three biases: ten storage buffers in all (the TS side checks the device limit first).
+// Only this entry reads them: `main`'s auto layout must not require the bindings.
+@compute @workgroup_size(WG_X, WG_Y)
+fn main_bias(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+  let b = pick(wid.x);
+  store(b, wid, lid, block(b, wid, lid), biases(b, b.n0 + lid.x));
+}

@@ -1,0 +1,90 @@
+import assert from "node:assert/strict";
+import { gpu } from "../../gpu/mod.ts";
+import { assertClose, gpuTest, randomArray } from "../../testing/mod.ts";
+import { linear } from "../ref/matmul.ts";
+import { f16BitsToF32, f32ToF16Bits, Tensor } from "../tensor.ts";
+import { noGrad } from "../grad_mode.ts";
+import { qkvLinear, qkvLinearApplies, type QkvLinearConfig } from "./qkv_linear.ts";
+
+const TOL = { atol: 1e-4, rtol: 1e-4 };
+
+// On the CPU adapter the op's own small tile plus two more shapes of the same code paths: four
+// rows of x per thread, and weight tiles whose load slots do not divide evenly among threads.
+const TILES: (QkvLinearConfig | undefined)[] = [
+  undefined,
+  { wgX: 2, wgY: 2, tm: 4, bk: 8 },
+  { wgX: 4, wgY: 2, tm: 1, bk: 4 },
+];
+
+const round16 = (a: Float32Array) => a.map((v) => f16BitsToF32(f32ToF16Bits(v)));
+
+/** Rows m, K k, weight rows [nq, nk, nv] (grouped-query: nq != nk = nv). */
+async function check(
+  m: number,
+  ns: [number, number, number],
+  k: number,
+  options: { bias?: boolean; f16?: boolean } = {},
+): Promise<void> {
+  const seed = m * 131 + ns[0] * 7 + k;
+  const x = randomArray(m * k, seed);
+  const ws = ns.map((n, i) => {
+    const a = randomArray(n * k, seed + 1 + i);
+    return options.f16 ? round16(a) : a;
+  });
+  const bs = ns.map((n, i) => options.bias ? randomArray(n, seed + 5 + i) : null);
+  const dt = options.f16 ? "f16" : "f32";
+  const X = Tensor.from(x, [m, k]);
+  const W = ns.map((n, i) => Tensor.from(ws[i], [n, k], dt));
+  const Bs = ns.map((n, i) => bs[i] ? Tensor.from(bs[i], [n]) : null);
+  for (const config of TILES) {
+    const outs = qkvLinear(X, [W[0], W[1], W[2]], [Bs[0], Bs[1], Bs[2]], { config });
+    for (let i = 0; i < 3; i++) {
+      assert.deepEqual(outs[i].shape, [m, ns[i]]);
+      const want = linear(x, ws[i], bs[i], m, k, ns[i]);
+      const label = JSON.stringify({ m, ns, k, ...options, config, out: "qkv"[i] });
+      assertClose(await outs[i].toArray(), want, { ...TOL, label });
+      outs[i].dispose();
+    }
+  }
+}
+
+gpuTest("qkvLinear matches three reference linears at odd sizes (Nq != Nk = Nv)", async () => {
+  const cases: [number, [number, number, number], number][] = [
+    [1, [12, 4, 4], 20],
+    [3, [37, 9, 9], 36],
+    [2, [17, 5, 5], 4],
+    [5, [8, 21, 21], 52],
+  ];
+  for (const [m, ns, k] of cases) await check(m, ns, k);
+});
+
+gpuTest("qkvLinear adds the three biases", async () => {
+  await check(3, [37, 9, 9], 36, { bias: true });
+  await check(1, [16, 8, 8], 8, { bias: true });
+});
+
+gpuTest("qkvLinear with f16 weights (skipped without shader-f16)", async () => {
+  if (!gpu().hasF16) return;
+  await check(2, [37, 9, 9], 36, { f16: true });
+  await check(3, [9, 5, 5], 20, { f16: true, bias: true });
+});
+
+gpuTest("qkvLinear refuses a recorded gradient and bad operands; applies only without one", () => {
+  const X = Tensor.from(randomArray(8, 1), [2, 4]);
+  const W = Tensor.from(randomArray(12, 2), [3, 4]);
+  const Wk = Tensor.from(randomArray(8, 3), [2, 4]);
+  const B = Tensor.from(randomArray(3, 4), [3]);
+  W.requiresGrad = true;
+  assert.throws(() => qkvLinear(X, [W, Wk, Wk]), /qkv_linear: no backward/);
+  assert.equal(qkvLinearApplies(X, [W, Wk, Wk]), false);
+  assert.equal(noGrad(() => qkvLinearApplies(X, [W, Wk, Wk])), true);
+  noGrad(() => qkvLinear(X, [W, Wk, Wk])).forEach((t) => t.dispose()); // accepted outside autograd
+  assert.equal(noGrad(() => qkvLinearApplies(X, [W, Wk, Wk], [B, null, null])), false);
+  assert.throws(() => noGrad(() => qkvLinear(X, [W, Wk, Wk], [B, null, null])), /all three/);
+  assert.throws(() => noGrad(() => qkvLinear(X, [W, Wk, Wk], [B, B, B])), /bias_k must be \[2\]/);
+  const X6 = Tensor.from(randomArray(12, 3), [2, 6]);
+  const W6 = Tensor.from(randomArray(18, 4), [3, 6]);
+  assert.equal(qkvLinearApplies(X6, [W6, W6, W6]), false);
+  assert.throws(() => qkvLinear(X6, [W6, W6, W6]), /K must be a multiple of 4, got K=6/);
+  assert.throws(() => noGrad(() => qkvLinear(X, [W, W6, W6])), /2-D \[N, K=4\]/);
+});

@@ -4,6 +4,28 @@
  * read it, and neither may import the other's file for it.
  */
 let gradEnabled = true;
+/** Set while a checkpointed segment's first forward runs: backward will recompute it. */
+let recomputedLater = false;
+
+/**
+ * Whether the ops running now will be recomputed under autograd (a checkpointed segment's first,
+ * untaped forward): inference-only fusions stay off there, so the recompute's values are the
+ * forward's bit for bit.
+ */
+export function isRecomputedLater(): boolean {
+  return recomputedLater;
+}
+
+/** Runs fn (tape off) as a forward that backward will recompute (see isRecomputedLater). */
+export function forRecompute<T>(fn: () => T): T {
+  const prev = recomputedLater;
+  recomputedLater = true;
+  try {
+    return noGrad(fn);
+  } finally {
+    recomputedLater = prev;
+  }
+}
 
 export function isGradEnabled(): boolean {
   return gradEnabled;

@@ -10,7 +10,7 @@ export {
   type TypedArray,
 } from "./tensor.ts";
 export { scope, scopeAsync } from "./scope.ts";
-export { isGradEnabled, noGrad, noGradAsync, withGrad } from "./grad_mode.ts";
+export { isGradEnabled, isRecomputedLater, noGrad, noGradAsync, withGrad } from "./grad_mode.ts";
 export { checkpoint, type CheckpointOptions } from "./ops/checkpoint.ts";
 export { backward, OPS, record, recordMany, registerOp, zeroGrad } from "./autograd.ts";
 export { accumulate, clone, fill, fillInPlace, scaleInPlace, zeros } from "./ops/basic.ts";

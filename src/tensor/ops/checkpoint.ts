@@ -6,7 +6,7 @@
  * instead of every segment's, for one more forward of each segment.
  */
 import { backward, registerOp } from "../autograd.ts";
-import { isGradEnabled, noGrad, withGrad } from "../grad_mode.ts";
+import { forRecompute, isGradEnabled, noGrad, withGrad } from "../grad_mode.ts";
 import { scope } from "../scope.ts";
 import type { Tensor } from "../tensor.ts";
 
@@ -33,7 +33,7 @@ export function checkpoint(
   const needs = inputs.some((t) => t.requiresGrad) ||
     (options.params ?? []).some((t) => t.requiresGrad);
   if (!isGradEnabled() || !needs) return fn(inputs);
-  const out = scope(() => noGrad(() => fn(inputs)));
+  const out = scope(() => forRecompute(() => fn(inputs)));
   // Recorded by hand rather than by record(), which needs an input that wants a gradient: here
   // the weights alone may.
   out.requiresGrad = true;

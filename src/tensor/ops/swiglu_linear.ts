@@ -6,7 +6,7 @@
  */
 import { gpu, packParams } from "../../gpu/mod.ts";
 import type { KernelSpec } from "../../gpu/mod.ts";
-import { isGradEnabled } from "../grad_mode.ts";
+import { isGradEnabled, isRecomputedLater } from "../grad_mode.ts";
 import { fmtShape, shapeSize, Tensor } from "../tensor.ts";
 import { skinnyConfig, skinnyPolicy } from "./matmul_skinny.ts";
 
@@ -68,7 +68,7 @@ export function swigluLinearApplies(
     wGate.rank === 2 && fmtShape(wGate.shape) === fmtShape(wUp.shape) &&
     wGate.dtype === wUp.dtype && wGate.shape[1] === k &&
     (options.biasGate?.dtype ?? "f32") === (options.biasUp?.dtype ?? "f32") &&
-    ts.every((t) => !t || floatLike(t)) && !recorded(ts);
+    ts.every((t) => !t || floatLike(t)) && !recorded(ts) && !isRecomputedLater();
 }
 
 /**

@@ -4,6 +4,8 @@ import { assertClose, gpuTest, randomArray } from "../../testing/mod.ts";
 import { swigluLinearRef } from "../ref/swiglu.ts";
 import { f16BitsToF32, f32ToF16Bits, Tensor } from "../tensor.ts";
 import { noGrad } from "../grad_mode.ts";
+import { checkpoint } from "./checkpoint.ts";
+import { clone } from "./basic.ts";
 import { swigluLinear, swigluLinearApplies, type SwigluLinearConfig } from "./swiglu_linear.ts";
 
 const TOL = { atol: 1e-4, rtol: 1e-4 };
@@ -74,4 +76,18 @@ gpuTest("swigluLinear refuses a recorded gradient and bad shapes; applies only w
   assert.throws(() => swigluLinear(X6, W6, W6), /K must be a multiple of 4, got K=6/);
   assert.throws(() => swigluLinear(X, W6, W6), /x must end in K=6/);
   assert.throws(() => noGrad(() => swigluLinear(X, W, W6)), /same 2-D \[N, K\]/);
+});
+
+gpuTest("a checkpointed segment's first forward does not fuse (its recompute could not)", () => {
+  const x = Tensor.from(randomArray(2 * 8, 1), [2, 8]);
+  const wg = Tensor.from(randomArray(5 * 8, 2), [5, 8]),
+    wu = Tensor.from(randomArray(5 * 8, 3), [5, 8]);
+  assert.ok(noGrad(() => swigluLinearApplies(x, wg, wu)), "decoding fuses");
+  x.requiresGrad = true;
+  let inside: boolean | undefined;
+  checkpoint(([a]) => {
+    inside = swigluLinearApplies(a, wg, wu);
+    return clone(a);
+  }, [x]);
+  assert.equal(inside, false);
 });

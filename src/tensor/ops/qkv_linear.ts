@@ -6,7 +6,7 @@
  */
 import { gpu, packParams } from "../../gpu/mod.ts";
 import type { KernelSpec } from "../../gpu/mod.ts";
-import { isGradEnabled } from "../grad_mode.ts";
+import { isGradEnabled, isRecomputedLater } from "../grad_mode.ts";
 import { fmtShape, shapeSize, Tensor } from "../tensor.ts";
 import { skinnyConfig, skinnyPolicy } from "./matmul_skinny.ts";
 
@@ -62,7 +62,8 @@ const biasCount = (b: QkvBiases) => b.filter((t) => t !== null).length;
 /**
  * Whether `qkvLinear` takes these operands: few rows (the skinny kernel's `maxM`), K % 4 == 0,
  * f32 or f16 operands, weights [N*, K] of one dtype, all three biases of one dtype or none (and
- * with biases, a device that binds ten storage buffers per stage), no gradient recorded.
+ * with biases, a device that binds ten storage buffers per stage), no gradient recorded, and not
+ * a checkpointed segment's first forward (its recompute, under autograd, could not fuse).
  */
 export function qkvLinearApplies(
   x: Tensor,
@@ -76,7 +77,7 @@ export function qkvLinearApplies(
     w.every((t) => t.rank === 2 && t.shape[1] === k && t.dtype === w[0].dtype) &&
     (nb === 0 || (nb === 3 && b.every((t) => t?.dtype === b[0]?.dtype) &&
       gpu().limits.maxStorageBuffersPerShaderStage >= BIAS_BINDINGS)) &&
-    ts.every((t) => !t || floatLike(t)) && !recorded(ts);
+    ts.every((t) => !t || floatLike(t)) && !recorded(ts) && !isRecomputedLater();
 }
 
 /**

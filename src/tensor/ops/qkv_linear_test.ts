@@ -4,6 +4,8 @@ import { assertClose, gpuTest, randomArray } from "../../testing/mod.ts";
 import { linear } from "../ref/matmul.ts";
 import { f16BitsToF32, f32ToF16Bits, Tensor } from "../tensor.ts";
 import { noGrad } from "../grad_mode.ts";
+import { checkpoint } from "./checkpoint.ts";
+import { clone } from "./basic.ts";
 import { qkvLinear, qkvLinearApplies, type QkvLinearConfig } from "./qkv_linear.ts";
 
 const TOL = { atol: 1e-4, rtol: 1e-4 };
@@ -87,4 +89,18 @@ gpuTest("qkvLinear refuses a recorded gradient and bad operands; applies only wi
   assert.equal(qkvLinearApplies(X6, [W6, W6, W6]), false);
   assert.throws(() => qkvLinear(X6, [W6, W6, W6]), /K must be a multiple of 4, got K=6/);
   assert.throws(() => noGrad(() => qkvLinear(X, [W, W6, W6])), /2-D \[N, K=4\]/);
+});
+
+gpuTest("qkvLinear: a checkpointed segment's first forward does not fuse", () => {
+  const x = Tensor.from(randomArray(2 * 8, 1), [2, 8]);
+  const wq = Tensor.from(randomArray(6 * 8, 2), [6, 8]),
+    wk = Tensor.from(randomArray(16, 3), [2, 8]);
+  assert.ok(noGrad(() => qkvLinearApplies(x, [wq, wk, wk])), "decoding fuses");
+  x.requiresGrad = true;
+  let inside: boolean | undefined;
+  checkpoint(([a]) => {
+    inside = qkvLinearApplies(a, [wq, wk, wk]);
+    return clone(a);
+  }, [x]);
+  assert.equal(inside, false);
 });

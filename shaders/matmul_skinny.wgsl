@@ -22,19 +22,17 @@
 #const TN: u32 // rows of W per thread: 4 or 8
 #const TM: u32 // rows of x per thread: 1 or 4
 #const BK: u32 // K per stage (a multiple of 4)
+
+#include "skinny_tile.wgsl"
+#include "skinny_store.wgsl"
+
 alias X4 = vec4<f32>;
 alias W4 = vec4<f32>;
 alias BIAS_T = f32;
 
-const NT: u32 = WG_X * WG_Y;
 const BN: u32 = WG_X * TN;
-const BM: u32 = WG_Y * TM;
-const K4: u32 = BK / 4u; // vec4s per tile row
-const RS: u32 = K4 + 1u; // padded tile row stride, in vec4s
-const XS_SIZE: u32 = BM * RS;
-const WS_SIZE: u32 = BN * RS;
-const LX: u32 = (BM * K4 + NT - 1u) / NT; // x tile slots per thread (at most 4)
-const LW: u32 = (BN * K4 + NT - 1u) / NT; // W tile slots per thread (at most 4)
+alias W_SEL = u32; // the first weight row
+alias W_SLOT = vec4<f32>;
 
 struct Params {
   m: u32,
@@ -54,18 +52,7 @@ struct Params {
 @group(0) @binding(4) var<storage, read> bias: array<BIAS_T>;
 @group(0) @binding(5) var<storage, read> resid: array<f32>;
 
-var<workgroup> xs: array<vec4<f32>, 2u * XS_SIZE>;
 var<workgroup> ws: array<vec4<f32>, 2u * WS_SIZE>;
-
-// Slot s of a tile of `rows` rows: consecutive slots walk along K, so K4 threads read one
-// row's contiguous 16 * K4 bytes. Rows past the matrix, K past the split and slots past the
-// tile read as zero (from a clamped index, branch-free).
-fn fetch_x(m0: u32, kb: u32, kend: u32, s: u32) -> vec4<f32> {
-  let i = m0 + s / K4;
-  let kk = kb + s % K4;
-  let ok = s < BM * K4 && i < p.m && kk < kend;
-  return select(vec4<f32>(0.0), vec4<f32>(x[select(0u, i * p.k4 + kk, ok)]), ok);
-}
 
 fn fetch_w(n0: u32, kb: u32, kend: u32, s: u32) -> vec4<f32> {
   let j = n0 + s / K4;
@@ -74,52 +61,8 @@ fn fetch_w(n0: u32, kb: u32, kend: u32, s: u32) -> vec4<f32> {
   return select(vec4<f32>(0.0), vec4<f32>(w[select(0u, j * p.k4 + kk, ok)]), ok);
 }
 
-// The next stage's tile slots of this thread (LX, LW <= 4), as named registers.
-struct Staged {
-  x0: vec4<f32>,
-  x1: vec4<f32>,
-  x2: vec4<f32>,
-  x3: vec4<f32>,
-  w0: vec4<f32>,
-  w1: vec4<f32>,
-  w2: vec4<f32>,
-  w3: vec4<f32>,
-}
-
-fn fetch(m0: u32, n0: u32, kb: u32, kend: u32, tid: u32) -> Staged {
-  var r: Staged;
-  r.x0 = fetch_x(m0, kb, kend, tid);
-  if (LX > 1u) { r.x1 = fetch_x(m0, kb, kend, tid + NT); }
-  if (LX > 2u) { r.x2 = fetch_x(m0, kb, kend, tid + 2u * NT); }
-  if (LX > 3u) { r.x3 = fetch_x(m0, kb, kend, tid + 3u * NT); }
-  r.w0 = fetch_w(n0, kb, kend, tid);
-  if (LW > 1u) { r.w1 = fetch_w(n0, kb, kend, tid + NT); }
-  if (LW > 2u) { r.w2 = fetch_w(n0, kb, kend, tid + 2u * NT); }
-  if (LW > 3u) { r.w3 = fetch_w(n0, kb, kend, tid + 3u * NT); }
-  return r;
-}
-
-fn put_x(buf: u32, s: u32, v: vec4<f32>) {
-  if (s < BM * K4) { xs[buf * XS_SIZE + (s / K4) * RS + s % K4] = v; }
-}
-
 fn put_w(buf: u32, s: u32, v: vec4<f32>) {
   if (s < BN * K4) { ws[buf * WS_SIZE + (s / K4) * RS + s % K4] = v; }
-}
-
-fn put(buf: u32, tid: u32, r: Staged) {
-  put_x(buf, tid, r.x0);
-  if (LX > 1u) { put_x(buf, tid + NT, r.x1); }
-  if (LX > 2u) { put_x(buf, tid + 2u * NT, r.x2); }
-  if (LX > 3u) { put_x(buf, tid + 3u * NT, r.x3); }
-  put_w(buf, tid, r.w0);
-  if (LW > 1u) { put_w(buf, tid + NT, r.w1); }
-  if (LW > 2u) { put_w(buf, tid + 2u * NT, r.w2); }
-  if (LW > 3u) { put_w(buf, tid + 3u * NT, r.w3); }
-}
-
-fn dots(x: vec4<f32>, w0: vec4<f32>, w1: vec4<f32>, w2: vec4<f32>, w3: vec4<f32>) -> vec4<f32> {
-  return vec4<f32>(dot(x, w0), dot(x, w1), dot(x, w2), dot(x, w3));
 }
 
 // This thread's TM x TN partial sums over the workgroup's K range: acc[i] holds row
@@ -183,11 +126,7 @@ fn block(wid: vec3<u32>, lid: vec3<u32>) -> array<vec4<f32>, 8> {
 // Row m of the output at columns n, n + WG_X, n + 2 WG_X, n + 3 WG_X.
 fn store4(at: u32, m: u32, n: u32, v: vec4<f32>) {
   if (m >= p.m) { return; }
-  let row = at + m * p.n;
-  if (n < p.n) { y[row + n] = v.x; }
-  if (n + WG_X < p.n) { y[row + n + WG_X] = v.y; }
-  if (n + 2u * WG_X < p.n) { y[row + n + 2u * WG_X] = v.z; }
-  if (n + 3u * WG_X < p.n) { y[row + n + 3u * WG_X] = v.w; }
+  store_cols(at + m * p.n, n, v);
 }
 
 // b0, b1: the bias at this thread's columns 0..3 and 4..7 (zero without bias).

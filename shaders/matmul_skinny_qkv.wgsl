@@ -14,19 +14,16 @@
 #const WG_Y: u32 // threads along M
 #const TM: u32 // rows of x per thread: 1 or 4
 #const BK: u32 // K per stage (a multiple of 4)
+
+#include "skinny_tile.wgsl"
+
 alias X4 = vec4<f32>;
 alias W4 = vec4<f32>;
 alias BIAS_T = f32;
 
-const NT: u32 = WG_X * WG_Y;
 const BN: u32 = WG_X * 4u;
-const BM: u32 = WG_Y * TM;
-const K4: u32 = BK / 4u; // vec4s per tile row
-const RS: u32 = K4 + 1u; // padded tile row stride, in vec4s
-const XS_SIZE: u32 = BM * RS;
-const WS_SIZE: u32 = BN * RS;
-const LX: u32 = (BM * K4 + NT - 1u) / NT; // x tile slots per thread (at most 4)
-const LW: u32 = (BN * K4 + NT - 1u) / NT; // weight tile slots per thread (at most 4)
+alias W_SEL = Block;
+alias W_SLOT = vec4<f32>;
 
 struct Params {
   m: u32,
@@ -51,7 +48,6 @@ struct Params {
 @group(0) @binding(9) var<storage, read> bias_k: array<BIAS_T>;
 @group(0) @binding(10) var<storage, read> bias_v: array<BIAS_T>;
 
-var<workgroup> xs: array<vec4<f32>, 2u * XS_SIZE>;
 var<workgroup> ws: array<vec4<f32>, 2u * WS_SIZE>;
 
 // This workgroup's matrix (0 q, 1 k, 2 v), its row count and its first weight row.
@@ -67,19 +63,10 @@ fn pick(wx: u32) -> Block {
   return Block(2u, p.nv, (wx - p.gq - p.gk) * BN);
 }
 
-// Slot s of a tile: consecutive slots walk along K. Rows past the matrix, K past the end and
-// slots past the tile read as zero (from a clamped index, branch-free).
-fn fetch_x(m0: u32, kb: u32, s: u32) -> vec4<f32> {
-  let i = m0 + s / K4;
-  let kk = kb + s % K4;
-  let ok = s < BM * K4 && i < p.m && kk < p.k4;
-  return select(vec4<f32>(0.0), vec4<f32>(x[select(0u, i * p.k4 + kk, ok)]), ok);
-}
-
-fn fetch_w(b: Block, kb: u32, s: u32) -> vec4<f32> {
+fn fetch_w(b: Block, kb: u32, kend: u32, s: u32) -> vec4<f32> {
   let j = b.n0 + s / K4;
   let kk = kb + s % K4;
-  let ok = s < BN * K4 && j < b.n && kk < p.k4;
+  let ok = s < BN * K4 && j < b.n && kk < kend;
   let at = select(0u, j * p.k4 + kk, ok);
   var w: vec4<f32>;
   if (b.which == 0u) {
@@ -92,52 +79,8 @@ fn fetch_w(b: Block, kb: u32, s: u32) -> vec4<f32> {
   return select(vec4<f32>(0.0), w, ok);
 }
 
-// The next stage's tile slots of this thread (LX, LW <= 4), as named registers.
-struct Staged {
-  x0: vec4<f32>,
-  x1: vec4<f32>,
-  x2: vec4<f32>,
-  x3: vec4<f32>,
-  w0: vec4<f32>,
-  w1: vec4<f32>,
-  w2: vec4<f32>,
-  w3: vec4<f32>,
-}
-
-fn fetch(m0: u32, b: Block, kb: u32, tid: u32) -> Staged {
-  var r: Staged;
-  r.x0 = fetch_x(m0, kb, tid);
-  if (LX > 1u) { r.x1 = fetch_x(m0, kb, tid + NT); }
-  if (LX > 2u) { r.x2 = fetch_x(m0, kb, tid + 2u * NT); }
-  if (LX > 3u) { r.x3 = fetch_x(m0, kb, tid + 3u * NT); }
-  r.w0 = fetch_w(b, kb, tid);
-  if (LW > 1u) { r.w1 = fetch_w(b, kb, tid + NT); }
-  if (LW > 2u) { r.w2 = fetch_w(b, kb, tid + 2u * NT); }
-  if (LW > 3u) { r.w3 = fetch_w(b, kb, tid + 3u * NT); }
-  return r;
-}
-
-fn put_x(buf: u32, s: u32, v: vec4<f32>) {
-  if (s < BM * K4) { xs[buf * XS_SIZE + (s / K4) * RS + s % K4] = v; }
-}
-
 fn put_w(buf: u32, s: u32, v: vec4<f32>) {
   if (s < BN * K4) { ws[buf * WS_SIZE + (s / K4) * RS + s % K4] = v; }
-}
-
-fn put(buf: u32, tid: u32, r: Staged) {
-  put_x(buf, tid, r.x0);
-  if (LX > 1u) { put_x(buf, tid + NT, r.x1); }
-  if (LX > 2u) { put_x(buf, tid + 2u * NT, r.x2); }
-  if (LX > 3u) { put_x(buf, tid + 3u * NT, r.x3); }
-  put_w(buf, tid, r.w0);
-  if (LW > 1u) { put_w(buf, tid + NT, r.w1); }
-  if (LW > 2u) { put_w(buf, tid + 2u * NT, r.w2); }
-  if (LW > 3u) { put_w(buf, tid + 3u * NT, r.w3); }
-}
-
-fn dots(x: vec4<f32>, w0: vec4<f32>, w1: vec4<f32>, w2: vec4<f32>, w3: vec4<f32>) -> vec4<f32> {
-  return vec4<f32>(dot(x, w0), dot(x, w1), dot(x, w2), dot(x, w3));
 }
 
 // This thread's sums over all of K: acc[i] holds row m0 + ty + i * WG_Y at weight rows
@@ -147,13 +90,13 @@ fn block(b: Block, wid: vec3<u32>, lid: vec3<u32>) -> array<vec4<f32>, 4> {
   let m0 = wid.y * BM;
   let stages = (p.k4 + K4 - 1u) / K4;
   var acc: array<vec4<f32>, 4>;
-  var staged = fetch(m0, b, 0u, tid);
+  var staged = fetch(m0, b, 0u, p.k4, tid);
   put(0u, tid, staged);
   workgroupBarrier();
   for (var t = 0u; t < stages; t++) {
     let cur = t % 2u;
     let more = t + 1u < stages;
-    if (more) { staged = fetch(m0, b, (t + 1u) * K4, tid); }
+    if (more) { staged = fetch(m0, b, (t + 1u) * K4, p.k4, tid); }
     let xo = cur * XS_SIZE + lid.y * RS;
     let wo = cur * WS_SIZE + lid.x * RS;
     for (var c = 0u; c < K4; c++) {

@@ -38,11 +38,8 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let row = i / p.half; // (b, t, h)
   let bt = row / p.heads;
   let base = row * 2u * p.half + d;
-  let cs = cos_sin(f32(pos[bt]) * inv_freq[d]);
-  let c = cs.x * p.scale;
-  let s = cs.y * p.scale * p.sign;
-  let x1 = x[base];
-  let x2 = x[base + p.half];
-  out[base] = x1 * c - x2 * s;
-  out[base + p.half] = x2 * c + x1 * s;
+  let cs = scaled_cos_sin(f32(pos[bt]) * inv_freq[d], p.scale, p.sign);
+  let r = rotate_pair(x[base], x[base + p.half], cs);
+  out[base] = r.x;
+  out[base + p.half] = r.y;
 }

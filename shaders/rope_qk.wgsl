@@ -37,20 +37,16 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let heads = p.hq + p.hkv;
   let bt = row / heads;
   let h = row % heads;
-  let cs = cos_sin(f32(pos[bt]) * inv_freq[d]);
-  let c = cs.x * p.scale;
-  let s = cs.y * p.scale * p.sign;
+  let cs = scaled_cos_sin(f32(pos[bt]) * inv_freq[d], p.scale, p.sign);
   if (h < p.hq) {
     let base = (bt * p.hq + h) * 2u * p.half + d;
-    let x1 = q[base];
-    let x2 = q[base + p.half];
-    q_out[base] = x1 * c - x2 * s;
-    q_out[base + p.half] = x2 * c + x1 * s;
+    let r = rotate_pair(q[base], q[base + p.half], cs);
+    q_out[base] = r.x;
+    q_out[base + p.half] = r.y;
   } else {
     let base = (bt * p.hkv + h - p.hq) * 2u * p.half + d;
-    let x1 = k[base];
-    let x2 = k[base + p.half];
-    k_out[base] = x1 * c - x2 * s;
-    k_out[base + p.half] = x2 * c + x1 * s;
+    let r = rotate_pair(k[base], k[base + p.half], cs);
+    k_out[base] = r.x;
+    k_out[base + p.half] = r.y;
   }
 }

@@ -46,23 +46,19 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let heads = p.hq + p.hkv;
   let bt = row / heads;
   let h = row % heads;
-  let cs = cos_sin(f32(pos[bt]) * inv_freq[d]);
-  let c = cs.x * p.scale;
-  let s = cs.y * p.scale;
+  let cs = scaled_cos_sin(f32(pos[bt]) * inv_freq[d], p.scale, 1.0);
   if (h < p.hq) {
     let base = (bt * p.hq + h) * 2u * p.half + d;
-    let x1 = q[base];
-    let x2 = q[base + p.half];
-    q[base] = x1 * c - x2 * s;
-    q[base + p.half] = x2 * c + x1 * s;
+    let r = rotate_pair(q[base], q[base + p.half], cs);
+    q[base] = r.x;
+    q[base + p.half] = r.y;
     return;
   }
   let hk = h - p.hq;
   let base = (bt * p.hkv + hk) * 2u * p.half + d;
-  let x1 = k[base];
-  let x2 = k[base + p.half];
-  let k1 = x1 * c - x2 * s;
-  let k2 = x2 * c + x1 * s;
+  let rk = rotate_pair(k[base], k[base + p.half], cs);
+  let k1 = rk.x;
+  let k2 = rk.y;
   k[base] = k1;
   k[base + p.half] = k2;
   let v1 = v[base];

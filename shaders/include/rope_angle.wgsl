@@ -1,4 +1,5 @@
-// cos and sin of a rotary angle (rope.wgsl, rope_qk.wgsl). GPU sin/cos are only specified near
+// cos and sin of a rotary angle and the rotation of one pair (rope.wgsl, rope_qk.wgsl,
+// rope_qk_cache.wgsl). GPU sin/cos are only specified near
 // [-pi, pi] and positions reach tens of thousands, so the angle is reduced by pi/2 in extended
 // precision and evaluated with polynomials.
 
@@ -40,4 +41,15 @@ fn cos_sin(a: f32) -> vec2f {
     case 2: { return vec2f(-c, -s); }
     default: { return vec2f(s, -c); }
   }
+}
+
+// (cos a, sin a) scaled by HF's attention scaling, the sine also by sign (-1: the backward).
+fn scaled_cos_sin(a: f32, scale: f32, sign: f32) -> vec2f {
+  let cs = cos_sin(a);
+  return vec2f(cs.x * scale, cs.y * scale * sign);
+}
+
+// The pair (x1, x2) = (x[i], x[i + D/2]) turned by the angle whose (cos, sin) is cs.
+fn rotate_pair(x1: f32, x2: f32, cs: vec2f) -> vec2f {
+  return vec2f(x1 * cs.x - x2 * cs.y, x2 * cs.x + x1 * cs.y);
 }

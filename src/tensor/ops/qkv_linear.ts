@@ -5,18 +5,18 @@
  * `linear`s, whose backward exists; this op refuses inputs whose gradient is being recorded.
  */
 import { gpu, packParams } from "../../gpu/mod.ts";
-import type { KernelSpec } from "../../gpu/mod.ts";
-import { isGradEnabled, isRecomputedLater } from "../grad_mode.ts";
-import { fmtShape, shapeSize, Tensor } from "../tensor.ts";
-import { skinnyConfig, skinnyPolicy } from "./matmul_skinny.ts";
+import { shapeSize, Tensor } from "../tensor.ts";
+import {
+  checkFusedConfig,
+  checkFusedOperands,
+  fusedOperandsFit,
+  type FusedSkinnyConfig,
+  fusedSkinnyConfig,
+  fusedSkinnySpec,
+} from "./skinny_fused.ts";
 
 /** Threads along N (wgX, 4 weight rows each) and M (wgY, tm rows of x each), K per stage. */
-export interface QkvLinearConfig {
-  wgX: number;
-  wgY: number;
-  tm: number;
-  bk: number;
-}
+export type QkvLinearConfig = FusedSkinnyConfig;
 
 /** Whether `decoderLayer` fuses the q, k and v projections. Mutable for benchmarks (before/after). */
 export const qkvLinearPolicy = { enabled: true };
@@ -33,30 +33,9 @@ export interface QkvLinearOptions {
 /** Storage buffers the biased entry binds: x, three weights, three outputs, three biases. */
 const BIAS_BINDINGS = 10;
 
-/**
- * The tile for M rows: the skinny kernel's thread layout with 4 weight rows per thread. A CPU
- * adapter runs few workgroups at once and compiles large unrolled tiles slowly: a small one.
- */
-export function qkvLinearConfig(m: number): QkvLinearConfig {
-  if (gpu().isCpuAdapter) return { wgX: 4, wgY: 4, tm: 1, bk: 16 };
-  const c = skinnyConfig(m);
-  return { wgX: c.wgX, wgY: c.wgY, tm: c.tm, bk: c.bk };
-}
+/** The tile for M rows (skinny_fused.ts). */
+export const qkvLinearConfig: (m: number) => QkvLinearConfig = fusedSkinnyConfig;
 
-function checkConfig(c: QkvLinearConfig): void {
-  const g = gpu();
-  const bm = c.wgY * c.tm, bn = c.wgX * 4, nt = c.wgX * c.wgY;
-  const shared = 2 * (bm + bn) * (c.bk / 4 + 1) * 16;
-  const slots = (rows: number) => Math.ceil(rows * c.bk / 4 / nt);
-  const ok = c.bk % 4 === 0 && c.bk > 0 && (c.tm === 1 || c.tm === 4) && slots(bm) <= 4 &&
-    slots(bn) <= 4 && nt <= g.limits.maxComputeInvocationsPerWorkgroup &&
-    shared <= g.limits.maxComputeWorkgroupStorageSize;
-  if (!ok) throw new Error(`qkv_linear: config ${JSON.stringify(c)} is invalid on this device`);
-}
-
-const floatLike = (t: Tensor) => t.dtype === "f32" || (t.dtype === "f16" && gpu().hasF16);
-const recorded = (ts: (Tensor | null | undefined)[]) =>
-  isGradEnabled() && ts.some((t) => t?.requiresGrad);
 const biasCount = (b: QkvBiases) => b.filter((t) => t !== null).length;
 
 /**
@@ -71,13 +50,11 @@ export function qkvLinearApplies(
   b: QkvBiases = [null, null, null],
 ): boolean {
   const k = x.shape[x.rank - 1];
-  const ts = [x, ...w, ...b];
   const nb = biasCount(b);
-  return qkvLinearPolicy.enabled && k % 4 === 0 && x.size / k <= skinnyPolicy.maxM &&
+  return qkvLinearPolicy.enabled && fusedOperandsFit(x, [x, ...w, ...b]) &&
     w.every((t) => t.rank === 2 && t.shape[1] === k && t.dtype === w[0].dtype) &&
     (nb === 0 || (nb === 3 && b.every((t) => t?.dtype === b[0]?.dtype) &&
-      gpu().limits.maxStorageBuffersPerShaderStage >= BIAS_BINDINGS)) &&
-    ts.every((t) => !t || floatLike(t)) && !recorded(ts) && !isRecomputedLater();
+      gpu().limits.maxStorageBuffersPerShaderStage >= BIAS_BINDINGS));
 }
 
 /**
@@ -92,16 +69,10 @@ export function qkvLinear(
   options: QkvLinearOptions = {},
 ): [Tensor, Tensor, Tensor] {
   const names = ["w_q", "w_k", "w_v", "bias_q", "bias_k", "bias_v"];
-  const desc = [["x", x] as const, ...[...w, ...b].map((t, i) => [names[i], t] as const)]
-    .filter((e): e is readonly [string, Tensor] => e[1] !== null)
-    .map(([n, t]) => `${n} ${fmtShape(t.shape)} ${t.dtype}`).join(", ");
-  const bad = (why: string) => new Error(`qkv_linear: ${why}: ${desc}`);
-  if (recorded([x, ...w, ...b])) {
-    throw bad("no backward; use three linear(x, w) under autograd");
-  }
-  for (const t of [x, ...w, ...b]) {
-    if (t && !floatLike(t)) throw bad("operands must be f32 (or f16 where the GPU has shader-f16)");
-  }
+  const bad = checkFusedOperands(
+    [["x", x], ...[...w, ...b].map((t, i) => [names[i], t] as const)],
+    { op: "qkv_linear", backward: "no backward; use three linear(x, w) under autograd" },
+  );
   const k = x.shape[x.rank - 1];
   if (x.rank < 1) throw bad("x must have a last axis K");
   if (w.some((t) => t.rank !== 2 || t.shape[1] !== k)) throw bad(`weights must be 2-D [N, K=${k}]`);
@@ -127,24 +98,16 @@ export function qkvLinear(
   const [q, kk, v] = outs;
   if (m === 0 || nq + nk + nv === 0) return [q, kk, v];
   const c = options.config ?? qkvLinearConfig(m);
-  checkConfig(c);
+  checkFusedConfig(c, { op: "qkv_linear", weightTiles: 1 });
   const bn = c.wgX * 4;
   const [gq, gk, gv] = [nq, nk, nv].map((n) => Math.ceil(n / bn));
-  const vec = (t: Tensor) => `vec4<${t.dtype}>`;
-  const spec: KernelSpec = {
+  const spec = fusedSkinnySpec(c, {
     shader: "matmul_skinny_qkv",
     entry: nb ? "main_bias" : "main",
-    f16: [x, w[0], b[0]].some((t) => t?.dtype === "f16"),
-    defines: {
-      WG_X: c.wgX,
-      WG_Y: c.wgY,
-      TM: c.tm,
-      BK: c.bk,
-      X4: vec(x),
-      W4: vec(w[0]),
-      BIAS_T: b[0]?.dtype ?? "f32",
-    },
-  };
+    x,
+    w: w[0],
+    bias: b[0],
+  });
   const buffers = [x.buffer, ...w.map((t) => t.buffer), ...outs.map((t) => t.buffer)];
   for (const t of b) if (t) buffers.push(t.buffer);
   gpu().dispatch(spec, {

@@ -2,23 +2,12 @@ import assert from "node:assert/strict";
 import { gpu } from "../../gpu/mod.ts";
 import { assertClose, gpuTest, randomArray } from "../../testing/mod.ts";
 import { swigluLinearRef } from "../ref/swiglu.ts";
-import { f16BitsToF32, f32ToF16Bits, Tensor } from "../tensor.ts";
+import { Tensor } from "../tensor.ts";
 import { noGrad } from "../grad_mode.ts";
 import { checkpoint } from "./checkpoint.ts";
 import { clone } from "./basic.ts";
-import { swigluLinear, swigluLinearApplies, type SwigluLinearConfig } from "./swiglu_linear.ts";
-
-const TOL = { atol: 1e-4, rtol: 1e-4 };
-
-// On the CPU adapter the op's own small tile plus two more shapes of the same code paths: four
-// rows of x per thread, and weight tiles whose load slots do not divide evenly among threads.
-const TILES: (SwigluLinearConfig | undefined)[] = [
-  undefined,
-  { wgX: 2, wgY: 2, tm: 4, bk: 8 },
-  { wgX: 4, wgY: 2, tm: 1, bk: 4 },
-];
-
-const round16 = (a: Float32Array) => a.map((v) => f16BitsToF32(f32ToF16Bits(v)));
+import { round16, TILES, TOL } from "./skinny_testing.ts";
+import { swigluLinear, swigluLinearApplies } from "./swiglu_linear.ts";
 
 async function check(
   m: number,

@@ -1,0 +1,103 @@
+/**
+ * What the fused skinny ops (qkv_linear.ts, swiglu_linear.ts) share: the tile config and its
+ * check, the operand predicates, the operand checks that open both ops, and the kernel defines.
+ * Both run shaders/include/skinny_tile.wgsl's staged tiles with 4 weight rows per thread.
+ */
+import type { KernelSpec } from "../../gpu/mod.ts";
+import { gpu } from "../../gpu/mod.ts";
+import { isGradEnabled, isRecomputedLater } from "../grad_mode.ts";
+import { fmtShape, type Tensor } from "../tensor.ts";
+import { skinnyConfig, skinnyPolicy } from "./matmul_skinny.ts";
+
+/** Threads along N (wgX, 4 weight rows each) and M (wgY, tm rows of x each), K per stage. */
+export interface FusedSkinnyConfig {
+  wgX: number;
+  wgY: number;
+  tm: number;
+  bk: number;
+}
+
+/**
+ * The tile for M rows: the skinny kernel's thread layout with 4 weight rows per thread. A CPU
+ * adapter runs few workgroups at once and compiles large unrolled tiles slowly: a small one.
+ */
+export function fusedSkinnyConfig(m: number): FusedSkinnyConfig {
+  if (gpu().isCpuAdapter) return { wgX: 4, wgY: 4, tm: 1, bk: 16 };
+  const c = skinnyConfig(m);
+  return { wgX: c.wgX, wgY: c.wgY, tm: c.tm, bk: c.bk };
+}
+
+/** Throws `<op>: config ... is invalid` unless `c` fits the device with `weightTiles` W tiles. */
+export function checkFusedConfig(
+  c: FusedSkinnyConfig,
+  options: { op: string; weightTiles: number },
+): void {
+  const g = gpu();
+  const bm = c.wgY * c.tm, bn = c.wgX * 4, nt = c.wgX * c.wgY;
+  const shared = 2 * (bm + options.weightTiles * bn) * (c.bk / 4 + 1) * 16;
+  const slots = (rows: number) => Math.ceil(rows * c.bk / 4 / nt);
+  const ok = c.bk % 4 === 0 && c.bk > 0 && (c.tm === 1 || c.tm === 4) && slots(bm) <= 4 &&
+    slots(bn) <= 4 && nt <= g.limits.maxComputeInvocationsPerWorkgroup &&
+    shared <= g.limits.maxComputeWorkgroupStorageSize;
+  if (!ok) throw new Error(`${options.op}: config ${JSON.stringify(c)} is invalid on this device`);
+}
+
+/** f32, or f16 where the GPU has shader-f16. */
+export const floatLike = (t: Tensor) => t.dtype === "f32" || (t.dtype === "f16" && gpu().hasF16);
+
+/** Whether autograd would record a gradient through any of `ts`. */
+export const recorded = (ts: (Tensor | null | undefined)[]) =>
+  isGradEnabled() && ts.some((t) => t?.requiresGrad);
+
+/**
+ * The conditions both fused ops share: K % 4 == 0 and few rows (the skinny kernel's `maxM`) of
+ * x [..., K], float-like operands `ts`, no gradient recorded, and not a checkpointed segment's
+ * first forward (its recompute, under autograd, could not fuse).
+ */
+export function fusedOperandsFit(x: Tensor, ts: (Tensor | null | undefined)[]): boolean {
+  const k = x.shape[x.rank - 1];
+  return k % 4 === 0 && x.size / k <= skinnyPolicy.maxM && ts.every((t) => !t || floatLike(t)) &&
+    !recorded(ts) && !isRecomputedLater();
+}
+
+/**
+ * An error maker `bad(why)` for `op` listing the named operands (nulls left out), after checking
+ * that no gradient would be recorded (else `bad(backward)`) and that all are float-like.
+ */
+export function checkFusedOperands(
+  named: readonly (readonly [string, Tensor | null])[],
+  options: { op: string; backward: string },
+): (why: string) => Error {
+  const given = named.filter((e): e is readonly [string, Tensor] => e[1] !== null);
+  const desc = given.map(([n, t]) => `${n} ${fmtShape(t.shape)} ${t.dtype}`).join(", ");
+  const bad = (why: string) => new Error(`${options.op}: ${why}: ${desc}`);
+  const ts = given.map((e) => e[1]);
+  if (recorded(ts)) throw bad(options.backward);
+  for (const t of ts) {
+    if (!floatLike(t)) throw bad("operands must be f32 (or f16 where the GPU has shader-f16)");
+  }
+  return bad;
+}
+
+/** The kernel spec of a fused skinny shader for x, weights of w's dtype and biases of `bias`. */
+export function fusedSkinnySpec(
+  c: FusedSkinnyConfig,
+  options: { shader: string; entry: string; x: Tensor; w: Tensor; bias: Tensor | null },
+): KernelSpec {
+  const { x, w, bias } = options;
+  const vec = (t: Tensor) => `vec4<${t.dtype}>`;
+  return {
+    shader: options.shader,
+    entry: options.entry,
+    f16: [x, w, bias].some((t) => t?.dtype === "f16"),
+    defines: {
+      WG_X: c.wgX,
+      WG_Y: c.wgY,
+      TM: c.tm,
+      BK: c.bk,
+      X4: vec(x),
+      W4: vec(w),
+      BIAS_T: bias?.dtype ?? "f32",
+    },
+  };
+}

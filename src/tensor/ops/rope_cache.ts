@@ -30,8 +30,8 @@ export interface CacheWrite {
  * {@link ropeQK} of q [B / r, T, Hq, D] and k [B / r, T, Hkv, D] at positions [B / r, T], done
  * in place (the same tensors come back, rotated, with ropeQK's values bit for bit), and in the
  * same dispatch the rotated k and v [B / r, T, Hkv, D] written into the caches
- * [B, Smax, Hkv, D] at times start .. start + T - 1: cache row b takes row floor(b / r), as
- * KvCache.append does. No gradient: it throws while gradients are recorded.
+ * [B, Smax, Hkv, D] at times start .. start + T - 1: cache row b takes row floor(b / r), so a
+ * prompt's prefill serves its r samples. No gradient: it throws while gradients are recorded.
  */
 export function ropeQKIntoCache(
   q: Tensor,

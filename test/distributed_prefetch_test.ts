@@ -26,16 +26,8 @@ Deno.test({
       const nc = await connectNats(s.url, { nkeySeed: s.trainerSeed });
       try {
         const jsm = await jetstreamManager(nc);
-        const head = `${names.weights}.0.head`;
         await remote.publish(parts, 0);
-        // the version is stored once its manifest is; the publication resolves right after
-        for (let i = 0; i < 200; i++) {
-          const m = await jsm.direct.getMessage(names.weightStream, { last_by_subj: head })
-            .catch(() => null);
-          if (m) break;
-          await new Promise((r) => setTimeout(r, 50));
-        }
-        await new Promise((r) => setTimeout(r, 200));
+        await remote.published(); // version 0 is stored: its jobs may go out at once
         const before = (await jsm.streams.info(names.jobStream)).state.messages;
         await remote.prefetch(parts, 1);
         // no await in between: the jobs must be stored by the time prefetch resolved

@@ -88,6 +88,8 @@ export interface RemoteGen {
   ): MiniBatchAudit & { metrics(): Record<string, number> };
   /** Publishes the actor's weights as `version`. */
   publish(parts: TrainerParts, version: number): Promise<void>;
+  /** Resolves once the newest version is stored for the workers (rejects if that failed). */
+  published(): Promise<void>;
   close(): Promise<void>;
 }
 

@@ -100,6 +100,10 @@ export class RemoteRollout implements RemoteGen {
     return Promise.resolve();
   }
 
+  published(): Promise<void> {
+    return this.#published.then(() => {});
+  }
+
   /** Publishes the jobs of `step` under the newest weights. */
   async submit(parts: TrainerParts, step: number, items: PromptItem[], uidPrefix: string) {
     if (this.#version < 0) await this.publish(parts, step - 1);

@@ -1,10 +1,13 @@
 /**
  * Attention forward + backward on whatever adapter Deno finds. The small shape runs everywhere
  * (CI: the CPU adapter); the Qwen2.5-0.5B-like training shape (B 4, T 512, Hq 14, Hkv 2, D 64)
- * and a decode step (B 64, T 1, 2048 cached keys) only on real GPUs. Each iteration records
- * REPS calls and syncs once, so Deno's ~11 ms sync cost is spread over them.
+ * and decode steps (B 64, T 1, 384 or 2048 cached keys) only on real GPUs. Each iteration records
+ * REPS calls and syncs once, so Deno's ~11 ms sync cost is spread over them. Each decode shape runs
+ * with the decode kernel and with the tiled forward (`decodeKernel: false`) in one group, so
+ * `deno bench` prints their ratio.
  *
  *   deno bench -A bench/attention_bench.ts
+ *   deno bench -A bench/attention_bench.ts --filter decode
  */
 import { gpu, initGpu } from "../src/gpu/mod.ts";
 import { backward, noGrad, scope, Tensor } from "../src/tensor/mod.ts";
@@ -62,20 +65,26 @@ function benchTrain(name: string, s: Shape, reps: number, ignore: boolean): void
   });
 }
 
-function benchDecode(name: string, s: Shape, reps: number, ignore: boolean): void {
+function benchDecode(s: Shape, reps: number, ignore: boolean): void {
   const x = ignore ? null : inputs(s);
-  const step = () =>
-    noGrad(() => scope(() => attention(x!.q, x!.k, x!.v, { keyMask: x!.keyMask }).dispose()));
-  if (x) step();
-  Deno.bench({
-    name,
-    ignore,
-    group: "attention decode",
-    async fn() {
-      for (let i = 0; i < reps; i++) step();
-      await gpu().sync();
-    },
-  });
+  for (const decodeKernel of [true, false]) {
+    const step = () =>
+      noGrad(() =>
+        scope(() => attention(x!.q, x!.k, x!.v, { keyMask: x!.keyMask, decodeKernel }).dispose())
+      );
+    if (x) step();
+    const kernel = decodeKernel ? "decode kernel" : "tiled forward";
+    Deno.bench({
+      name: `${kernel} B${s.B} S${s.S} Hq${s.Hq} Hkv${s.Hkv} D${s.D} (x${reps})`,
+      ignore,
+      group: `attention decode S${s.S}`,
+      baseline: decodeKernel,
+      async fn() {
+        for (let i = 0; i < reps; i++) step();
+        await gpu().sync();
+      },
+    });
+  }
 }
 
 benchTrain(
@@ -90,9 +99,7 @@ benchTrain(
   10,
   fallback,
 );
-benchDecode(
-  "decode B64 S2048 Hq14 Hkv2 D64 (x50)",
-  { B: 64, T: 1, S: 2048, Hq: 14, Hkv: 2, D: 64, pads: 300 },
-  50,
-  fallback,
-);
+benchDecode({ B: 2, T: 1, S: 70, Hq: 14, Hkv: 2, D: 64, pads: 9 }, 2, false);
+// The Qwen2.5-0.5B decode step of bench/profile_generate.ts (prompt 128 + new tokens).
+benchDecode({ B: 64, T: 1, S: 384, Hq: 14, Hkv: 2, D: 64, pads: 100 }, 50, fallback);
+benchDecode({ B: 64, T: 1, S: 2048, Hq: 14, Hkv: 2, D: 64, pads: 300 }, 50, fallback);

@@ -68,6 +68,7 @@ export const COVERAGE: Record<string, Coverage> = {
   attention_bwd_dkv: attention,
   attention_bwd_dq: attention,
   attention_combine: attention,
+  attention_decode: { ...attention, test: `${T}ops/attention_decode_test.ts` },
   attention_fwd: attention,
   axpy: basic,
   basic,

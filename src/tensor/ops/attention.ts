@@ -1,7 +1,19 @@
 import { gpu, packParams } from "../../gpu/mod.ts";
 import { isGradEnabled, record, registerOp } from "../autograd.ts";
-import { fmtShape, Tensor } from "../tensor.ts";
-import { grid1d } from "./grid.ts";
+import { Tensor } from "../tensor.ts";
+import {
+  type AttentionOptions,
+  combineSplits,
+  floatsFit,
+  type Geometry,
+  paramFields,
+  smallTiles,
+  splitParts,
+  validate,
+} from "./attention_common.ts";
+import { decodeApplies, dispatchDecode } from "./attention_decode.ts";
+
+export type { AttentionOptions };
 
 registerOp(
   "attention",
@@ -9,107 +21,11 @@ registerOp(
     "flash-style forward saving the row logsumexp, recompute backward for q, k and v",
 );
 
-export interface AttentionOptions {
-  /** i32 [B, S'] with S' >= kvLength: 1 = real token, 0 = padding. */
-  keyMask?: Tensor;
-  /** Hide keys after the query's own position (default true). */
-  causal?: boolean;
-  /** Query t sits at position queryOffset + t in key space (default kvLength - T). */
-  queryOffset?: number;
-  /** Logit scale (default 1 / sqrt(D)). */
-  scale?: number;
-  /** Only the first kvLength rows of k/v dim 1 are valid (a view of a larger KV cache). */
-  kvLength?: number;
-}
-
-const MAX_D = 128;
 // Aim for at least this many workgroups before splitting the key range of a forward pass.
 const TARGET_WORKGROUPS = 1024;
 const MIN_SPLIT_KEYS = 64;
 const FWD_BK = 16;
 const BWD_TPR = 4; // threads per query row (dq) or key (dkv) in both backward kernels
-const COMBINE_WG = 256;
-
-interface Geometry {
-  B: number;
-  T: number;
-  S: number;
-  L: number;
-  Hq: number;
-  Hkv: number;
-  D: number;
-  G: number;
-  off: number;
-  scale: number;
-  causal: boolean;
-  mask: Tensor | undefined;
-}
-
-function describe(name: string, t: Tensor | undefined): string {
-  return t ? `${name} ${fmtShape(t.shape)} ${t.dtype}` : `${name} none`;
-}
-
-function validate(q: Tensor, k: Tensor, v: Tensor, o: AttentionOptions): Geometry {
-  const all = [describe("q", q), describe("k", k), describe("v", v), describe("keyMask", o.keyMask)]
-    .join(", ");
-  const fail = (why: string): never => {
-    throw new Error(`attention: ${why} (${all})`);
-  };
-  if (q.dtype !== "f32" || k.dtype !== "f32" || v.dtype !== "f32") {
-    fail("q, k and v must be f32");
-  }
-  if (q.rank !== 4 || k.rank !== 4 || v.rank !== 4) {
-    fail("expected q [B, T, Hq, D], k and v [B, S, Hkv, D]");
-  }
-  const [B, T, Hq, D] = q.shape;
-  const [Bk, S, Hkv, Dk] = k.shape;
-  if (k.shape.some((d, i) => d !== v.shape[i])) fail("k and v shapes differ");
-  if (Bk !== B || Dk !== D) fail("batch or head size of q and k differ");
-  if (Hkv === 0 || Hq % Hkv !== 0) fail("Hq must be a multiple of Hkv");
-  if (D < 1 || D > MAX_D) fail(`head size must be in [1, ${MAX_D}]`);
-  const L = o.kvLength ?? S;
-  if (!Number.isInteger(L) || L < 0 || L > S) fail(`kvLength ${L} must be an integer in [0, ${S}]`);
-  const off = o.queryOffset ?? L - T;
-  if (!Number.isInteger(off)) fail(`queryOffset ${off} must be an integer`);
-  const scale = o.scale ?? 1 / Math.sqrt(D);
-  if (!Number.isFinite(scale)) fail(`scale ${scale} must be finite`);
-  const m = o.keyMask;
-  if (m && (m.dtype !== "i32" || m.rank !== 2 || m.shape[0] !== B || m.shape[1] < L)) {
-    fail(`keyMask must be i32 [B, S'] with S' >= kvLength ${L}`);
-  }
-  const causal = o.causal ?? true;
-  return { B, T, S, L, Hq, Hkv, D, G: Hq / Hkv, off, scale, causal, mask: m };
-}
-
-function paramFields(g: Geometry): (number | { f32: number } | { i32: number })[] {
-  return [
-    g.B,
-    g.T,
-    g.S,
-    g.L,
-    g.Hq,
-    g.Hkv,
-    g.G,
-    { i32: g.off },
-    { f32: g.scale },
-    g.causal ? 1 : 0,
-    g.mask ? 1 : 0,
-    g.mask ? g.mask.shape[1] : 0,
-    g.T * g.G,
-  ];
-}
-
-function floatsFit(floats: number): boolean {
-  return floats * 4 <= gpu().limits.maxComputeWorkgroupStorageSize;
-}
-
-/**
- * CPU adapters (llvmpipe) spend seconds compiling the zero-initialisation of large workgroup
- * arrays, and gain nothing from big tiles: give them the smallest.
- */
-function smallTiles(): boolean {
-  return gpu().adapter.info?.isFallbackAdapter === true;
-}
 
 interface Tile {
   bq: number;
@@ -168,20 +84,13 @@ function dispatchForward(g: Geometry, q: Tensor, k: Tensor, v: Tensor, out: Tens
     });
     return;
   }
-  const oPart = Tensor.empty([nsplit, ...out.shape], "f32", "attention.o_part");
-  const lsePart = Tensor.empty([nsplit, g.B, g.Hq, g.T], "f32", "attention.lse_part");
+  const parts = splitParts(g, nsplit);
   gpu().dispatch(spec, {
     params,
-    buffers: [q.buffer, k.buffer, v.buffer, maskBuf, oPart.buffer, lsePart.buffer],
+    buffers: [q.buffer, k.buffer, v.buffer, maskBuf, parts.o.buffer, parts.lse.buffer],
     workgroups: [xBlocks, g.Hkv, g.B * nsplit],
   });
-  gpu().dispatch({ shader: "attention_combine", defines: { WG: COMBINE_WG } }, {
-    params: packParams([out.size, nsplit, g.T, g.Hq, g.D]),
-    buffers: [oPart.buffer, lsePart.buffer, out.buffer, lse.buffer],
-    workgroups: grid1d(out.size, COMBINE_WG),
-  });
-  oPart.dispose();
-  lsePart.dispose();
+  combineSplits(g, parts, out, lse);
 }
 
 function dispatchBackward(
@@ -241,8 +150,11 @@ export function attention(q: Tensor, k: Tensor, v: Tensor, options: AttentionOpt
   const out = Tensor.empty(q.shape, "f32", "attention");
   // The forward's row logsumexp, then room for the backward's delta = dO . O per row.
   const stats = Tensor.empty([2, g.B, g.Hq, g.T], "f32", "attention.stats");
-  dispatchForward(g, q, k, v, out, stats);
-  if (!isGradEnabled() || ![q, k, v].some((t) => t.requiresGrad)) {
+  const noGrad = !isGradEnabled() || ![q, k, v].some((t) => t.requiresGrad);
+  if (decodeApplies(g, noGrad, options.decodeKernel)) {
+    dispatchDecode(g, q, k, v, { out, lse: stats });
+  } else dispatchForward(g, q, k, v, out, stats);
+  if (noGrad) {
     stats.dispose();
     return out;
   }

@@ -1,0 +1,147 @@
+// Decode attention: a few query rows (R = T * G, the G query heads of one kv head at T positions)
+// against a long key range, parallel over keys. One workgroup owns (key split wid.x, kv head
+// wid.y, batch wid.z) and the split's CH keys; the R rows' q sit in workgroup memory.
+//   1. scores: invocation i takes key i / R and row i % R (the R rows of a key read its k row
+//      together), written to ss;
+//   2. row max, then probabilities and their sum, over ML lanes per row and a serial merge;
+//   3. P @ V: invocation (kp, r, c) sums the keys kp, kp + KP, ... for row r and vec4 column
+//      group c (consecutive invocations read consecutive columns of one v row), the KP partial
+//      sums then merged in workgroup memory.
+// With one split the output and row logsumexp go straight to o / lse; with several each split
+// writes its normalised output and logsumexp ([nsplit, ...]) for attention_combine to merge.
+
+#include "attention_params.wgsl"
+
+#const R: u32
+#const CH: u32
+#const WG: u32
+const QS: u32 = D4 + 1u; // row stride of qs: the R rows read by one key land in distinct banks
+const ML: u32 = min(WG / R, 32u); // lanes per row of the softmax passes
+const RC: u32 = R * D4; // (row, column group) pairs of the P @ V pass
+const KP: u32 = WG / RC; // key-parallel groups of the P @ V pass (the op checks RC <= WG)
+
+@group(0) @binding(2) var<storage, read> k: array<f32>;
+@group(0) @binding(3) var<storage, read> v: array<f32>;
+@group(0) @binding(5) var<storage, read_write> o: array<f32>; // [nsplit, B, T, Hq, D]
+@group(0) @binding(6) var<storage, read_write> lse: array<f32>; // [nsplit, B, Hq, T]
+
+var<workgroup> qs: array<vec4f, R * QS>;
+var<workgroup> ss: array<f32, R * CH>; // scores, then probabilities
+var<workgroup> red: array<f32, R * ML>;
+var<workgroup> rowm: array<f32, R>;
+var<workgroup> rowl: array<f32, R>;
+var<workgroup> pv: array<vec4f, KP * RC>;
+
+fn k4(base: u32, c4: u32) -> vec4f {
+  var x = vec4f();
+  for (var e = 0u; e < 4u; e++) { if (4u * c4 + e < D) { x[e] = k[base + 4u * c4 + e]; } }
+  return x;
+}
+
+fn v4(base: u32, c4: u32) -> vec4f {
+  var x = vec4f();
+  for (var e = 0u; e < 4u; e++) { if (4u * c4 + e < D) { x[e] = v[base + 4u * c4 + e]; } }
+  return x;
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid: u32) {
+  let split = wid.x;
+  let hk = wid.y;
+  let b = wid.z;
+  let kbeg = split * p.chunk;
+  var kend = min(p.l, kbeg + p.chunk);
+  if (p.causal != 0u) {
+    // No row sees past the last query position.
+    kend = u32(clamp(p.off + i32((R - 1u) / p.g) + 1, 0, i32(kend)));
+  }
+  let nk = select(0u, kend - kbeg, kend > kbeg);
+
+  for (var i = tid; i < RC; i += WG) {
+    let r = i / D4;
+    qs[r * QS + i % D4] = q4(q_base(b, hk, r), i % D4);
+  }
+  workgroupBarrier();
+
+  for (var i = tid; i < nk * R; i += WG) {
+    let j = i / R;
+    let r = i % R;
+    let s = kbeg + j;
+    var sc = NEG;
+    if (key_ok(b, s) && (p.causal == 0u || i32(s) <= p.off + i32(r / p.g))) {
+      let a = kv_base(b, hk, s);
+      var sdot = 0.0;
+      for (var c = 0u; c < D4; c++) { sdot += dot(qs[r * QS + c], k4(a, c)); }
+      sc = sdot * p.scale;
+    }
+    ss[r * CH + j] = sc;
+  }
+  workgroupBarrier();
+
+  let sr = tid / ML;
+  let lane = tid % ML;
+  if (sr < R) {
+    var mx = NEG;
+    for (var j = lane; j < nk; j += ML) { mx = max(mx, ss[sr * CH + j]); }
+    red[sr * ML + lane] = mx;
+  }
+  workgroupBarrier();
+  if (tid < R) {
+    var mx = NEG;
+    for (var i = 0u; i < ML; i++) { mx = max(mx, red[tid * ML + i]); }
+    rowm[tid] = mx;
+  }
+  workgroupBarrier();
+  if (sr < R) {
+    let mx = rowm[sr];
+    var sum = 0.0;
+    for (var j = lane; j < nk; j += ML) {
+      let sc = ss[sr * CH + j];
+      let pk = select(0.0, exp(sc - mx), sc > MASKED);
+      ss[sr * CH + j] = pk;
+      sum += pk;
+    }
+    red[sr * ML + lane] = sum;
+  }
+  workgroupBarrier();
+  if (tid < R) {
+    var sum = 0.0;
+    for (var i = 0u; i < ML; i++) { sum += red[tid * ML + i]; }
+    rowl[tid] = sum;
+  }
+  workgroupBarrier();
+
+  let c = tid % D4;
+  let r = (tid / D4) % R;
+  let kp = tid / RC;
+  var acc = vec4f();
+  if (kp < KP) {
+    for (var j = kp; j < nk; j += KP) {
+      let pk = ss[r * CH + j];
+      // Masked keys are skipped, not multiplied by 0: their cache rows may hold anything.
+      if (pk > 0.0) { acc += pk * v4(kv_base(b, hk, kbeg + j), c); }
+    }
+  }
+  if (KP > 1u) {
+    if (kp < KP) { pv[tid] = acc; }
+    workgroupBarrier();
+    if (kp == 0u) {
+      for (var i = 1u; i < KP; i++) { acc += pv[i * RC + tid]; }
+    }
+  }
+  if (kp != 0u) { return; }
+
+  let t = r / p.g;
+  let h = hk * p.g + r % p.g;
+  let lsum = rowl[r];
+  // lsum >= 1 whenever a key was visible (the row maximum contributes exp(0)).
+  let inv = select(0.0, 1.0 / max(lsum, 1.0), lsum > 0.0);
+  let ob = (((split * p.batch + b) * p.t + t) * p.hq + h) * D;
+  for (var e = 0u; e < 4u; e++) {
+    if (4u * c + e < D) { o[ob + 4u * c + e] = acc[e] * inv; }
+  }
+  if (c == 0u) {
+    lse[((split * p.batch + b) * p.hq + h) * p.t + t] =
+      select(NEG, rowm[r] + log(lsum), lsum > 0.0);
+  }
+}

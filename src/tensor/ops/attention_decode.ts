@@ -1,0 +1,107 @@
+/**
+ * The decode forward of `attention`: a few query rows per (batch, kv head) against a long key
+ * range, parallel over keys (shaders/attention_decode.wgsl), the key range split over
+ * workgroups and merged by attention_combine.
+ */
+import { gpu, packParams } from "../../gpu/mod.ts";
+import type { Tensor } from "../tensor.ts";
+import {
+  combineSplits,
+  floatsFit,
+  type Geometry,
+  paramFields,
+  smallTiles,
+  splitParts,
+} from "./attention_common.ts";
+
+/** Most query rows (T * G) per (batch, kv head) the decode kernel takes when left to choose. */
+export const DECODE_MAX_ROWS = 16;
+// Aim for this many workgroups (a few per SM of a large GPU) before shrinking splits further.
+const TARGET_WORKGROUPS = 512;
+const MIN_CHUNK = 64;
+const MAX_CHUNK = 256;
+const CPU_CHUNK = 32; // CPU adapters compile workgroup arrays slowly and gain nothing from size
+
+interface DecodeShape {
+  wg: number;
+  rows: number;
+  chunk: number;
+  nsplit: number;
+}
+
+function invocations(): number {
+  return Math.min(256, gpu().limits.maxComputeInvocationsPerWorkgroup);
+}
+
+/** Workgroup floats of the kernel's arrays (qs, ss, red, rowm/rowl, pv) for `chunk` keys. */
+function sharedFloats(rows: number, d4: number, wg: number, chunk: number): number {
+  const rc = rows * d4;
+  const ml = Math.min(Math.floor(wg / rows), 32);
+  return 4 * rows * (d4 + 1) + rows * chunk + rows * ml + 2 * rows + 4 * Math.floor(wg / rc) * rc;
+}
+
+function shapeFor(g: Geometry): DecodeShape | null {
+  const rows = g.T * g.G;
+  const d4 = Math.ceil(g.D / 4);
+  const wg = invocations();
+  if (rows * d4 > wg) return null;
+  let chunk = smallTiles() ? CPU_CHUNK : MAX_CHUNK;
+  while (chunk > 16 && !floatsFit(sharedFloats(rows, d4, wg, chunk))) chunk /= 2;
+  if (!floatsFit(sharedFloats(rows, d4, wg, chunk))) return null;
+  const groups = g.B * g.Hkv;
+  while (chunk > MIN_CHUNK && groups * Math.ceil(g.L / chunk) < TARGET_WORKGROUPS) chunk /= 2;
+  const nsplit = Math.max(1, Math.ceil(g.L / chunk));
+  if (nsplit > gpu().limits.maxComputeWorkgroupsPerDimension) return null;
+  return { wg, rows, chunk, nsplit };
+}
+
+/**
+ * Whether `attention` runs the decode kernel: `choice` (AttentionOptions.decodeKernel) true
+ * demands it, false refuses it; left out, it runs for no-gradient calls of at most
+ * DECODE_MAX_ROWS rows per kv head that it can hold.
+ */
+export function decodeApplies(g: Geometry, noGrad: boolean, choice: boolean | undefined): boolean {
+  if (choice === false) return false;
+  const fits = shapeFor(g) !== null;
+  if (choice === true) {
+    if (!noGrad) throw new Error("attention: decodeKernel true needs a call without gradients");
+    if (!fits) {
+      throw new Error(
+        `attention: decodeKernel true, but T * G = ${g.T * g.G} rows of head size ${g.D} do not ` +
+          `fit one workgroup of ${invocations()} invocations`,
+      );
+    }
+    return true;
+  }
+  return noGrad && fits && g.T * g.G <= DECODE_MAX_ROWS;
+}
+
+/** out [B, T, Hq, D] and lse [B, Hq, T] (the first B * Hq * T values of `res.lse`). */
+export function dispatchDecode(
+  g: Geometry,
+  q: Tensor,
+  k: Tensor,
+  v: Tensor,
+  res: { out: Tensor; lse: Tensor },
+): void {
+  const { wg, rows, chunk, nsplit } = shapeFor(g)!;
+  const spec = { shader: "attention_decode", defines: { D: g.D, R: rows, CH: chunk, WG: wg } };
+  const params = packParams([...paramFields(g), nsplit, chunk, 0]);
+  const maskBuf = g.mask?.buffer ?? k.buffer;
+  const workgroups: [number, number, number] = [nsplit, g.Hkv, g.B];
+  if (nsplit === 1) {
+    gpu().dispatch(spec, {
+      params,
+      buffers: [q.buffer, k.buffer, v.buffer, maskBuf, res.out.buffer, res.lse.buffer],
+      workgroups,
+    });
+    return;
+  }
+  const parts = splitParts(g, nsplit);
+  gpu().dispatch(spec, {
+    params,
+    buffers: [q.buffer, k.buffer, v.buffer, maskBuf, parts.o.buffer, parts.lse.buffer],
+    workgroups,
+  });
+  combineSplits(g, parts, res.out, res.lse);
+}

@@ -73,7 +73,7 @@ function benchDecode(s: Shape, reps: number, ignore: boolean): void {
         scope(() => attention(x!.q, x!.k, x!.v, { keyMask: x!.keyMask, decodeKernel }).dispose())
       );
     if (x) step();
-    const kernel = decodeKernel ? "decode kernel" : "tiled forward";
+    const kernel = decodeKernel ? "decode: attention_decode" : "decode: tiled attention_fwd";
     Deno.bench({
       name: `${kernel} B${s.B} S${s.S} Hq${s.Hq} Hkv${s.Hkv} D${s.D} (x${reps})`,
       ignore,

@@ -33,6 +33,15 @@ function invocations(): number {
   return Math.min(256, gpu().limits.maxComputeInvocationsPerWorkgroup);
 }
 
+/** Invocations per workgroup for `rc` (row, column group) pairs: all a GPU gives, few on a CPU. */
+function workgroupSize(rc: number): number {
+  const most = invocations();
+  if (!smallTiles()) return most;
+  let wg = 32;
+  while (wg < rc && wg < most) wg *= 2;
+  return wg;
+}
+
 /** Workgroup floats of the kernel's arrays (qs, ss, red, rowm/rowl, pv) for `chunk` keys. */
 function sharedFloats(rows: number, d4: number, wg: number, chunk: number): number {
   const rc = rows * d4;
@@ -43,7 +52,7 @@ function sharedFloats(rows: number, d4: number, wg: number, chunk: number): numb
 function shapeFor(g: Geometry): DecodeShape | null {
   const rows = g.T * g.G;
   const d4 = Math.ceil(g.D / 4);
-  const wg = invocations();
+  const wg = workgroupSize(rows * d4);
   if (rows * d4 > wg) return null;
   let chunk = smallTiles() ? CPU_CHUNK : MAX_CHUNK;
   while (chunk > 16 && !floatsFit(sharedFloats(rows, d4, wg, chunk))) chunk /= 2;

@@ -107,16 +107,18 @@ export class WeightCache<M> {
   /**
    * Whether a version with no plan yet will still come: its trainer sends jobs as soon as the
    * weights are recorded, so a job may arrive while its version is being read back and stored.
-   * True (after a short sleep) while the newest plan is of the same trainer process and older, or
-   * no plan exists, within the fetch timeout; false for a version that is gone or superseded.
+   * True while the newest plan is of the same trainer process and not newer (after a short sleep
+   * unless it is this version's, announced since the fetch looked), or no plan exists, within
+   * the timeout; false for a version that is gone or superseded.
    */
   async #announcedLater(epoch: string, version: number, since: number): Promise<boolean> {
     if (this.#stopped || performance.now() - since > ANNOUNCE_TIMEOUT_S * 1000) return false;
     const plan = await latestPlan(this.nc, this.names, this.#newest?.seq ?? 0);
     if (plan) this.#newest = plan;
     const newest = this.#newest?.plan;
-    if (newest && (newest.epoch !== epoch || newest.version >= version)) return false;
-    await new Promise((r) => setTimeout(r, ANNOUNCE_POLL_MS));
+    if (newest && (newest.epoch !== epoch || newest.version > version)) return false;
+    // Announced since the fetch looked: fetch again at once.
+    if (newest?.version !== version) await new Promise((r) => setTimeout(r, ANNOUNCE_POLL_MS));
     return true;
   }
 

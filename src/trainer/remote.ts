@@ -45,8 +45,6 @@ export class RemoteRollout implements RemoteGen {
   #prefetching: Promise<void> = Promise.resolve();
   /** No version uploaded yet (the first jobs wait for it). */
   #first = true;
-  /** The newest version's arrays on the host (handed to the publishing thread next). */
-  #readDone: Promise<unknown> = Promise.resolve();
   #items = new Map<number, PromptItem[]>();
   #provenance = new Map<string, Provenance>();
   #tally = new RejectionTally();
@@ -82,7 +80,6 @@ export class RemoteRollout implements RemoteGen {
     }
     const arrays = this.#readback.read(parts.actor.model.params());
     arrays.catch(() => {}); // surfaced through `published`
-    this.#readDone = arrays.catch(() => {});
     const previous = this.#published;
     const published = (async () => {
       await previous;
@@ -142,11 +139,11 @@ export class RemoteRollout implements RemoteGen {
 
   /**
    * Publishes jobs for the next `max_staleness` steps (their generation overlaps this update)
-   * and returns once they are out and the newest weights are on the host, handed to the
-   * publishing thread: both need the event loop, which the update's recording starves between
-   * micro-batches, so waiting here (a few ms once the GPU has the weights copied) starts the
-   * workers' fetch and generation before the update rather than after it. Errors surface in the
-   * next `gen`.
+   * and returns once they are out (a few ms): publishing needs the event loop, which the
+   * update's recording yields only once per micro-batch, so jobs left to the background would
+   * reach the workers late. The newest weights' readback is not waited for: it lands at the
+   * update's first yield, while the GPU runs the first micro-batch. Errors surface in the next
+   * `gen`.
    */
   prefetch(parts: TrainerParts, step: number): Promise<void> {
     const s = parts.config.distributed.max_staleness;
@@ -162,7 +159,7 @@ export class RemoteRollout implements RemoteGen {
     };
     this.#prefetching = this.#prefetching.then(run);
     const prefetching = this.#prefetching.catch(() => {}); // surfaced by the next `gen`
-    return Promise.all([prefetching, this.#readDone]).then(() => {});
+    return prefetching;
   }
 
   /** The gen stage of `step`: its jobs' trajectories as a batch (submitting them if not yet). */

@@ -1,7 +1,8 @@
 /**
- * The next step's jobs leave before the update when their weights version is already stored: an
- * update records its GPU work synchronously for seconds, so jobs left to the background would
- * reach the workers only when it yields (on two H100s they waited out the whole update).
+ * The next step's jobs leave before the update, even while their weights version is still being
+ * stored: an update records its GPU work synchronously for seconds, so jobs left to the
+ * background would reach the workers only when it yields (on two H100s they waited out the whole
+ * update every other step, when the version's upload had not finished before the update began).
  */
 import assert from "node:assert/strict";
 import { jetstreamManager } from "@nats-io/jetstream";
@@ -12,7 +13,8 @@ import { tinyNatsTrainer } from "./tiny_run.ts";
 const enabled = await natsTestsEnabled();
 
 Deno.test({
-  name: "distributed: prefetch returns once the next jobs are stored when their version is",
+  name:
+    "distributed: prefetch returns once the next jobs are stored, their version's upload or not",
   ignore: !enabled,
   sanitizeResources: false,
   sanitizeOps: false,
@@ -26,14 +28,17 @@ Deno.test({
       const nc = await connectNats(s.url, { nkeySeed: s.trainerSeed });
       try {
         const jsm = await jetstreamManager(nc);
-        await remote.publish(parts, 0);
-        await remote.published(); // version 0 is stored: its jobs may go out at once
-        const before = (await jsm.streams.info(names.jobStream)).state.messages;
-        await remote.prefetch(parts, 1);
-        // no await in between: the jobs must be stored by the time prefetch resolved
-        const after = (await jsm.streams.info(names.jobStream)).state.messages;
         const prompts = parts.config.data.train_batch_size;
-        assert.equal(after - before, prompts, "the step-2 jobs are stored when prefetch returns");
+        const stored = async () => (await jsm.streams.info(names.jobStream)).state.messages;
+        // The run's first version is uploaded before any job names it.
+        await remote.publish(parts, 0);
+        await remote.prefetch(parts, 1);
+        assert.equal(await stored(), prompts, "the step-2 jobs are stored when prefetch returns");
+        // A later version: prefetch does not wait for its upload, only for its jobs.
+        await remote.publish(parts, 1);
+        await remote.prefetch(parts, 2);
+        assert.equal(await stored(), 2 * prompts, "the step-3 jobs are stored at once");
+        await remote.published();
       } finally {
         await nc.close();
         await remote.close();

@@ -52,6 +52,9 @@ export interface WeightCacheOptions<M> {
 }
 
 const keyOf = (epoch: string, version: number) => `${epoch}/${version}`;
+/** How long a job waits for its version's plan to appear, and how often it looks. */
+const ANNOUNCE_TIMEOUT_S = 60;
+const ANNOUNCE_POLL_MS = 20;
 
 export class WeightCache<M> {
   #held: Held<M>[] = [];
@@ -73,7 +76,8 @@ export class WeightCache<M> {
   /**
    * The model of `version` of trainer process `epoch` for a job group (fetched now if neither held
    * nor on its way), with the seconds the group waited; null when the stream no longer holds that
-   * version (the jobs are stale). Call `release` when the group is done.
+   * version (the jobs are stale). A version its trainer has not announced yet is waited for.
+   * Call `release` when the group is done.
    */
   async acquire(epoch: string, version: number): Promise<{ held: Held<M>; waitS: number } | null> {
     const t0 = performance.now(), key = keyOf(epoch, version);
@@ -96,8 +100,26 @@ export class WeightCache<M> {
         f.waiting--;
       }
       const gone = mine && !f.abort.signal.aborted && !this.#held.some((h) => h.key === key);
-      if (gone) return null;
+      if (gone && !(await this.#announcedLater(epoch, version, t0))) return null;
     }
+  }
+
+  /**
+   * Whether a version with no plan yet will still come: its trainer sends jobs as soon as the
+   * weights are recorded, so a job may arrive while its version is being read back and stored.
+   * True while the newest plan is of the same trainer process and not newer (after a short sleep
+   * unless it is this version's, announced since the fetch looked), or no plan exists, within
+   * the timeout; false for a version that is gone or superseded.
+   */
+  async #announcedLater(epoch: string, version: number, since: number): Promise<boolean> {
+    if (this.#stopped || performance.now() - since > ANNOUNCE_TIMEOUT_S * 1000) return false;
+    const plan = await latestPlan(this.nc, this.names, this.#newest?.seq ?? 0);
+    if (plan) this.#newest = plan;
+    const newest = this.#newest?.plan;
+    if (newest && (newest.epoch !== epoch || newest.version > version)) return false;
+    // Announced since the fetch looked: fetch again at once.
+    if (newest?.version !== version) await new Promise((r) => setTimeout(r, ANNOUNCE_POLL_MS));
+    return true;
   }
 
   release(held: Held<M>): void {

@@ -67,9 +67,23 @@ if (await natsTestsEnabled()) {
       assert.equal(live().length, 2);
       assert.ok(live().includes(1) && live().includes(2));
       cache.release(b.held);
+      // A version its trainer has not announced yet (jobs leave while the weights are stored):
+      // the group waits for it.
+      const pending = cache.acquire("e", 3);
+      await new Promise((r) => setTimeout(r, 100));
+      await pub.publish({ version: 3, epoch: "e", modelConfig: "{}", tensors: tensors(3) });
+      const c = (await pending)!;
+      assert.equal(c.held.model.first, Math.f16round(Math.cos(3)));
+      assert.ok(c.waitS >= 0.1, `waited ${c.waitS} s`);
+      cache.release(c.held);
       // Another trainer process's number, or a purged version: null (the jobs are stale).
       assert.equal(await cache.acquire("other", 2), null);
-      assert.equal(await cache.acquire("e", 7), null);
+      for (let v = 4; v <= 6; v++) {
+        await pub.publish({ version: v, epoch: "e", modelConfig: "{}", tensors: tensors(v) });
+      }
+      const t0 = performance.now();
+      assert.equal(await cache.acquire("e", 1), null, "v1 is purged (four versions kept)");
+      assert.ok(performance.now() - t0 < 5000, "a purged version is not waited for");
       await cache.close();
       assert.deepEqual(live(), []);
       await wc.close();

@@ -45,6 +45,8 @@ export interface WorkerStats {
   dropped: number;
   /** Versions built, in order (eagerly or for a job). */
   weightVersions: number[];
+  /** Generate calls made (a group of jobs each). */
+  generateCalls: number;
 }
 
 /**
@@ -63,7 +65,7 @@ export async function runWorker(nc: NatsConnection, o: WorkerOptions): Promise<W
   const js = jetstream(nc);
   const consumer = await js.consumers.get(names.jobStream, names.consumer);
   const os = await new Objm(nc).open(names.bucket);
-  const stats: WorkerStats = { jobs: 0, dropped: 0, weightVersions: [] };
+  const stats: WorkerStats = { jobs: 0, dropped: 0, weightVersions: [], generateCalls: 0 };
   let run: RunContext | null = null;
   const weights = new WeightCache<CausalLM>(nc, names, {
     build: buildModel,
@@ -90,7 +92,13 @@ export async function runWorker(nc: NatsConnection, o: WorkerOptions): Promise<W
       }
       if (!first) continue;
       const msgs = [first];
+      // The first job's weights, taken before the jobs queued behind it: a trainer sends a step's
+      // jobs together, often before their version is stored, and those that arrive while the
+      // weights do join this generate call instead of waiting for a second round.
+      let head: { key: string; got: Acquired | null } | null = null;
       try {
+        const job = await decodeJob(first.data).catch(() => null);
+        if (job) head = { key: groupKey(job), got: await weights.acquire(job.epoch, job.version) };
         // Jobs already waiting join the first one in a single generate call.
         const room = Math.min(batchJobs, (o.maxJobs ?? Infinity) - stats.jobs) - 1;
         const waiting = room > 0 ? (await consumer.info()).num_pending : 0;
@@ -115,17 +123,15 @@ export async function runWorker(nc: NatsConnection, o: WorkerOptions): Promise<W
         // Jobs of one weights version and one sampling setting run together.
         const groups = new Map<string, { msg: JsMsg; job: Job }[]>();
         for (const j of jobs) {
-          const key = JSON.stringify([
-            j.job.epoch,
-            j.job.version,
-            j.job.n,
-            j.job.responseLength,
-            j.job.sampling,
-          ]);
+          const key = groupKey(j.job);
           groups.set(key, [...(groups.get(key) ?? []), j]);
         }
-        for (const group of groups.values()) {
-          const got = await weights.acquire(group[0].job.epoch, group[0].job.version);
+        for (const [key, group] of groups) {
+          const mine = head?.key === key ? head : null;
+          if (mine) head = null; // released below by this group
+          const got = mine
+            ? mine.got
+            : await weights.acquire(group[0].job.epoch, group[0].job.version);
           if (!got) {
             // The trainer no longer keeps this version: the jobs are stale.
             for (const { msg } of group) msg.term();
@@ -136,6 +142,7 @@ export async function runWorker(nc: NatsConnection, o: WorkerOptions): Promise<W
             if (!run) continue;
             await runJobs(group, { ...run, held: got.held, waitS: got.waitS, js, o, names });
             stats.jobs += group.length;
+            stats.generateCalls++;
           } finally {
             weights.release(got.held);
           }
@@ -145,6 +152,8 @@ export async function runWorker(nc: NatsConnection, o: WorkerOptions): Promise<W
         if (o.signal?.aborted) break;
         o.log?.(`worker ${o.workerId}: ${(e as Error).message}; the jobs go back to the queue`);
         for (const m of msgs) m.nak();
+      } finally {
+        if (head?.got) weights.release(head.got.held);
       }
     }
   } finally {
@@ -152,6 +161,12 @@ export async function runWorker(nc: NatsConnection, o: WorkerOptions): Promise<W
   }
   return stats;
 }
+
+type Acquired = { held: Held<CausalLM>; waitS: number };
+
+/** Jobs of one trainer process, weights version and sampling setting run in one generate call. */
+const groupKey = (j: Job) =>
+  JSON.stringify([j.epoch, j.version, j.n, j.responseLength, j.sampling]);
 
 type RunContext = Omit<JobContext, "held" | "waitS" | "js" | "names" | "o"> & { epoch?: string };
 

@@ -140,4 +140,39 @@ if (enabled) {
       });
     },
   );
+
+  gpuTest(
+    "distributed: jobs that come while their weights are stored run in one call",
+    async () => {
+      await withServer(PREFIX, async (s) => {
+        const tiny = await tinyModel();
+        const nc = await connectNats(s.url, { nkeySeed: s.trainerSeed });
+        const coord = await Coordinator.open(nc, coordinatorOptions);
+        await coord.publishRunInfo({
+          tokenizerFiles: tiny.tokenizerFiles,
+          eosTokenIds: [0],
+          reward: {},
+        });
+        await coord.publishWeights(0, tiny.modelConfig, tiny.tensors);
+        const wnc = await connectNats(s.url, { nkeySeed: s.workerSeed });
+        const done = new AbortController();
+        const worker = runWorker(wnc, { prefix: PREFIX, workerId: "w", signal: done.signal });
+        // A trainer sends jobs as soon as a version is recorded, before it is stored: the first
+        // job waits for v1; the jobs sent meanwhile join it.
+        await coord.submit(1, 1, jobs(1, 1));
+        await new Promise((r) => setTimeout(r, 300));
+        await coord.submit(2, 1, jobs(2, 3));
+        await coord.publishWeights(1, tiny.modelConfig, tiny.tensors);
+        const one = await coord.collect(1), two = await coord.collect(2);
+        done.abort();
+        const stats = await worker;
+        assert.equal(stats.jobs, 4);
+        assert.equal(stats.generateCalls, 1, "one generate call for the four jobs");
+        for (const t of [...one.trajectories, ...two.trajectories]) assert.equal(t.version, 1);
+        assert.ok(one.metrics["distributed/weights_wait_s/max"] >= 0.3);
+        await wnc.close();
+        await coord.close();
+      });
+    },
+  );
 }

@@ -43,8 +43,8 @@ export class RemoteRollout implements RemoteGen {
   #published: Promise<unknown> = Promise.resolve();
   /** Jobs of later steps being published in the background (`prefetch`). */
   #prefetching: Promise<void> = Promise.resolve();
-  /** Whether the newest version's upload has finished (jobs naming it can go out at once). */
-  #uploaded = true;
+  /** No version uploaded yet (the first jobs wait for it). */
+  #first = true;
   #items = new Map<number, PromptItem[]>();
   #provenance = new Map<string, Provenance>();
   #tally = new RejectionTally();
@@ -89,10 +89,6 @@ export class RemoteRollout implements RemoteGen {
         readbackS: seconds,
       });
     })();
-    this.#uploaded = false;
-    published.then(() => {
-      if (this.#published === published) this.#uploaded = true;
-    }, () => {});
     // Awaited before the next jobs or publication; until then a failure must not go unhandled.
     published.catch(() => {});
     this.#published = published;
@@ -110,10 +106,15 @@ export class RemoteRollout implements RemoteGen {
     const cfg = parts.config.actor_rollout_ref.rollout;
     const seed = deriveSeed(parts.config.trainer.seed, step, 0);
     this.#items.set(step, items);
-    // The version and its upload are taken together: a publication that starts while this waits
-    // must not lend the jobs a version whose upload is still under way.
-    const version = this.#version, published = this.#published;
-    await published; // jobs name a version the workers can fetch
+    // Jobs go out while their version is still being read back and stored: a worker waits for
+    // a version its trainer has not announced yet (WeightCache), so generation starts as soon as
+    // the weights land. Only a run's first version is awaited, as workers take a trainer process
+    // they have seen no weights from for a stale one.
+    const version = this.#version;
+    if (this.#first) {
+      await this.#published;
+      this.#first = false;
+    }
     await this.coordinator.submit(
       step,
       version,
@@ -137,11 +138,12 @@ export class RemoteRollout implements RemoteGen {
   }
 
   /**
-   * Publishes jobs for the next `max_staleness` steps (their generation overlaps this update).
-   * When the newest weights are uploaded it returns once the jobs are out (a few ms), so they do
-   * not wait for the update's recording to yield; otherwise at once: the jobs wait for the upload
-   * in the background while the trainer goes on with this step, and `gen` waits for them (and
-   * their errors).
+   * Publishes jobs for the next `max_staleness` steps (their generation overlaps this update)
+   * and returns once they are out (a few ms): publishing needs the event loop, which the
+   * update's recording yields only once per micro-batch, so jobs left to the background would
+   * reach the workers late. The newest weights' readback is not waited for: it lands at the
+   * update's first yield, while the GPU runs the first micro-batch. Errors surface in the next
+   * `gen`.
    */
   prefetch(parts: TrainerParts, step: number): Promise<void> {
     const s = parts.config.distributed.max_staleness;
@@ -157,7 +159,7 @@ export class RemoteRollout implements RemoteGen {
     };
     this.#prefetching = this.#prefetching.then(run);
     const prefetching = this.#prefetching.catch(() => {}); // surfaced by the next `gen`
-    return this.#uploaded ? prefetching : Promise.resolve();
+    return prefetching;
   }
 
   /** The gen stage of `step`: its jobs' trajectories as a batch (submitting them if not yet). */

@@ -118,8 +118,10 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid:
   if (kp < KP) {
     for (var j = kp; j < nk; j += KP) {
       let pk = ss[r * CH + j];
-      // Masked keys are skipped, not multiplied by 0: their cache rows may hold anything.
-      if (pk > 0.0) { acc += pk * v4(kv_base(b, hk, kbeg + j), c); }
+      // Masked keys are selected away, not multiplied by 0: their rows may hold anything. The
+      // load is unconditional so that loads of consecutive keys can overlap.
+      let vx = v4(kv_base(b, hk, kbeg + j), c);
+      acc += select(vec4f(), pk * vx, pk > 0.0);
     }
   }
   if (KP > 1u) {

@@ -9,19 +9,22 @@
 //      sums then merged in workgroup memory.
 // With one split the output and row logsumexp go straight to o / lse; with several each split
 // writes its normalised output and logsumexp ([nsplit, ...]) for attention_combine to merge.
+// k and v are read as words: f32 bits, or PACKED IEEE halves two per word (pack2x16float, element
+// 2m in the low half; D % 4 == 0), a KV cache of half the bytes on any adapter.
 
 #include "attention_params.wgsl"
 
 #const R: u32
 #const CH: u32
 #const WG: u32
+#const PACKED: bool
 const QS: u32 = D4 + 1u; // row stride of qs: the R rows read by one key land in distinct banks
 const ML: u32 = min(WG / R, 32u); // lanes per row of the softmax passes
 const RC: u32 = R * D4; // (row, column group) pairs of the P @ V pass
 const KP: u32 = WG / RC; // key-parallel groups of the P @ V pass (the op checks RC <= WG)
 
-@group(0) @binding(2) var<storage, read> k: array<f32>;
-@group(0) @binding(3) var<storage, read> v: array<f32>;
+@group(0) @binding(2) var<storage, read> k: array<u32>;
+@group(0) @binding(3) var<storage, read> v: array<u32>;
 @group(0) @binding(5) var<storage, read_write> o: array<f32>; // [nsplit, B, T, Hq, D]
 @group(0) @binding(6) var<storage, read_write> lse: array<f32>; // [nsplit, B, Hq, T]
 
@@ -32,15 +35,28 @@ var<workgroup> rowm: array<f32, R>;
 var<workgroup> rowl: array<f32, R>;
 var<workgroup> pv: array<vec4f, KP * RC>;
 
+// Columns 4 * c4 .. 4 * c4 + 3 of the k or v row starting at element `base`, zero past D.
 fn k4(base: u32, c4: u32) -> vec4f {
+  if (PACKED) {
+    let w = base / 2u + 2u * c4;
+    return vec4f(unpack2x16float(k[w]), unpack2x16float(k[w + 1u]));
+  }
   var x = vec4f();
-  for (var e = 0u; e < 4u; e++) { if (4u * c4 + e < D) { x[e] = k[base + 4u * c4 + e]; } }
+  for (var e = 0u; e < 4u; e++) {
+    if (4u * c4 + e < D) { x[e] = bitcast<f32>(k[base + 4u * c4 + e]); }
+  }
   return x;
 }
 
 fn v4(base: u32, c4: u32) -> vec4f {
+  if (PACKED) {
+    let w = base / 2u + 2u * c4;
+    return vec4f(unpack2x16float(v[w]), unpack2x16float(v[w + 1u]));
+  }
   var x = vec4f();
-  for (var e = 0u; e < 4u; e++) { if (4u * c4 + e < D) { x[e] = v[base + 4u * c4 + e]; } }
+  for (var e = 0u; e < 4u; e++) {
+    if (4u * c4 + e < D) { x[e] = bitcast<f32>(v[base + 4u * c4 + e]); }
+  }
   return x;
 }
 

@@ -23,7 +23,8 @@ export interface AttentionOptions {
   /**
    * The key-parallel decode kernel (shaders/attention_decode.wgsl), for calls with a few query
    * rows per kv head that need no gradient: left out, it runs where it applies; false never
-   * (the tiled forward); true always (an error where it does not apply).
+   * (the tiled forward); true always (an error where it does not apply). f16 k and v (a KV
+   * cache of halves) are read by the decode kernel only.
    */
   decodeKernel?: boolean;
 }
@@ -43,6 +44,8 @@ export interface Geometry {
   scale: number;
   causal: boolean;
   mask: Tensor | undefined;
+  /** k and v hold IEEE halves (a KV cache of halves), read by the decode kernel only. */
+  packed: boolean;
 }
 
 function describe(name: string, t: Tensor | undefined): string {
@@ -55,8 +58,9 @@ export function validate(q: Tensor, k: Tensor, v: Tensor, o: AttentionOptions): 
   const fail = (why: string): never => {
     throw new Error(`attention: ${why} (${all})`);
   };
-  if (q.dtype !== "f32" || k.dtype !== "f32" || v.dtype !== "f32") {
-    fail("q, k and v must be f32");
+  const packed = k.dtype === "f16";
+  if (q.dtype !== "f32" || k.dtype !== v.dtype || (k.dtype !== "f32" && !packed)) {
+    fail("q must be f32, k and v both f32 or both f16 (a KV cache of halves)");
   }
   if (q.rank !== 4 || k.rank !== 4 || v.rank !== 4) {
     fail("expected q [B, T, Hq, D], k and v [B, S, Hkv, D]");
@@ -67,6 +71,7 @@ export function validate(q: Tensor, k: Tensor, v: Tensor, o: AttentionOptions): 
   if (Bk !== B || Dk !== D) fail("batch or head size of q and k differ");
   if (Hkv === 0 || Hq % Hkv !== 0) fail("Hq must be a multiple of Hkv");
   if (D < 1 || D > MAX_D) fail(`head size must be in [1, ${MAX_D}]`);
+  if (packed && D % 4 !== 0) fail("f16 k and v need a head size that is a multiple of 4");
   const L = o.kvLength ?? S;
   if (!Number.isInteger(L) || L < 0 || L > S) fail(`kvLength ${L} must be an integer in [0, ${S}]`);
   const off = o.queryOffset ?? L - T;
@@ -78,7 +83,7 @@ export function validate(q: Tensor, k: Tensor, v: Tensor, o: AttentionOptions): 
     fail(`keyMask must be i32 [B, S'] with S' >= kvLength ${L}`);
   }
   const causal = o.causal ?? true;
-  return { B, T, S, L, Hq, Hkv, D, G: Hq / Hkv, off, scale, causal, mask: m };
+  return { B, T, S, L, Hq, Hkv, D, G: Hq / Hkv, off, scale, causal, mask: m, packed };
 }
 
 export function paramFields(g: Geometry): (number | { f32: number } | { i32: number })[] {

@@ -66,17 +66,23 @@ function shapeFor(g: Geometry): DecodeShape | null {
 
 /**
  * Whether `attention` runs the decode kernel: `choice` (AttentionOptions.decodeKernel) true
- * demands it, false refuses it; left out, it runs for no-gradient calls of at most
- * DECODE_MAX_ROWS rows per kv head that it can hold.
+ * demands it (as f16 k and v do), false refuses it; left out, it runs for no-gradient calls of
+ * at most DECODE_MAX_ROWS rows per kv head that it can hold.
  */
 export function decodeApplies(g: Geometry, noGrad: boolean, choice: boolean | undefined): boolean {
+  const why = g.packed ? "f16 k and v" : "decodeKernel true";
+  if (g.packed && choice === false) {
+    throw new Error(
+      "attention: f16 k and v are read by the decode kernel only (decodeKernel false)",
+    );
+  }
   if (choice === false) return false;
   const fits = shapeFor(g) !== null;
-  if (choice === true) {
-    if (!noGrad) throw new Error("attention: decodeKernel true needs a call without gradients");
+  if (choice === true || g.packed) {
+    if (!noGrad) throw new Error(`attention: ${why} needs a call without gradients`);
     if (!fits) {
       throw new Error(
-        `attention: decodeKernel true, but T * G = ${g.T * g.G} rows of head size ${g.D} do not ` +
+        `attention: ${why}, but T * G = ${g.T * g.G} rows of head size ${g.D} do not ` +
           `fit one workgroup of ${invocations()} invocations`,
       );
     }
@@ -94,7 +100,10 @@ export function dispatchDecode(
   res: { out: Tensor; lse: Tensor },
 ): void {
   const { wg, rows, chunk, nsplit } = shapeFor(g)!;
-  const spec = { shader: "attention_decode", defines: { D: g.D, R: rows, CH: chunk, WG: wg } };
+  const spec = {
+    shader: "attention_decode",
+    defines: { D: g.D, R: rows, CH: chunk, WG: wg, PACKED: g.packed },
+  };
   const params = packParams([...paramFields(g), nsplit, chunk, 0]);
   const maskBuf = g.mask?.buffer ?? k.buffer;
   const workgroups: [number, number, number] = [nsplit, g.Hkv, g.B];

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { assertClose, gpuTest, randomArray } from "../../testing/mod.ts";
 import { noGrad } from "../autograd.ts";
-import { Tensor } from "../tensor.ts";
+import { f16BitsToF32, f32ToF16Bits, Tensor } from "../tensor.ts";
 import { type AttentionDims, attentionRef } from "../ref/attention.ts";
 import { attention } from "./attention.ts";
 import { validate } from "./attention_common.ts";
@@ -14,6 +14,8 @@ interface Case {
   kvLength?: number;
   queryOffset?: number;
   causal?: boolean;
+  /** k and v as a KV cache of halves. */
+  half?: boolean;
 }
 
 function leftPadMask(B: number, S: number, pads: number[]): Int32Array {
@@ -26,8 +28,11 @@ function leftPadMask(B: number, S: number, pads: number[]): Int32Array {
 async function check(c: Case, seed: number): Promise<void> {
   const { B, T, S, Hq, Hkv, D } = c.dims;
   const qa = randomArray(B * T * Hq * D, seed, -2, 2);
-  const ka = randomArray(B * S * Hkv * D, seed + 1, -2, 2);
-  const va = randomArray(B * S * Hkv * D, seed + 2);
+  // A cache of halves holds k and v rounded to halves: the reference sees the same values.
+  const round = (a: Float32Array) => c.half ? a.map((x) => f16BitsToF32(f32ToF16Bits(x))) : a;
+  const ka = round(randomArray(B * S * Hkv * D, seed + 1, -2, 2));
+  const va = round(randomArray(B * S * Hkv * D, seed + 2));
+  const kvType = c.half ? "f16" : "f32";
   const mask = c.pads ? leftPadMask(B, S, c.pads) : undefined;
   const opts = { causal: c.causal, kvLength: c.kvLength, queryOffset: c.queryOffset };
   const got = noGrad(() =>
@@ -77,6 +82,23 @@ gpuTest(
     await check({ dims: { ...dims, Hq: 2 }, kvLength: 0 }, 18);
   },
 );
+
+gpuTest("attention decode kernel over f16 k and v (a KV cache of halves)", async () => {
+  const dims = { B: 2, T: 1, S: 150, Hq: 7, Hkv: 1, D: 64 };
+  await check({ dims, pads: [0, 37], half: true }, 41);
+  await check({ dims: { ...dims, Hq: 14, Hkv: 2 }, kvLength: 71, causal: false, half: true }, 42);
+  await check({ dims: { ...dims, T: 2, Hq: 4, Hkv: 2, D: 32 }, kvLength: 40, half: true }, 43);
+  const q = Tensor.empty([1, 1, 2, 8]);
+  const kv = (D: number) => Tensor.empty([1, 3, 1, D], "f16");
+  assert.throws(() => attention(q, kv(8), kv(8), { decodeKernel: false }), /decode kernel only/);
+  assert.throws(
+    () => attention(Tensor.empty([1, 1, 2, 6]), kv(6), kv(6)),
+    /multiple of 4.*k \[1, 3, 1, 6\] f16/,
+  );
+  assert.throws(() => attention(q, kv(8), Tensor.empty([1, 3, 1, 8])), /both f32 or both f16/);
+  q.requiresGrad = true;
+  assert.throws(() => attention(q, kv(8), kv(8)), /f16 k and v needs a call without gradients/);
+});
 
 gpuTest("attention picks the decode kernel only for few rows without gradients", () => {
   const g = (T: number, Hq: number, D = 64) => {

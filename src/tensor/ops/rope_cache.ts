@@ -18,10 +18,13 @@ registerOp(
     "s*r .. s*r+r-1 at time start + t; no gradient",
 );
 
-/** Where the rotated keys and the values go. */
+/**
+ * Where the rotated keys and the values go: f32 caches, or f16 ones (IEEE halves, each value
+ * rounded to nearest; D a multiple of 4), both [B, Smax, Hkv, D].
+ */
 export interface CacheWrite {
-  keys: Tensor; // [B, Smax, Hkv, D]
-  values: Tensor; // [B, Smax, Hkv, D]
+  keys: Tensor; // [B, Smax, Hkv, D] f32 or f16
+  values: Tensor; // [B, Smax, Hkv, D], the dtype of keys
   /** Time offset of the first of the T new positions. */
   start: number;
 }
@@ -48,15 +51,18 @@ export function ropeQKIntoCache(
   const repeat = B / Bs;
   const desc = () =>
     `q ${fmtShape(q.shape)}, k ${fmtShape(k.shape)} ${k.dtype}, v ${fmtShape(v.shape)} ` +
-    `${v.dtype}, caches ${fmtShape(keys.shape)} ${fmtShape(values.shape)} at ${start}`;
-  const ok = keys.rank === 4 && keys.dtype === "f32" && values.dtype === "f32" &&
+    `${v.dtype}, caches ${fmtShape(keys.shape)} ${keys.dtype} ${fmtShape(values.shape)} ` +
+    `${values.dtype} at ${start}`;
+  const packed = keys.dtype === "f16";
+  const ok = keys.rank === 4 && (keys.dtype === "f32" || (packed && D % 4 === 0)) &&
+    values.dtype === keys.dtype &&
     keys.shape.every((d, i) => d === values.shape[i]) && Number.isInteger(repeat) &&
     q.shape[3] === D && k.shape.every((d, i) => d === v.shape[i]) && v.dtype === "f32" &&
     k.shape[2] === H && k.shape[3] === D;
   if (!ok) {
     throw new Error(
       `ropeQKIntoCache: expected q [B/r, T, Hq, D], k and v [B/r, T, Hkv, D] f32 and caches ` +
-        `[B, Smax, Hkv, D] f32 for a whole r; got ${desc()}`,
+        `[B, Smax, Hkv, D] both f32 or both f16 (then D % 4 == 0) for a whole r; got ${desc()}`,
     );
   }
   if (!Number.isInteger(start) || start < 0 || start + T > S) {
@@ -66,9 +72,10 @@ export function ropeQKIntoCache(
     throw new Error("ropeQKIntoCache: inference only (rotates in place); use ropeQK to train");
   }
   const invFreq = invFreqTensor(D, options);
-  const n = Bs * T * (Hq + H) * D / 2;
+  // Invocations: one per pair of columns (d, d + D/2), or per two neighbouring pairs when packed.
+  const n = Bs * T * (Hq + H) * D / (packed ? 4 : 2);
   if (n > 0) {
-    gpu().dispatch({ shader: "rope_qk_cache", defines: { WG } }, {
+    gpu().dispatch({ shader: "rope_qk_cache", defines: { WG, PACKED: packed } }, {
       params: packParams([n, Hq, H, D / 2, { f32: options.scale ?? 1 }, T, S, start, repeat]),
       buffers: [
         q.buffer,

@@ -77,3 +77,43 @@ gpuTest("ropeQKIntoCache refuses mismatched caches, overflow and gradients", () 
     /inference only/,
   );
 });
+
+gpuTest("ropeQKIntoCache into f16 caches: the f32 write's values rounded to halves", async () => {
+  // [source rows, T, Hq, Hkv, D, repeat, start, Smax]
+  for (
+    const [Bs, T, Hq, H, D, r, start, S] of [[2, 3, 4, 2, 8, 2, 1, 6], [1, 1, 2, 1, 4, 3, 0, 2]]
+  ) {
+    const label = `Bs${Bs} T${T} Hq${Hq} Hkv${H} D${D} r${r} start${start}`;
+    const qs = randomArray(Bs * T * Hq * D, 5), ks = randomArray(Bs * T * H * D, 6);
+    const vs = randomArray(ks.length, 7);
+    const pos = Tensor.from(
+      Int32Array.from({ length: Bs * T }, (_, i) => 3 + 11 * i),
+      [Bs, T],
+      "i32",
+    );
+    const before = randomArray(Bs * r * S * H * D, 8);
+    const write = (dtype: "f32" | "f16") => {
+      const keys = Tensor.from(before, [Bs * r, S, H, D], dtype);
+      const values = Tensor.from(before, keys.shape, dtype);
+      const [q, k] = noGrad(() =>
+        ropeQKIntoCache(
+          Tensor.from(qs, [Bs, T, Hq, D]),
+          Tensor.from(ks, [Bs, T, H, D]),
+          Tensor.from(vs, [Bs, T, H, D]),
+          pos,
+          { theta: 1e4, cache: { keys, values, start } },
+        )
+      );
+      return Promise.all([q, k, keys, values].map((t) => t.toArray()));
+    };
+    const [q32, k32, keys32, values32] = await write("f32");
+    const [q16, k16, keys16, values16] = await write("f16");
+    assert.deepEqual(q16, q32, `q ${label}`);
+    assert.deepEqual(k16, k32, `k ${label}`);
+    // Halves carry 11 significant bits: within 2^-11 relative of the f32 values, never equal to
+    // them all (the inputs are random f32).
+    assertClose(keys16, keys32, { atol: 1e-7, rtol: 2 ** -11, label: `keys ${label}` });
+    assertClose(values16, values32, { atol: 1e-7, rtol: 2 ** -11, label: `values ${label}` });
+    assert.ok(keys16.some((x, i) => x !== keys32[i]), `keys ${label} are rounded`);
+  }
+});

@@ -11,6 +11,7 @@
  * every sample's copy of its prompt instead of each prompt once.
  * --target-groups N / --min-stages N override the skinny matmul's split policy (tuning).
  * --fused-mlp 0 runs gate, up and SwiGLU as three dispatches instead of one (before/after).
+ * --kv f32 | f16 | f32,f16: the KV cache's element type (halves: half the cache bytes per step).
  * --fused-qkv 0 runs the q, k and v projections as three dispatches instead of one (before/after).
  * `dispatches_per_step`: compute dispatches recorded per decode step (prefill and the first sample
  * subtracted as for the time); any adapter, though a CPU adapter takes other kernels (no skinny
@@ -19,7 +20,7 @@
 import { gpu, initGpu } from "../src/gpu/mod.ts";
 import type { ModelConfig } from "../src/io/mod.ts";
 import { isQwen25Shape, qwen25Config } from "./grpo_setup.ts";
-import { CausalLM } from "../src/nn/mod.ts";
+import { CausalLM, type KvDtype } from "../src/nn/mod.ts";
 import { weightShapes } from "../src/nn/mod.ts";
 import { generate } from "../src/rollout/mod.ts";
 import { SampleBuffers, sampleStep } from "../src/rollout/mod.ts";
@@ -112,64 +113,72 @@ for (let i = 0; i < ids.length; i++) ids[i] = (i * 7919 + 13) % config.vocabSize
 const mask = new Int32Array(prompts * P).fill(1);
 for (let b = 0; b < prompts; b += 2) mask.fill(0, b * P, b * P + (b % 16)); // some left padding
 const arrays = randomArrays(config);
+const kvDtypes = arg("kv", "f32").split(",") as KvDtype[];
+for (const kv of kvDtypes) {
+  if (kv !== "f32" && kv !== "f16") throw new Error(`--kv ${kv}: use f32, f16 or f32,f16`);
+}
 for (const dtype of arg("dtype", "f32,f16").split(",") as ("f32" | "f16")[]) {
   if (dtype === "f16" && !g.hasF16) {
     console.log(JSON.stringify({ dtype, skipped: "no shader-f16 on this adapter" }));
     continue;
   }
   const model = CausalLM.fromTensors(config, arrays, { dtype });
-  const run = (responseLength: number) =>
-    generate(model, {
-      inputIds: ids,
-      attentionMask: mask,
-      batch: prompts,
-      n,
-      sharedPrefill,
-      promptLength: P,
-      responseLength,
-      doSample: sample,
-      temperature: 1,
-      topK: sample ? 50 : 0,
-      topP: sample ? 0.9 : 1,
-      eosTokenIds: [],
-      padTokenId: 0,
-      seed: 1,
-      submitEachStep: arg("submit-each-step", "1") === "1",
-    });
-  await run(4); // compile every pipeline
-  const d0 = g.recorder.dispatches;
-  const first = Math.min(await timed(() => run(1)), await timed(() => run(1)));
-  const dispatchesFirst = (g.recorder.dispatches - d0) / 2;
-  const submitsBefore = g.recorder.submits, d1 = g.recorder.dispatches;
-  const full = await timed(() => run(R));
-  const dispatchesPerStep = (g.recorder.dispatches - d1 - dispatchesFirst) / (R - 1);
-  const decode = B * (R - 1) / (full - first);
-  console.log(JSON.stringify({
-    bench: "generate",
-    adapter: g.adapterName,
-    submit_each_step: arg("submit-each-step", "1") === "1",
-    dtype,
-    layers: config.numHiddenLayers,
-    hidden: config.hiddenSize,
-    vocab: config.vocabSize,
-    batch: B,
-    samples_per_prompt: n,
-    shared_prefill: sharedPrefill,
-    prompt: P,
-    new_tokens: R,
-    sampling: sample ? "top_k 50, top_p 0.9" : "greedy",
-    skinny_policy: skinnyPolicy,
-    fused_mlp: swigluLinearPolicy.enabled,
-    fused_qkv: qkvLinearPolicy.enabled,
-    prefill_plus_first_s: +first.toFixed(4),
-    total_s: +full.toFixed(3),
-    ms_per_step: +((full - first) / (R - 1) * 1000).toFixed(2),
-    decode_tokens_per_s: Math.round(decode),
-    end_to_end_tokens_per_s: Math.round(B * R / full),
-    submits: g.recorder.submits - submitsBefore,
-    dispatches_per_step: +dispatchesPerStep.toFixed(1),
-    peak_gib: +(g.pool.peakBytes / 2 ** 30).toFixed(2),
-  }));
+  for (const kvDtype of kvDtypes) {
+    const run = (responseLength: number) =>
+      generate(model, {
+        inputIds: ids,
+        attentionMask: mask,
+        batch: prompts,
+        n,
+        sharedPrefill,
+        promptLength: P,
+        responseLength,
+        doSample: sample,
+        temperature: 1,
+        topK: sample ? 50 : 0,
+        topP: sample ? 0.9 : 1,
+        eosTokenIds: [],
+        padTokenId: 0,
+        seed: 1,
+        submitEachStep: arg("submit-each-step", "1") === "1",
+        kvDtype,
+      });
+    await run(4); // compile every pipeline
+    const d0 = g.recorder.dispatches;
+    const first = Math.min(await timed(() => run(1)), await timed(() => run(1)));
+    const dispatchesFirst = (g.recorder.dispatches - d0) / 2;
+    const submitsBefore = g.recorder.submits, d1 = g.recorder.dispatches;
+    const full = await timed(() => run(R));
+    const dispatchesPerStep = (g.recorder.dispatches - d1 - dispatchesFirst) / (R - 1);
+    const decode = B * (R - 1) / (full - first);
+    console.log(JSON.stringify({
+      bench: "generate",
+      adapter: g.adapterName,
+      submit_each_step: arg("submit-each-step", "1") === "1",
+      dtype,
+      kv_dtype: kvDtype,
+      layers: config.numHiddenLayers,
+      hidden: config.hiddenSize,
+      vocab: config.vocabSize,
+      batch: B,
+      samples_per_prompt: n,
+      shared_prefill: sharedPrefill,
+      prompt: P,
+      new_tokens: R,
+      sampling: sample ? "top_k 50, top_p 0.9" : "greedy",
+      skinny_policy: skinnyPolicy,
+      fused_mlp: swigluLinearPolicy.enabled,
+      fused_qkv: qkvLinearPolicy.enabled,
+      prefill_plus_first_s: +first.toFixed(4),
+      total_s: +full.toFixed(3),
+      ms_per_step: +((full - first) / (R - 1) * 1000).toFixed(2),
+      decode_tokens_per_s: Math.round(decode),
+      end_to_end_tokens_per_s: Math.round(B * R / full),
+      submits: g.recorder.submits - submitsBefore,
+      dispatches_per_step: +dispatchesPerStep.toFixed(1),
+      peak_gib: +(g.pool.peakBytes / 2 ** 30).toFixed(2),
+    }));
+  }
   if (arg("profile", "0") === "1") await profile(model, dtype);
   model.dispose();
 }

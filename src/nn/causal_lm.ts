@@ -6,7 +6,7 @@
 import type { ModelConfig } from "../io/mod.ts";
 import { attention, cast, fmtShape, linear, lmHeadLogprob, noGrad } from "../tensor/mod.ts";
 import { type LmHeadLogprobResult, Tensor } from "../tensor/mod.ts";
-import { KvCache, lastStep } from "./kv_cache.ts";
+import { KvCache, type KvDtype, lastStep } from "./kv_cache.ts";
 import { mergedWeight } from "./lora.ts";
 import { initWeights, weightShapes } from "./weights.ts";
 import {
@@ -102,10 +102,19 @@ export class CausalLM extends DecoderTrunk {
     });
   }
 
-  /** Empty KV caches for `batch` sequences of up to `maxLength` tokens; promptMask [B, P]. */
-  createCache(batch: number, maxLength: number, promptMask: Int32Array): KvCache {
+  /**
+   * Empty KV caches for `batch` sequences of up to `maxLength` tokens; promptMask [B, P]. dtype
+   * f16 stores halves (half the cache memory and decode reads; needs headDim % 4 == 0).
+   */
+  createCache(
+    batch: number,
+    maxLength: number,
+    promptMask: Int32Array,
+    options: { dtype?: KvDtype } = {},
+  ): KvCache {
     const c = this.config;
     return KvCache.create({
+      dtype: options.dtype,
       layers: c.numHiddenLayers,
       batch,
       maxLength,

@@ -1,6 +1,8 @@
 /**
  * Per-layer key/value caches for decoding [B, Smax, Hkv, D] plus the key mask [B, Smax] that the
- * attention kernel reads (prompt padding 0, everything generated 1). New keys and values are
+ * attention kernel reads (prompt padding 0, everything generated 1). The caches hold f32 values,
+ * or IEEE halves (dtype "f16": half the memory and the bytes each decode step reads, on any
+ * adapter; the attention decode kernel reads them). New keys and values are
  * written by the dispatch that rotates q and k (ropeAppend); attention reads a `kvLength` view.
  */
 import { gpu, packParams } from "../gpu/mod.ts";
@@ -8,6 +10,9 @@ import { grid1d, type RopeOptions, ropeQKIntoCache } from "../tensor/mod.ts";
 import { fmtShape, Tensor } from "../tensor/mod.ts";
 
 const WG = 256;
+
+/** Element type of a KV cache. */
+export type KvDtype = "f32" | "f16";
 
 export class KvCache {
   /** Positions filled so far (the prompt, then one per decode step). */
@@ -33,9 +38,18 @@ export class KvCache {
       kvHeads: number;
       headDim: number;
       promptMask: Int32Array;
+      /** Element type of the caches (default f32); f16 needs headDim % 4 == 0. */
+      dtype?: KvDtype;
     },
   ): KvCache {
     const { layers, batch: B, maxLength: S, kvHeads, headDim } = options;
+    const dtype = options.dtype ?? "f32";
+    if ((dtype !== "f32" && dtype !== "f16") || (dtype === "f16" && headDim % 4 !== 0)) {
+      throw new Error(
+        `KvCache: dtype ${dtype} with head size ${headDim}: use f32, or f16 with a head size ` +
+          `that is a multiple of 4`,
+      );
+    }
     const P = options.promptMask.length / B;
     if (!Number.isInteger(P) || P > S) {
       throw new Error(
@@ -49,8 +63,8 @@ export class KvCache {
     const shape = [B, S, kvHeads, headDim];
     const keys = [], values = [];
     for (let l = 0; l < layers; l++) {
-      keys.push(Tensor.empty(shape, "f32", `kv_cache.k${l}`).keep());
-      values.push(Tensor.empty(shape, "f32", `kv_cache.v${l}`).keep());
+      keys.push(Tensor.empty(shape, dtype, `kv_cache.k${l}`).keep());
+      values.push(Tensor.empty(shape, dtype, `kv_cache.v${l}`).keep());
     }
     const keyMask = Tensor.from(mask, [B, S], "i32", "kv_cache.mask").keep();
     return new KvCache(B, S, keys, values, keyMask);

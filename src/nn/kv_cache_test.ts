@@ -69,3 +69,19 @@ gpuTest(
     fused.dispose();
   },
 );
+
+gpuTest("KvCache.create: f16 caches are halves, other dtypes and head sizes are refused", () => {
+  const opts = { layers: 1, batch: 1, maxLength: 4, kvHeads: 1, headDim: 8 };
+  const promptMask = new Int32Array([1, 1]);
+  const half = KvCache.create({ ...opts, promptMask, dtype: "f16" });
+  assert.equal(half.keys[0].dtype, "f16");
+  assert.equal(half.values[0].byteSize, 4 * 8 * 2);
+  half.dispose();
+  const full = KvCache.create({ ...opts, promptMask });
+  assert.equal(full.keys[0].dtype, "f32");
+  full.dispose();
+  assert.throws(
+    () => KvCache.create({ ...opts, headDim: 6, promptMask, dtype: "f16" }),
+    /dtype f16 with head size 6: use f32, or f16 with a head size that is a multiple of 4/,
+  );
+});

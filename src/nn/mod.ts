@@ -1,6 +1,7 @@
 /** Public face of src/nn. */
 export { CausalLM } from "./causal_lm.ts";
 export { type ForwardOptions } from "./decoder.ts";
+export { type KvDtype } from "./kv_cache.ts";
 export { AdamW } from "./optim.ts";
 export { Critic } from "./critic.ts";
 export { initLora, LoraAdapters, loraLinear, loraSettings, mergeLoraRef } from "./lora.ts";

@@ -6,7 +6,7 @@
  * once every sequence has emitted EOS, and the responses are read once at the end.
  */
 import { gpu } from "../gpu/mod.ts";
-import type { CausalLM } from "../nn/mod.ts";
+import type { CausalLM, KvDtype } from "../nn/mod.ts";
 import { positionIdsFromMask } from "../nn/mod.ts";
 import { embedding, scope, Tensor } from "../tensor/mod.ts";
 import { SampleBuffers, type SamplerConfig, sampleStep } from "./sampler.ts";
@@ -39,6 +39,11 @@ export interface GenerateOptions {
   submitEachStep?: boolean;
   /** Prefill each prompt once for its n samples (default true); false prefills all B * n rows. */
   sharedPrefill?: boolean;
+  /**
+   * Element type of the KV cache (default f32): f16 halves its memory and the bytes each decode
+   * step reads, on any adapter, at the cost of rounding keys and values to halves.
+   */
+  kvDtype?: KvDtype;
   /** Hears the decode steps done so far (of responseLength) at each check of the flags. */
   onProgress?: (done: number, total: number) => void;
 }
@@ -124,7 +129,7 @@ export async function generate(model: CausalLM, options: GenerateOptions): Promi
   const mask = repeatRows(options.attentionMask, batch, P, n);
   const positionIds = positionIdsFromMask(mask, N, P);
   const lastPositions = Int32Array.from({ length: N }, (_, r) => positionIds[r * P + P - 1]);
-  const cache = model.createCache(N, P + R, mask);
+  const cache = model.createCache(N, P + R, mask, { dtype: options.kvDtype });
   const bufs = SampleBuffers.create(N, R, lastPositions, options.padTokenId);
   try {
     scope(() => {

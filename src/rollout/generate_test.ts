@@ -150,3 +150,32 @@ gpuTest("generate rejects bad prompts with the reason", async () => {
   await assert.rejects(() => generate(model, big), /token id 99 at \[0, 0\] is outside \[0, 37\)/);
   model.dispose();
 });
+
+gpuTest("a KV cache of halves: log-probs near the reference, f32 cache unchanged", async () => {
+  const { config, weights, model, ids, mask, base } = setup(4);
+  const opts = { ...base, doSample: true, temperature: 0.8, seed: 3, returnLogProbs: true };
+  const full = await generate(model, opts);
+  const again = await generate(model, { ...opts, kvDtype: "f32" });
+  assert.deepEqual(again.logProbs, full.logProbs, "kvDtype f32 is the default, bit for bit");
+  const half = await generate(model, { ...opts, kvDtype: "f16" });
+  assert.notDeepEqual(half.logProbs, full.logProbs, "keys and values were rounded to halves");
+  for (let row = 0; row < B; row++) {
+    const resp = half.responses.subarray(row * R, (row + 1) * R);
+    const got: number[] = [], want: number[] = [];
+    for (let t = 0; t < R; t++) {
+      const prompt = ids.subarray(row * P, (row + 1) * P);
+      const logits = refNext(
+        config,
+        weights,
+        prompt,
+        mask.subarray(row * P, (row + 1) * P),
+        resp.subarray(0, t),
+      );
+      got.push(half.logProbs![row * R + t]);
+      want.push(tokenLogProb(logits, resp[t], 0.8));
+    }
+    // Halves carry about 3 significant digits.
+    assertClose(got, want, { atol: 1e-2, rtol: 1e-2, label: `log-probs row ${row}` });
+  }
+  model.dispose();
+});

@@ -38,8 +38,8 @@ async function check(c: Case, seed: number): Promise<void> {
   const got = noGrad(() =>
     attention(
       Tensor.from(qa, [B, T, Hq, D]),
-      Tensor.from(ka, [B, S, Hkv, D]),
-      Tensor.from(va, [B, S, Hkv, D]),
+      Tensor.from(ka, [B, S, Hkv, D], kvType),
+      Tensor.from(va, [B, S, Hkv, D], kvType),
       {
         ...opts,
         keyMask: mask ? Tensor.from(mask, [B, S], "i32") : undefined,

@@ -45,6 +45,12 @@ export class RemoteRollout implements RemoteGen {
   #prefetching: Promise<void> = Promise.resolve();
   /** No version uploaded yet (the first jobs wait for it). */
   #first = true;
+  /**
+   * Lets the newest version's readback map its staging buffer: after the next jobs are out
+   * (prefetch), so the copy out of mapped memory runs while the update keeps the GPU busy;
+   * anything that waits on the publication opens it first.
+   */
+  #openMap: () => void = () => {};
   #items = new Map<number, PromptItem[]>();
   #provenance = new Map<string, Provenance>();
   #tally = new RejectionTally();
@@ -60,6 +66,7 @@ export class RemoteRollout implements RemoteGen {
   }
 
   async close(): Promise<void> {
+    this.#openMap();
     await this.#prefetching.catch(() => {});
     await this.#published.catch(() => {});
     await this.coordinator.close();
@@ -78,7 +85,9 @@ export class RemoteRollout implements RemoteGen {
       const readback = this.#readback;
       this.coordinator.recycle = (buffers) => readback.recycle(buffers);
     }
-    const arrays = this.#readback.read(parts.actor.model.params());
+    this.#openMap(); // an earlier version's readback, if still gated
+    const mapAfter = new Promise<void>((resolve) => (this.#openMap = resolve));
+    const arrays = this.#readback.read(parts.actor.model.params(), { mapAfter });
     arrays.catch(() => {}); // surfaced through `published`
     const previous = this.#published;
     const published = (async () => {
@@ -97,6 +106,7 @@ export class RemoteRollout implements RemoteGen {
   }
 
   published(): Promise<void> {
+    this.#openMap();
     return this.#published.then(() => {});
   }
 
@@ -112,6 +122,7 @@ export class RemoteRollout implements RemoteGen {
     // they have seen no weights from for a stale one.
     const version = this.#version;
     if (this.#first) {
+      this.#openMap();
       await this.#published;
       this.#first = false;
     }
@@ -156,6 +167,7 @@ export class RemoteRollout implements RemoteGen {
       for (const [k, items] of later) {
         if (!this.coordinator.isSubmitted(k)) await this.submit(parts, k, items, `s${k}`);
       }
+      this.#openMap();
     };
     this.#prefetching = this.#prefetching.then(run);
     const prefetching = this.#prefetching.catch(() => {}); // surfaced by the next `gen`
@@ -174,6 +186,7 @@ export class RemoteRollout implements RemoteGen {
     if (early && early.map((it) => it.index).join() !== items.map((it) => it.index).join()) {
       throw new Error(`step ${o.step}: the prompts published early differ from the loader's`);
     }
+    this.#openMap();
     await this.#prefetching;
     if (!this.coordinator.isSubmitted(key)) await this.submit(parts, key, items, o.uidPrefix);
     const { trajectories, metrics } = await this.coordinator.collect(key);

@@ -29,8 +29,12 @@ export class WeightReadback {
     this.#host.splice(0, this.#host.length - 2);
   }
 
-  /** Records the copies of `params` now; resolves with their values on the host. */
-  read(params: Map<string, Tensor>): Promise<Readback> {
+  /**
+   * Records the copies of `params` now; resolves with their values on the host. The staging
+   * buffer is mapped once `mapAfter` resolves: copying a model out of mapped memory holds the
+   * thread for a while, better spent where the GPU has queued work than where it waits for it.
+   */
+  read(params: Map<string, Tensor>, o: { mapAfter?: Promise<void> } = {}): Promise<Readback> {
     const t0 = performance.now(), g = gpu();
     const entries = [...params];
     let total = 0;
@@ -54,6 +58,7 @@ export class WeightReadback {
     for (const c of casts) c.dispose();
     return (async () => {
       try {
+        await o.mapAfter;
         await staging.mapAsync(GPUMapMode.READ);
         g.throwIfFailed();
         const host = this.#takeHost(size);

@@ -11,6 +11,9 @@
 // writes its normalised output and logsumexp ([nsplit, ...]) for attention_combine to merge.
 // k and v are read as words: f32 bits, or PACKED IEEE halves two per word (pack2x16float, element
 // 2m in the low half; D % 4 == 0), a KV cache of half the bytes on any adapter.
+// PAGED: k and v are pools of blocks [numBlocks, S, Hkv, D] (S = p.s keys per block) and the mask
+// binding holds per batch row [length, block ids...] (p.mask_stride per row): key s of row b is
+// row s % S of block ids[s / S], and the row sees its first `length` keys (rows are ragged).
 
 #include "attention_params.wgsl"
 
@@ -18,6 +21,7 @@
 #const CH: u32
 #const WG: u32
 #const PACKED: bool
+#const PAGED: bool
 const QS: u32 = D4 + 1u; // row stride of qs: the R rows read by one key land in distinct banks
 const ML: u32 = min(WG / R, 32u); // lanes per row of the softmax passes
 const RC: u32 = R * D4; // (row, column group) pairs of the P @ V pass
@@ -54,6 +58,21 @@ fn kv4(is_v: bool, base: u32, c4: u32) -> vec4f {
   return x;
 }
 
+// Offset in k / v of key s of kv head hk in batch row b (through the block table when PAGED).
+fn kv_at(b: u32, hk: u32, s: u32) -> u32 {
+  if (PAGED) {
+    let blk = u32(mask[b * p.mask_stride + 1u + s / p.s]);
+    return kv_base(blk, hk, s % p.s);
+  }
+  return kv_base(b, hk, s);
+}
+
+// Whether batch row b sees key s (PAGED: s below the row's own length).
+fn key_at(b: u32, s: u32) -> bool {
+  if (PAGED) { return s < p.l && i32(s) < mask[b * p.mask_stride]; }
+  return key_ok(b, s);
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid: u32) {
   let split = wid.x;
@@ -78,8 +97,8 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid:
     let r = i % R;
     let s = kbeg + j;
     var sc = NEG;
-    if (key_ok(b, s) && (p.causal == 0u || i32(s) <= p.off + i32(r / p.g))) {
-      let a = kv_base(b, hk, s);
+    if (key_at(b, s) && (p.causal == 0u || i32(s) <= p.off + i32(r / p.g))) {
+      let a = kv_at(b, hk, s);
       var sdot = 0.0;
       for (var c = 0u; c < D4; c++) { sdot += dot(qs[r * QS + c], kv4(false, a, c)); }
       sc = sdot * p.scale;
@@ -130,7 +149,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid:
       let pk = ss[r * CH + j];
       // Masked keys are selected away, not multiplied by 0: their rows may hold anything. The
       // load is unconditional so that loads of consecutive keys can overlap.
-      let vx = kv4(true, kv_base(b, hk, kbeg + j), c);
+      let vx = kv4(true, kv_at(b, hk, kbeg + j), c);
       acc += select(vec4f(), pk * vx, pk > 0.0);
     }
   }

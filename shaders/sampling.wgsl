@@ -8,7 +8,9 @@
 // (they contain the whole top-k set, see the first pass); with neither on, a chunk is drawn by
 // its mass and the token within it; otherwise (top-p alone, or candidates overflowing) the
 // bisections scan the whole row. A counter-based hash of (seed, step, row) gives the uniform for
-// an inverse-CDF draw over the kept tokens in a fixed order, so a seed fixes every token. The
+// an inverse-CDF draw over the kept tokens in a fixed order, so a seed fixes every token; with
+// per_row on, each row brings its own (seed, step) and hashes as row 0 (a request of a continuous
+// batch draws the same tokens whatever runs beside it, as a one-row batch of its seed). The
 // log-prob written is the full log-softmax of z at the chosen token (verl's actor log-prob at
 // this temperature). Rows already finished get the pad token and mask 0; an EOS is kept (mask 1)
 // and finishes a row.
@@ -45,6 +47,7 @@ struct Params {
   // CPU compiler, which then takes minutes to build this shader.
   bits: u32,
   wg: u32,
+  per_row: u32, // 1: row_rng holds each row's (seed, step)
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -56,6 +59,7 @@ struct Params {
 @group(0) @binding(6) var<storage, read_write> finished: array<u32>; // [rows]
 @group(0) @binding(7) var<storage, read_write> next_ids: array<i32>; // [rows]: next decode input
 @group(0) @binding(8) var<storage, read_write> positions: array<i32>; // [rows]: its position
+@group(0) @binding(9) var<storage, read> row_rng: array<u32>; // [rows, 2] when per_row
 
 // Per invocation: (f32 bits of a partial sum or max, an index). One array keeps the launch's
 // zero fill short (Mesa's CPU compiler is slow on each workgroup array).
@@ -268,7 +272,8 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
 
   var token = row_arg;
   if (p.do_sample != 0u) {
-    let u = uniform01(p.seed, p.step, row);
+    var u = uniform01(p.seed, p.step, row);
+    if (p.per_row != 0u) { u = uniform01(row_rng[2u * row], row_rng[2u * row + 1u], 0u); }
     if (lid == 0u) {
       var acc = 0u;
       var ok = p.top_k > 0u && p.chunks <= MAXCH;

@@ -103,12 +103,15 @@ function checkConfig(cfg: SamplerConfig): void {
  * Picks one token per row from `logits` [N, V] (f32) and records it at column `step` of the
  * buffers; rows already finished get `padTokenId`. Records two dispatches (per-chunk stats and
  * top-k candidates over the whole GPU, then one workgroup per row), reads nothing back.
+ * `rowRng` u32 [N, 2]: each row's own (seed, step) for its draw, hashed as row 0 (cfg.seed and
+ * `step` then only place the outputs), so a row draws what a one-row batch of its seed would.
  */
 export function sampleStep(
   logits: Tensor,
   bufs: SampleBuffers,
   step: number,
   cfg: SamplerConfig,
+  options: { rowRng?: Tensor } = {},
 ): void {
   if (logits.dtype !== "f32" || logits.rank !== 2 || logits.shape[0] !== bufs.rows) {
     throw new Error(
@@ -121,6 +124,14 @@ export function sampleStep(
     throw new Error(`sampleStep: step ${step} outside [0, ${bufs.responseLength})`);
   }
   checkConfig(cfg);
+  const rowRng = options.rowRng;
+  if (rowRng && (rowRng.dtype !== "u32" || rowRng.size !== 2 * bufs.rows)) {
+    throw new Error(
+      `sampleStep: rowRng must be u32 [${bufs.rows}, 2], got ${rowRng.dtype} ${
+        fmtShape(rowRng.shape)
+      }`,
+    );
+  }
   const V = logits.shape[1];
   const rows = bufs.rows;
   const eos = [...cfg.eosTokenIds, ...new Array(MAX_EOS_IDS - cfg.eosTokenIds.length).fill(-1)];
@@ -164,6 +175,7 @@ export function sampleStep(
     ...eos.map((e) => ({ i32: e })),
     32,
     wg,
+    rowRng ? 1 : 0,
   ]);
   g.dispatch({
     shader: "sampling",
@@ -187,6 +199,7 @@ export function sampleStep(
       bufs.finished.buffer,
       bufs.nextIds.buffer,
       bufs.positions.buffer,
+      (rowRng ?? work).buffer,
     ],
     workgroups: grid1d(rows, 1),
   });

@@ -218,3 +218,28 @@ gpuTest(
     assert.ok(tokens.some((t) => t >= 1024) && tokens.some((t) => t < 1024));
   },
 );
+
+gpuTest(
+  "rowRng: each row draws with its own (seed, step), as a one-row batch of that seed",
+  async () => {
+    const V = 12, rows = 5;
+    const logits = randomArray(rows * V, 9, -2, 2);
+    const rng = Uint32Array.from([11, 0, 11, 3, 7, 3, 123456, 9, 5, 2]);
+    const bufs = SampleBuffers.create(rows, 1, new Int32Array(rows));
+    sampleStep(Tensor.from(logits, [rows, V]), bufs, 0, base, {
+      rowRng: Tensor.from(rng, [rows, 2], "u32"),
+    });
+    const got = await bufs.responses.toArray();
+    bufs.dispose();
+    for (let r = 0; r < rows; r++) {
+      const row = logits.subarray(r * V, (r + 1) * V);
+      const one = SampleBuffers.create(1, rng[2 * r + 1] + 1, new Int32Array(1));
+      sampleStep(Tensor.from(row, [1, V]), one, rng[2 * r + 1], { ...base, seed: rng[2 * r] });
+      const alone = await one.responses.toArray();
+      one.dispose();
+      assert.equal(got[r], alone[rng[2 * r + 1]], `row ${r}`);
+      const want = refSample(row, 1, { ...base, seed: rng[2 * r], step: rng[2 * r + 1] })[0];
+      assert.equal(got[r], want, `row ${r} vs the reference`);
+    }
+  },
+);

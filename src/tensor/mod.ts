@@ -51,6 +51,8 @@ export {
 export { adamwRef } from "./ref/adamw.ts";
 export { clipGradNorm, gradNormAndScale } from "./ops/grad_norm.ts";
 export { attention } from "./ops/attention.ts";
+export { pagedAttention, type PagedAttentionOptions } from "./ops/paged_attention.ts";
+export { type PagedCacheWrite, pagedRopeQKIntoCache } from "./ops/paged_rope_cache.ts";
 export { embedding } from "./ops/embedding.ts";
 export { sum } from "./ops/reduce.ts";
 export { softmax } from "./ops/softmax.ts";

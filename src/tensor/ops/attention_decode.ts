@@ -49,7 +49,7 @@ function sharedFloats(rows: number, d4: number, wg: number, chunk: number): numb
   return 4 * rows * (d4 + 1) + rows * chunk + rows * ml + 2 * rows + 4 * Math.floor(wg / rc) * rc;
 }
 
-function shapeFor(g: Geometry): DecodeShape | null {
+export function shapeFor(g: Geometry): DecodeShape | null {
   const rows = g.T * g.G;
   const d4 = Math.ceil(g.D / 4);
   const wg = workgroupSize(rows * d4);
@@ -91,18 +91,23 @@ export function decodeApplies(g: Geometry, noGrad: boolean, choice: boolean | un
   return noGrad && fits && g.T * g.G <= DECODE_MAX_ROWS;
 }
 
-/** out [B, T, Hq, D] and lse [B, Hq, T] (the first B * Hq * T values of `res.lse`). */
+/**
+ * out [B, T, Hq, D] and lse [B, Hq, T] (the first B * Hq * T values of `res.lse`). `paged`: k and
+ * v are block pools and g.mask the [B, 1 + blocks] table of lengths and block ids
+ * (paged_attention.ts).
+ */
 export function dispatchDecode(
   g: Geometry,
   q: Tensor,
   k: Tensor,
   v: Tensor,
   res: { out: Tensor; lse: Tensor },
+  paged = false,
 ): void {
   const { wg, rows, chunk, nsplit } = shapeFor(g)!;
   const spec = {
     shader: "attention_decode",
-    defines: { D: g.D, R: rows, CH: chunk, WG: wg, PACKED: g.packed },
+    defines: { D: g.D, R: rows, CH: chunk, WG: wg, PACKED: g.packed, PAGED: paged },
   };
   const params = packParams([...paramFields(g), nsplit, chunk, 0]);
   const maskBuf = g.mask?.buffer ?? k.buffer;

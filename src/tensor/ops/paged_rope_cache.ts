@@ -1,0 +1,86 @@
+/**
+ * The paged cache's rotation: {@link ropeQK} of one new position per row in place, and the write
+ * of the rotated k and of v into that row's block of the pools, in one dispatch
+ * (shaders/paged_rope_qk_cache.wgsl). Inference only.
+ */
+import { gpu, packParams } from "../../gpu/mod.ts";
+import { registerOp } from "../autograd.ts";
+import { isGradEnabled } from "../grad_mode.ts";
+import { fmtShape, Tensor } from "../tensor.ts";
+import { grid1d } from "./grid.ts";
+import { check, invFreqTensor, type RopeOptions } from "./rope.ts";
+
+const WG = 256;
+
+registerOp(
+  "paged_rope_qk_cache",
+  "q [B, 1, Hq, D], k and v [B, 1, Hkv, D], positions i32 [B, 1], pools [blocks, bs, Hkv, D], " +
+    "table i32 [B, 1 + W] -> q and k rotated in place, rotated k and v written at key " +
+    "length - 1 of each row through its block ids; no gradient",
+);
+
+/** Where the rotated keys and the values go: pools [numBlocks, blockSize, Hkv, D] and the table. */
+export interface PagedCacheWrite {
+  keys: Tensor; // [numBlocks, blockSize, Hkv, D] f32 or f16
+  values: Tensor; // like keys
+  /** i32 [B, 1 + W]: per row its length counting the new token, then its block ids. */
+  table: Tensor;
+}
+
+/**
+ * {@link ropeQK} of q [B, 1, Hq, D] and k [B, 1, Hkv, D] at positions [B, 1] in place (ropeQK's
+ * values bit for bit; the same tensors come back), and in the same dispatch the rotated k and v
+ * written at key index length_b - 1 of row b: row (length_b - 1) % blockSize of block
+ * ids_b[(length_b - 1) / blockSize]. No gradient: it throws while gradients are recorded.
+ */
+export function pagedRopeQKIntoCache(
+  q: Tensor,
+  k: Tensor,
+  v: Tensor,
+  positions: Tensor,
+  options: RopeOptions & { cache: PagedCacheWrite },
+): [Tensor, Tensor] {
+  check(q, positions, options);
+  check(k, positions, options);
+  const { keys, values, table } = options.cache;
+  const [, bs, H, D] = keys.shape;
+  const [B, T, Hq] = q.shape;
+  const packed = keys.dtype === "f16";
+  const ok = keys.rank === 4 && (keys.dtype === "f32" || (packed && D % 4 === 0)) &&
+    values.dtype === keys.dtype && keys.shape.every((d, i) => d === values.shape[i]) &&
+    T === 1 && q.shape[3] === D && k.shape.every((d, i) => d === v.shape[i]) &&
+    v.dtype === "f32" && k.shape[2] === H && k.shape[3] === D && table.dtype === "i32" &&
+    table.rank === 2 && table.shape[0] === B && table.shape[1] >= 2;
+  if (!ok) {
+    throw new Error(
+      `pagedRopeQKIntoCache: expected q [B, 1, Hq, D], k and v [B, 1, Hkv, D] f32, pools ` +
+        `[blocks, blockSize, Hkv, D] both f32 or both f16 (then D % 4 == 0) and table i32 ` +
+        `[B, 1 + W]; got q ${fmtShape(q.shape)}, k ${fmtShape(k.shape)}, v ` +
+        `${fmtShape(v.shape)} ${v.dtype}, pools ${fmtShape(keys.shape)} ${keys.dtype} ` +
+        `${fmtShape(values.shape)} ${values.dtype}, table ${fmtShape(table.shape)} ${table.dtype}`,
+    );
+  }
+  if (isGradEnabled() && (q.requiresGrad || k.requiresGrad || v.requiresGrad)) {
+    throw new Error("pagedRopeQKIntoCache: inference only (rotates in place); use ropeQK to train");
+  }
+  const invFreq = invFreqTensor(D, options);
+  const n = B * (Hq + H) * D / (packed ? 4 : 2);
+  if (n > 0) {
+    gpu().dispatch({ shader: "paged_rope_qk_cache", defines: { WG, PACKED: packed } }, {
+      params: packParams([n, Hq, H, D / 2, { f32: options.scale ?? 1 }, table.shape[1], bs]),
+      buffers: [
+        q.buffer,
+        k.buffer,
+        v.buffer,
+        positions.buffer,
+        invFreq.buffer,
+        keys.buffer,
+        values.buffer,
+        table.buffer,
+      ],
+      workgroups: grid1d(n, WG),
+    });
+  }
+  if (options.invFreq !== undefined && !(options.invFreq instanceof Tensor)) invFreq.dispose();
+  return [q, k];
+}

@@ -9,6 +9,7 @@ import { type LmHeadLogprobResult, Tensor } from "../tensor/mod.ts";
 import { KvCache, type KvDtype, lastStep } from "./kv_cache.ts";
 import { mergedWeight } from "./lora.ts";
 import { initWeights, weightShapes } from "./weights.ts";
+import type { LayerAttention } from "./layers.ts";
 import {
   DecoderTrunk,
   EMBED,
@@ -163,6 +164,23 @@ export class CausalLM extends DecoderTrunk {
       }), kvLength);
       cache.advance(1);
       return linear(h, this.#head).reshape([cache.batch, this.config.vocabSize]);
+    });
+  }
+
+  /**
+   * One token per row (ids, positions i32 [B, 1]) with the caller's rotation and attention per
+   * layer (a paged cache's); `longest` bounds max(position) + 1. Logits [B, V].
+   */
+  decodeWith(
+    ids: Tensor,
+    positions: Tensor,
+    layer: (l: number) => LayerAttention,
+    longest: number,
+  ): Tensor {
+    this.checkIds("decodeWith", ids, [["positions", positions]]);
+    return noGrad(() => {
+      const h = this.trunk(ids, positions, layer, longest);
+      return linear(h, this.#head).reshape([ids.shape[0], this.config.vocabSize]);
     });
   }
 

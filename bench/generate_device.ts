@@ -18,74 +18,14 @@
  * matmul, no split K), so the count on a GPU differs.
  */
 import { gpu, initGpu } from "../src/gpu/mod.ts";
-import type { ModelConfig } from "../src/io/mod.ts";
-import { isQwen25Shape, qwen25Config } from "./grpo_setup.ts";
+import { arg, benchConfig, randomArrays } from "./bench_model.ts";
 import { CausalLM, type KvDtype } from "../src/nn/mod.ts";
-import { weightShapes } from "../src/nn/mod.ts";
 import { generate } from "../src/rollout/mod.ts";
 import { SampleBuffers, sampleStep } from "../src/rollout/mod.ts";
 import { noGrad } from "../src/tensor/mod.ts";
 import { qkvLinearPolicy, skinnyPolicy, swigluLinearPolicy } from "../src/tensor/mod.ts";
 import { scope } from "../src/tensor/mod.ts";
 import { Tensor } from "../src/tensor/mod.ts";
-
-function arg(name: string, fallback: string): string {
-  const i = Deno.args.indexOf(`--${name}`);
-  return i >= 0 && i + 1 < Deno.args.length ? Deno.args[i + 1] : fallback;
-}
-
-/** --config tiny | qwen2.5-0.5b | qwen2.5-1.5b (the Qwen2.5 shapes of grpo_setup.ts). */
-function benchConfig(): ModelConfig {
-  const name = arg("config", "qwen2.5-0.5b");
-  const common = { eosTokenId: 0, rmsNormEps: 1e-6 };
-  if (name === "tiny") {
-    return qwen25Config("0.5b", {
-      ...common,
-      hiddenSize: 64,
-      intermediateSize: 192,
-      numHiddenLayers: Number(arg("layers", "2")),
-      numAttentionHeads: 4,
-      numKeyValueHeads: 2,
-      vocabSize: 97,
-      ropeTheta: 1e4,
-    });
-  }
-  const shape = name.replace(/^qwen2\.5-/, "");
-  if (!isQwen25Shape(shape)) {
-    throw new Error(`--config ${name}: use tiny, qwen2.5-0.5b or qwen2.5-1.5b`);
-  }
-  const layers = arg("layers", ""), vocab = arg("vocab", "");
-  return qwen25Config(shape, {
-    ...common,
-    ...(layers ? { numHiddenLayers: Number(layers) } : {}),
-    ...(vocab ? { vocabSize: Number(vocab) } : {}),
-  });
-}
-
-/** Cheap random weights (uniform with std 0.02, norms at 1): values do not matter for speed. */
-function randomArrays(config: ModelConfig): Map<string, Float32Array> {
-  const shared = new Map<number, Float32Array>();
-  let s = 12345;
-  const out = new Map<string, Float32Array>();
-  for (const [name, shape] of weightShapes(config)) {
-    const n = shape.reduce((a, b) => a * b, 1);
-    if (name.endsWith("norm.weight")) {
-      out.set(name, new Float32Array(n).fill(1));
-      continue;
-    }
-    let a = shared.get(n);
-    if (!a) {
-      a = new Float32Array(n);
-      for (let i = 0; i < n; i++) {
-        s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-        a[i] = (s / 4294967296 - 0.5) * 0.0693; // uniform(-a, a) with std 0.02
-      }
-      shared.set(n, a);
-    }
-    out.set(name, a);
-  }
-  return out;
-}
 
 async function timed(fn: () => Promise<unknown>): Promise<number> {
   const t0 = performance.now();
@@ -99,7 +39,7 @@ skinnyPolicy.targetGroups = Number(arg("target-groups", `${skinnyPolicy.targetGr
 skinnyPolicy.minStages = Number(arg("min-stages", `${skinnyPolicy.minStages}`));
 swigluLinearPolicy.enabled = arg("fused-mlp", "1") !== "0";
 qkvLinearPolicy.enabled = arg("fused-qkv", "1") !== "0";
-const config = benchConfig();
+const config = benchConfig(arg("config", "qwen2.5-0.5b"));
 const B = Number(arg("batch", "64")),
   P = Number(arg("prompt", "128")),
   R = Number(arg("new", "256"));

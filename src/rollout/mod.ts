@@ -1,5 +1,12 @@
 /** Public face of src/rollout. */
 export { generate } from "./generate.ts";
+export {
+  Engine,
+  type EngineOptions,
+  type EngineRequest,
+  type EngineResult,
+  type EngineStats,
+} from "./engine.ts";
 export { SampleBuffers, sampleStep } from "./sampler.ts";
 export { logProbTemperature } from "./ref_sampler.ts";
 export * from "./agent/mod.ts";

@@ -1,0 +1,148 @@
+/**
+ * Continuous batching (src/rollout/engine.ts) against lock-step batches (`generate`) on one GPU,
+ * one JSON line per mode: N requests of one prompt length with ragged maxTokens (uniform in
+ * [--min-new, --max-new], seeded), EOS off so each request runs to its own maxTokens. `generate`
+ * takes the requests --max-seqs at a time and decodes every batch to its longest maxTokens (the
+ * tokens past a row's maxTokens are wasted); the engine keeps --max-seqs sequences in flight and
+ * admits a waiting request as soon as one finishes. tokens_per_s counts the requested tokens only
+ * (the sum of maxTokens) over wall time, prefills included; peak_gib is the buffer pool's peak
+ * of bytes in use during the run (weights included).
+ *
+ *   deno run -A bench/engine_device.ts --requests 256 --max-seqs 64 --prompt 128 \
+ *     --min-new 32 --max-new 256 --dtype f16 --kv f16
+ *
+ * --config tiny (with --layers N) runs anywhere, a CPU adapter included. --num-blocks N sets the
+ * engine's pool (default: --max-seqs sequences of prompt + max-new positions, no preemption);
+ * fewer blocks cap its KV memory, and it preempts when they run out. --block N: positions per
+ * block (default 16). --mode engine | generate | both (default both). --sample greedy | topp.
+ */
+import { gpu, initGpu } from "../src/gpu/mod.ts";
+import { CausalLM, type KvDtype } from "../src/nn/mod.ts";
+import { Engine, generate } from "../src/rollout/mod.ts";
+import { arg, benchConfig, randomArrays } from "./bench_model.ts";
+import { lcg } from "./grpo_setup.ts";
+
+await initGpu();
+const g = gpu();
+const config = benchConfig(arg("config", "qwen2.5-0.5b"));
+const N = Number(arg("requests", "256")), B = Number(arg("max-seqs", "64"));
+const P = Number(arg("prompt", "128"));
+const minNew = Number(arg("min-new", "32")), maxNew = Number(arg("max-new", "256"));
+const blockSize = Number(arg("block", "16"));
+const numBlocks = Number(arg("num-blocks", `${B * Math.ceil((P + maxNew) / blockSize)}`));
+const dtype = arg("dtype", "f32") as "f32" | "f16";
+const kvDtype = arg("kv", "f32") as KvDtype;
+const mode = arg("mode", "both");
+const sample = arg("sample", "topp") !== "greedy";
+const sampling = {
+  temperature: 1,
+  topK: sample ? 50 : 0,
+  topP: sample ? 0.9 : 1,
+  doSample: sample,
+};
+if (!(minNew >= 1 && maxNew >= minNew) || ![N, B, P, blockSize].every((x) => x >= 1)) {
+  throw new Error(
+    "engine_device: need requests, max-seqs, prompt, block >= 1, 1 <= min-new <= max-new",
+  );
+}
+if (dtype === "f16" && !g.hasF16) throw new Error("--dtype f16: no shader-f16 on this adapter");
+
+const rand = lcg(7);
+const prompts = Array.from(
+  { length: N },
+  (_, r) =>
+    Int32Array.from({ length: P }, (_, i) => (r * 7919 + i * 104729 + 13) % config.vocabSize),
+);
+const maxTokens = Array.from(
+  { length: N },
+  () => minNew + Math.floor(rand() * (maxNew - minNew + 1)),
+);
+const wanted = maxTokens.reduce((a, b) => a + b, 0);
+const model = CausalLM.fromTensors(config, randomArrays(config), { dtype });
+
+async function runEngine(n: number, blocks = numBlocks) {
+  const engine = new Engine(model, {
+    maxSeqs: B,
+    blockSize,
+    numBlocks: blocks,
+    kvDtype,
+    eosTokenIds: [],
+    padTokenId: 0,
+    sampling,
+  });
+  await Promise.all(
+    prompts.slice(0, n).map((p, r) =>
+      engine.submit({ promptIds: p, maxTokens: maxTokens[r], seed: r })
+    ),
+  );
+  const stats = engine.stats();
+  await engine.close();
+  return stats;
+}
+
+async function runGenerate(n: number) {
+  for (let start = 0; start < n; start += B) {
+    const rows = prompts.slice(start, Math.min(n, start + B));
+    const ids = new Int32Array(rows.length * P);
+    rows.forEach((p, b) => ids.set(p, b * P));
+    await generate(model, {
+      inputIds: ids,
+      attentionMask: new Int32Array(ids.length).fill(1),
+      batch: rows.length,
+      promptLength: P,
+      responseLength: Math.max(...maxTokens.slice(start, start + rows.length)),
+      ...sampling,
+      eosTokenIds: [],
+      padTokenId: 0,
+      seed: 1,
+      kvDtype,
+    });
+  }
+}
+
+const common = {
+  bench: "engine",
+  adapter: g.adapterName,
+  dtype,
+  kv_dtype: kvDtype,
+  layers: config.numHiddenLayers,
+  hidden: config.hiddenSize,
+  vocab: config.vocabSize,
+  requests: N,
+  max_seqs: B,
+  prompt: P,
+  new_tokens: `${minNew}..${maxNew}`,
+  requested_tokens: wanted,
+  sampling: sample ? "top_k 50, top_p 0.9" : "greedy",
+};
+for (const m of mode === "both" ? ["engine", "generate"] : [mode]) {
+  if (m !== "engine" && m !== "generate") {
+    throw new Error(`--mode ${m}: use engine, generate or both`);
+  }
+  // Compile every pipeline first (a short run of the same shapes).
+  if (m === "engine") await runEngine(Math.min(N, 2));
+  else await runGenerate(Math.min(N, 2));
+  await g.sync();
+  g.pool.resetPeak();
+  const t0 = performance.now();
+  const stats = m === "engine" ? await runEngine(N) : (await runGenerate(N), undefined);
+  const s = (performance.now() - t0) / 1000;
+  console.log(JSON.stringify({
+    ...common,
+    mode: m,
+    ...(stats
+      ? {
+        block_size: blockSize,
+        num_blocks: numBlocks,
+        steps: stats.steps,
+        prefills: stats.prefills,
+        preemptions: stats.preemptions,
+        peak_blocks: stats.peakBlocks,
+      }
+      : { batches: Math.ceil(N / B) }),
+    seconds: +s.toFixed(3),
+    tokens_per_s: Math.round(wanted / s),
+    peak_gib: +(g.pool.peakBytes / 2 ** 30).toFixed(3),
+  }));
+}
+model.dispose();

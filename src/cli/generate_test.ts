@@ -166,3 +166,36 @@ gpuTest("generate: truncation says what it cut; temperature=0 decodes greedily",
   assert.deepEqual(t0.map((r) => r.responses), g.map((r) => r.responses));
   await Deno.remove(dir, { recursive: true });
 });
+
+gpuTest(
+  "generate: a KV budget of about one sequence and max_num_seqs give the same greedy responses",
+  async () => {
+    const dir = await fixture();
+    const args = [
+      `model.path=${dir}/model`,
+      `data.path=${dir}/prompts.parquet`,
+      "rollout.response_length=20",
+      "rollout.do_sample=false",
+    ];
+    let one = 0;
+    await assert.rejects(
+      main([...args, `data.output_path=${dir}/x.parquet`, "rollout.kv_cache_tokens=1"], quiet),
+      (e: Error) => {
+        assert.ok(e instanceof ConfigError && e.key === "rollout.kv_cache_tokens", e.message);
+        one = Number(/response_length is (\d+) positions/.exec(e.message)?.[1]);
+        return true;
+      },
+    );
+    assert.ok(one > 20, `one sequence takes ${one} positions`);
+    await main([...args, `data.output_path=${dir}/a.parquet`], quiet);
+    await main([
+      ...args,
+      `data.output_path=${dir}/b.parquet`,
+      `rollout.kv_cache_tokens=${one + 8}`,
+      "rollout.max_num_seqs=2",
+    ], quiet);
+    const [a, b] = [await readParquet(`${dir}/a.parquet`), await readParquet(`${dir}/b.parquet`)];
+    assert.deepEqual(b.map((r) => r.responses), a.map((r) => r.responses));
+    await Deno.remove(dir, { recursive: true });
+  },
+);

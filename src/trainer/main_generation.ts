@@ -1,8 +1,10 @@
 /**
  * verl's main_generation: a parquet of prompts in, the same rows plus a `responses` column (a list
- * of `data.n_samples` strings per row) out. Prompts go through the model's chat template, are
- * left-padded in batches of `data.batch_size`, and generated with the KV-cache engine. With
- * `rollout.multi_turn.enable` each row runs the agent loop instead (main_generation_agent.ts).
+ * of `data.n_samples` strings per row) out. Prompts go through the model's chat template and are
+ * submitted `data.batch_size` at a time (n_samples requests each) to one continuous-batching
+ * engine over a paged KV cache (`rollout.max_num_seqs` sequences in flight, `kv_cache_tokens`
+ * positions). With `rollout.multi_turn.enable` each row runs the agent loop instead
+ * (main_generation_agent.ts).
  */
 import { initGpu } from "../gpu/mod.ts";
 import { charTokenizer } from "../io/mod.ts";
@@ -10,7 +12,6 @@ import type { Tokenizer } from "../io/mod.ts";
 import { CausalLM } from "../nn/mod.ts";
 import { checkContextLength, ConfigError, type GenerationConfig } from "../config/mod.ts";
 import {
-  collatePrompts,
   DataError,
   parseChatMessages,
   PromptLengths,
@@ -22,7 +23,8 @@ import {
   writeParquet,
 } from "../data/mod.ts";
 import { tinyModelConfig } from "../nn/mod.ts";
-import { generate } from "../rollout/mod.ts";
+import { mixSeed } from "../tensor/mod.ts";
+import { Engine } from "../rollout/mod.ts";
 import { generateConversations, type GenerationModel } from "./main_generation_agent.ts";
 import { checkAgentUsed } from "./agent.ts";
 
@@ -51,6 +53,29 @@ export function tinyGenerationModel(cfg: GenerationConfig): GenerationModel {
     eosTokenIds: [tokenizer.eosTokenId],
     source: "the built-in tiny model, model.path=null",
   };
+}
+
+/** Positions per block of the engine's KV cache (vLLM's default). */
+const BLOCK_SIZE = 16;
+
+/**
+ * The engine's KV capacity in positions: `rollout.kv_cache_tokens`, or by default as many
+ * sequences of the longest prompt plus response_length as can run at once.
+ */
+function kvCacheTokens(cfg: GenerationConfig, longestPrompt: number): number {
+  const r = cfg.rollout, one = longestPrompt + r.response_length;
+  const key = "rollout.kv_cache_tokens";
+  if (r.kv_cache_tokens === null) {
+    return Math.min(r.max_num_seqs, cfg.data.batch_size * cfg.data.n_samples) * one;
+  }
+  if (Math.ceil(r.kv_cache_tokens / BLOCK_SIZE) < Math.ceil(one / BLOCK_SIZE)) {
+    throw new ConfigError(
+      key,
+      `${key}=${r.kv_cache_tokens} cannot hold one sequence: the longest prompt plus ` +
+        `rollout.response_length is ${one} positions; raise it to at least ${one} (or null)`,
+    );
+  }
+  return r.kv_cache_tokens;
 }
 
 /** The prompts' token ids, cut as data.truncation says, with a line on what was cut. */
@@ -209,38 +234,41 @@ export async function runGeneration(
       promptLabel: `the longest prompt (${ids[longest].length} tokens, row ${longest} of ` +
         `${cfg.data.path})`,
     });
+    const kvTokens = kvCacheTokens(cfg, ids[longest].length);
+    const engine = new Engine(model, {
+      maxSeqs: r.max_num_seqs,
+      blockSize: BLOCK_SIZE,
+      numBlocks: Math.ceil(kvTokens / BLOCK_SIZE),
+      eosTokenIds: r.ignore_eos ? [] : eosTokenIds,
+      padTokenId: tokenizer.padTokenId,
+      sampling: { temperature: r.temperature, topK: r.top_k, topP: r.top_p, doSample: r.do_sample },
+    });
     start = performance.now();
-    for (let at = 0, batch = 0; at < rows.length; at += cfg.data.batch_size, batch++) {
-      const items = ids.slice(at, at + cfg.data.batch_size).map((inputIds) => ({ inputIds }));
-      const prompts = collatePrompts(items, { padTokenId: tokenizer.padTokenId });
-      const R = r.response_length;
-      const out = await generate(model, {
-        inputIds: prompts.inputIds,
-        attentionMask: prompts.attentionMask,
-        batch: prompts.batchSize,
-        promptLength: prompts.promptLength,
-        n,
-        responseLength: R,
-        temperature: r.temperature,
-        topK: r.top_k,
-        topP: r.top_p,
-        doSample: r.do_sample,
-        eosTokenIds: r.ignore_eos ? [] : eosTokenIds,
-        padTokenId: tokenizer.padTokenId,
-        seed: (cfg.trainer.seed + 7919 * batch) >>> 0,
-      });
-      for (let b = 0; b < items.length; b++) {
-        const texts: string[] = [];
-        for (let j = 0; j < n; j++) {
-          const row = b * n + j;
-          const len = out.responseMask.subarray(row * R, (row + 1) * R).reduce((a, m) => a + m, 0);
-          tokens += len;
-          const toks = out.responses.subarray(row * R, row * R + len);
-          texts.push(tokenizer.decode(toks, { skipSpecialTokens: true }));
+    try {
+      for (let at = 0; at < rows.length; at += cfg.data.batch_size) {
+        const chunk = ids.slice(at, at + cfg.data.batch_size);
+        // Sample j of row i draws with its own seed, whatever runs beside it.
+        const results = await Promise.all(
+          chunk.flatMap((promptIds, b) =>
+            Array.from({ length: n }, (_, j) =>
+              engine.submit({
+                promptIds,
+                maxTokens: r.response_length,
+                seed: mixSeed(cfg.trainer.seed, (at + b) * n + j),
+              }))
+          ),
+        );
+        for (let b = 0; b < chunk.length; b++) {
+          const texts = results.slice(b * n, (b + 1) * n).map((res) => {
+            tokens += res.tokens.length;
+            return tokenizer.decode(res.tokens, { skipSpecialTokens: true });
+          });
+          responses.push(texts);
         }
-        responses.push(texts);
+        print(`generated ${Math.min(at + chunk.length, rows.length)}/${rows.length} prompts`);
       }
-      print(`generated ${Math.min(at + items.length, rows.length)}/${rows.length} prompts`);
+    } finally {
+      await engine.close();
     }
   } finally {
     model.dispose();

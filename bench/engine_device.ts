@@ -137,6 +137,7 @@ for (const m of mode === "both" ? ["engine", "generate"] : [mode]) {
         steps: stats.steps,
         prefills: stats.prefills,
         preemptions: stats.preemptions,
+        dropped: stats.dropped,
         peak_blocks: stats.peakBlocks,
       }
       : { batches: Math.ceil(N / B) }),

@@ -6,13 +6,16 @@
  * the front of the queue to be prefilled again with its prompt and the tokens it has so far), then
  * waiting requests are admitted into free slots while blocks allow (unless this step preempted),
  * then one GPU step (engine_step.ts) prefills the admitted, decodes the running and samples a
- * token for each; sequences that sample EOS or reach maxTokens finish at once, their slot and
- * blocks free for the next step. The host reads the sampled tokens once per step: it needs them
- * to schedule (finish, grow, admit), and a read of a few bytes per step is small next to a step.
+ * token for each; sequences that sample EOS or reach maxTokens finish, their slot and blocks
+ * free for the next step. The sampled tokens come back in one small read per step, which travels
+ * while the next step is recorded and runs (a readback costs milliseconds of latency in Deno):
+ * the host schedules one step behind the GPU. Lengths and maxTokens are known without the
+ * tokens, so only an EOS is seen a step late: that sequence's token of the step already running
+ * is dropped (stats.dropped) and its blocks are freed once the EOS is read.
  */
 import type { CausalLM, KvDtype } from "../nn/mod.ts";
 import { PagedKvCache } from "../nn/mod.ts";
-import { runStep, type StepSequence } from "./engine_step.ts";
+import { type InFlightStep, recordStep, type StepSequence } from "./engine_step.ts";
 import { MAX_EOS_IDS, type SamplerConfig, type SamplingOptions } from "./sampler.ts";
 
 export interface EngineOptions {
@@ -52,8 +55,10 @@ export interface EngineStats {
   /** Prefills run (admissions, re-admissions after preemption included). */
   prefills: number;
   preemptions: number;
-  /** Tokens sampled, over all requests. */
+  /** Tokens returned, over all requests. */
   tokens: number;
+  /** Tokens sampled for a sequence whose EOS had not been read yet (the step it ran late). */
+  dropped: number;
   numBlocks: number;
   freeBlocks: number;
   /** Most blocks held at once. */
@@ -65,6 +70,7 @@ export interface EngineStats {
 interface Sequence extends StepSequence {
   request: EngineRequest;
   logProbs: number[];
+  done: boolean;
   resolve: (r: EngineResult) => void;
   reject: (e: unknown) => void;
 }
@@ -78,7 +84,14 @@ export class Engine {
   readonly #running: Sequence[] = [];
   #loop: Promise<void> | null = null;
   #closed = false;
-  readonly #stats = { steps: 0, prefills: 0, preemptions: 0, tokens: 0, peakBlocks: 0 };
+  readonly #stats = {
+    steps: 0,
+    prefills: 0,
+    preemptions: 0,
+    tokens: 0,
+    dropped: 0,
+    peakBlocks: 0,
+  };
 
   constructor(readonly model: CausalLM, readonly options: EngineOptions) {
     const { maxSeqs, numBlocks } = options;
@@ -134,6 +147,9 @@ export class Engine {
       this.#waiting.push({
         prompt,
         tokens: [],
+        sampled: 0,
+        row: -1,
+        done: false,
         logProbs: [],
         seed: request.seed ?? 0,
         cache: { length: 0, blocks: [] },
@@ -163,9 +179,16 @@ export class Engine {
   }
 
   async #run(): Promise<void> {
+    let inFlight: InFlightStep | null = null;
     try {
-      while (this.#waiting.length > 0 || this.#running.length > 0) await this.#step();
+      while (this.#waiting.length > 0 || this.#running.length > 0) {
+        const next = this.#record(inFlight);
+        if (!next && !inFlight) throw new Error("Engine: no step can run (a scheduling fault)");
+        if (inFlight) await this.#collect(inFlight);
+        inFlight = next;
+      }
     } catch (e) {
+      if (inFlight) inFlight.bufs.dispose();
       for (const s of [...this.#running, ...this.#waiting]) {
         this.#cache.release(s.cache);
         s.reject(e);
@@ -186,50 +209,77 @@ export class Engine {
     return s;
   }
 
-  async #step(): Promise<void> {
+  /** Schedules and records the next step; null when no sequence can take a step now. */
+  #record(previous: InFlightStep | null): InFlightStep | null {
     const cache = this.#cache;
     let preempted = false;
+    // Sequences at maxTokens only wait for their last token to be read.
+    const grows = (s: Sequence) => s.sampled < s.request.maxTokens;
     for (let i = 0; i < this.#running.length; i++) {
       const s = this.#running[i];
+      if (!grows(s)) continue;
       while (!cache.reserve(s.cache, s.cache.length + 1)) {
         preempted = true;
         if (this.#preemptNewest() === s) break;
       }
     }
-    const decoding = [...this.#running];
+    const decoding = this.#running.filter(grows);
     const admitted: Sequence[] = [];
     while (!preempted && this.#waiting.length > 0 && this.#running.length < this.options.maxSeqs) {
       const s = this.#waiting[0];
+      // A preempted sequence comes back once its tokens are all read.
+      if (s.tokens.length !== s.sampled) break;
       // Its context and the first token it samples (appended by the next step).
       if (!cache.reserve(s.cache, s.prompt.length + s.tokens.length + 1)) break;
       this.#waiting.shift();
       this.#running.push(s);
       admitted.push(s);
     }
+    if (admitted.length + decoding.length === 0) return null;
     this.#stats.peakBlocks = Math.max(this.#stats.peakBlocks, cache.numBlocks - cache.freeBlocks);
-    const out = await runStep({
+    this.#stats.steps++;
+    this.#stats.prefills += admitted.length;
+    return recordStep({
       model: this.model,
       cache,
       kvDtype: this.options.kvDtype ?? "f32",
       sampler: this.#sampler,
       admitted,
       decoding,
+      previous,
     });
-    this.#stats.steps++;
-    this.#stats.prefills += admitted.length;
-    this.#stats.tokens += admitted.length + decoding.length;
-    for (const s of decoding) s.cache.length++;
-    [...admitted, ...decoding].forEach((s, i) => {
-      const t = out.tokens[i];
-      s.tokens.push(t);
-      s.logProbs.push(out.logProbs[i]);
-      if (this.#eos.has(t)) this.#finish(s, "stop");
+  }
+
+  /** Reads a step's tokens back and finishes the sequences that ended. */
+  async #collect(step: InFlightStep): Promise<void> {
+    let data;
+    try {
+      data = await step.read;
+    } finally {
+      step.bufs.dispose();
+    }
+    const tokens = new Int32Array(data[0]), logProbs = new Float32Array(data[1]);
+    step.rows.forEach((row, i) => {
+      const s = row as Sequence;
+      if (s.done) {
+        this.#stats.dropped++;
+        return;
+      }
+      s.tokens.push(tokens[i]);
+      s.logProbs.push(logProbs[i]);
+      this.#stats.tokens++;
+      if (this.#eos.has(tokens[i])) this.#finish(s, "stop");
       else if (s.tokens.length >= s.request.maxTokens) this.#finish(s, "length");
     });
   }
 
   #finish(s: Sequence, finishReason: "stop" | "length"): void {
-    this.#running.splice(this.#running.indexOf(s), 1);
+    s.done = true;
+    // A sequence preempted before its last token was read finishes from the queue.
+    for (const list of [this.#running, this.#waiting]) {
+      const at = list.indexOf(s);
+      if (at >= 0) list.splice(at, 1);
+    }
     this.#cache.release(s.cache);
     const result: EngineResult = { tokens: Int32Array.from(s.tokens), finishReason };
     if (s.request.returnLogProbs) result.logProbs = Float32Array.from(s.logProbs);

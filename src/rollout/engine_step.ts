@@ -2,7 +2,10 @@
  * One step of the engine on the GPU: prefill of the sequences admitted this step (each into a
  * batch-1 contiguous cache whose rows are copied into its blocks), one decode step of the running
  * sequences over the paged cache, one sampling pass over all their logits with each row's own
- * (request seed, token index), and one readback of the sampled tokens and their log-probs.
+ * (request seed, token index), and the readback of the sampled tokens and their log-probs, issued
+ * at once so that the next step can be recorded and run while it travels. A decoding row's input
+ * token is the one its sequence sampled in the previous step: copied on the GPU from that step's
+ * outputs when the host has not read it yet.
  */
 import { gpu } from "../gpu/mod.ts";
 import type { CausalLM, KvDtype, PagedKvCache, PagedSequence } from "../nn/mod.ts";
@@ -12,10 +15,14 @@ import { SampleBuffers, type SamplerConfig, sampleStep } from "./sampler.ts";
 /** A sequence as the step sees it: its context so far and its place in the cache. */
 export interface StepSequence {
   prompt: Int32Array;
-  /** Tokens sampled so far (the last one not yet in the cache while it runs). */
+  /** Tokens read back so far. */
   tokens: number[];
+  /** Tokens sampled so far, those still being read back included. */
+  sampled: number;
   seed: number;
   cache: PagedSequence;
+  /** Its row in the last step that sampled for it. */
+  row: number;
 }
 
 export interface StepInput {
@@ -23,16 +30,19 @@ export interface StepInput {
   cache: PagedKvCache;
   kvDtype: KvDtype;
   sampler: SamplerConfig;
-  /** Sequences to prefill (prompt + tokens so far, blocks reserved) and draw a first token for. */
+  /** Sequences to prefill (prompt + tokens, all read; blocks reserved) and draw a token for. */
   admitted: StepSequence[];
-  /** Running sequences whose last token is appended (blocks reserved for it). */
+  /** Running sequences whose last sampled token is appended (blocks reserved for it). */
   decoding: StepSequence[];
+  /** The step before, whose outputs hold the tokens not read yet. */
+  previous: InFlightStep | null;
 }
 
-/** The sampled tokens and their log-probs, admitted rows first, then decoding ones. */
-export interface StepOutput {
-  tokens: Int32Array;
-  logProbs: Float32Array;
+/** A recorded step: its rows (admitted, then decoding) and the readback under way. */
+export interface InFlightStep {
+  rows: StepSequence[];
+  bufs: SampleBuffers;
+  read: Promise<ArrayBuffer[]>;
 }
 
 function context(s: StepSequence): Int32Array {
@@ -63,20 +73,36 @@ function prefillOne(input: StepInput, s: StepSequence): Tensor {
 /** Logits [n, V] of one decode step of `rows` over the paged cache. */
 function decode(input: StepInput, rows: StepSequence[]): Tensor {
   const n = rows.length;
-  const ids = Int32Array.from(rows, (s) => s.tokens[s.tokens.length - 1]);
+  const ids = Tensor.from(
+    Int32Array.from(rows, (s) => (s.tokens.length === s.sampled ? s.tokens[s.sampled - 1] : 0)),
+    [n, 1],
+    "i32",
+  );
+  rows.forEach((s, i) => {
+    if (s.tokens.length === s.sampled) return;
+    if (!input.previous || input.previous.rows[s.row] !== s || s.sampled - s.tokens.length !== 1) {
+      throw new Error(
+        "engine: a running sequence's last token is neither read nor in the last step",
+      );
+    }
+    gpu().copy(input.previous.bufs.responses.buffer, 4 * s.row, ids.buffer, 4 * i, 4);
+  });
   // No padding: a token's position is its index in the sequence, the cache length before it.
   const positions = Int32Array.from(rows, (s) => s.cache.length);
   const { table, maxLength } = input.cache.table(rows.map((s) => s.cache));
   return input.model.decodeWith(
-    Tensor.from(ids, [n, 1], "i32"),
+    ids,
     Tensor.from(positions, [n, 1], "i32"),
     input.cache.layerAttention(table, maxLength),
     maxLength,
   );
 }
 
-/** Runs one step (see the module doc); one readback. */
-export async function runStep(input: StepInput): Promise<StepOutput> {
+/**
+ * Records one step (see the module doc) and starts reading its tokens back; the sequences'
+ * cache lengths, sampled counts and rows are updated as recorded.
+ */
+export function recordStep(input: StepInput): InFlightStep {
   const rows = [...input.admitted, ...input.decoding];
   const n = rows.length;
   const V = input.model.config.vocabSize;
@@ -89,30 +115,28 @@ export async function runStep(input: StepInput): Promise<StepOutput> {
     });
     if (input.decoding.length > 0) {
       const l = decode(input, input.decoding);
-      g.copy(
-        l.buffer,
-        0,
-        logits.buffer,
-        input.admitted.length * V * 4,
-        input.decoding.length * V * 4,
-      );
+      const at = input.admitted.length * V * 4;
+      g.copy(l.buffer, 0, logits.buffer, at, input.decoding.length * V * 4);
     }
     const rng = new Uint32Array(2 * n);
     rows.forEach((s, i) => {
       rng[2 * i] = s.seed >>> 0;
-      rng[2 * i + 1] = s.tokens.length;
+      rng[2 * i + 1] = s.sampled;
     });
     const b = SampleBuffers.create(n, 1, new Int32Array(n), input.sampler.padTokenId);
     sampleStep(logits, b, 0, input.sampler, { rowRng: Tensor.from(rng, [n, 2], "u32") });
     return b;
   });
-  try {
-    const [tokens, logProbs] = await gpu().read([
-      { buffer: bufs.responses.buffer, size: 4 * n },
-      { buffer: bufs.logProbs.buffer, size: 4 * n },
-    ]);
-    return { tokens: new Int32Array(tokens), logProbs: new Float32Array(logProbs) };
-  } finally {
-    bufs.dispose();
-  }
+  for (const s of input.decoding) s.cache.length++;
+  rows.forEach((s, i) => {
+    s.sampled++;
+    s.row = i;
+  });
+  const read = gpu().read([
+    { buffer: bufs.responses.buffer, size: 4 * n },
+    { buffer: bufs.logProbs.buffer, size: 4 * n },
+  ]);
+  // Awaited after the next step is recorded; a failure meanwhile is not an unhandled one.
+  read.catch(() => {});
+  return { rows, bufs, read };
 }

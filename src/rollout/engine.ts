@@ -173,9 +173,10 @@ export class Engine {
 
   /** Refuses new requests, waits for the submitted ones to finish, frees the cache. */
   async close(): Promise<void> {
+    const first = !this.#closed;
     this.#closed = true;
     await this.#loop;
-    this.#cache.dispose();
+    if (first) this.#cache.dispose();
   }
 
   async #run(): Promise<void> {

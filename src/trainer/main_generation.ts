@@ -7,7 +7,7 @@
 import { initGpu } from "../gpu/mod.ts";
 import { charTokenizer } from "../io/mod.ts";
 import type { Tokenizer } from "../io/mod.ts";
-import { CausalLM } from "../nn/mod.ts";
+import { CausalLM, type KvDtype } from "../nn/mod.ts";
 import { checkContextLength, ConfigError, type GenerationConfig } from "../config/mod.ts";
 import {
   collatePrompts,
@@ -25,6 +25,7 @@ import { tinyModelConfig } from "../nn/mod.ts";
 import { generate } from "../rollout/mod.ts";
 import { generateConversations, type GenerationModel } from "./main_generation_agent.ts";
 import { checkAgentUsed } from "./agent.ts";
+import { rolloutPrecision } from "./build.ts";
 
 export interface GenerationSummary {
   rows: number;
@@ -37,16 +38,27 @@ export interface GenerationSummary {
 
 export type { GenerationModel };
 
-/** `model.path=null`: the built-in tiny model (random weights) with the character tokenizer. */
-export function tinyGenerationModel(cfg: GenerationConfig): GenerationModel {
+/** Parameter dtype of the loaded weights: model.dtype, or float16 for an f16 rollout. */
+export type WeightsDtype = "float32" | "float16";
+
+/**
+ * `model.path=null`: the built-in tiny model (random weights) with the character tokenizer, its
+ * weights in `dtype` (default model.dtype).
+ */
+export function tinyGenerationModel(
+  cfg: GenerationConfig,
+  dtype: WeightsDtype = cfg.model.dtype,
+): GenerationModel {
   const tokenizer = charTokenizer();
   const config = tinyModelConfig({
     vocabSize: tokenizer.vocabSize,
     eosTokenId: tokenizer.eosTokenId,
   });
-  const dtype = cfg.model.dtype === "float16" ? "f16" : "f32";
   return {
-    network: CausalLM.random(config, { seed: cfg.trainer.seed, dtype }),
+    network: CausalLM.random(config, {
+      seed: cfg.trainer.seed,
+      dtype: dtype === "float16" ? "f16" : "f32",
+    }),
     tokenizer,
     eosTokenIds: [tokenizer.eosTokenId],
     source: "the built-in tiny model, model.path=null",
@@ -130,13 +142,13 @@ async function runAgentGeneration(
   rows: Row[],
   m: GenerationModel,
   cfg: GenerationConfig,
-  print: (line: string) => void,
+  o: { print: (line: string) => void; kvDtype: KvDtype },
 ): Promise<GenerationSummary> {
   let start = performance.now();
   let out;
   try {
     out = await generateConversations(rows, m, cfg, {
-      print,
+      ...o,
       beforeStart: (longest) => {
         checkContextLength({
           maxPromptLength: longest.length,
@@ -171,13 +183,20 @@ async function runAgentGeneration(
   };
 }
 
-/** Runs the whole job; `print` receives progress lines. */
+/**
+ * Runs the whole job; `print` receives progress lines. rollout.dtype=float16 decodes with an f16
+ * KV cache and loads the weights in f16 where the GPU has shader-f16 (no f32 copy is kept: the
+ * generator only decodes), as model.dtype=float16 would.
+ */
 export async function runGeneration(
   cfg: GenerationConfig,
   options: {
     print?: (line: string) => void;
-    /** Loads the model once the data is known good (the CLI reads folders through src/mod.ts). */
-    loadModel: () => Promise<GenerationModel>;
+    /**
+     * Loads the model in `dtype` once the data is known good (the CLI reads folders through
+     * src/mod.ts).
+     */
+    loadModel: (dtype: WeightsDtype) => Promise<GenerationModel>;
   },
 ): Promise<GenerationSummary> {
   const print = options.print ?? console.log;
@@ -189,8 +208,10 @@ export async function runGeneration(
   const agent = agentRows(rows, cfg);
   checkAgentUsed(cfg.rollout.multi_turn, { prefix: "rollout.multi_turn", agentRows: agent });
   await initGpu();
-  const loaded = await options.loadModel();
-  if (agent) return await runAgentGeneration(rows, loaded, cfg, print);
+  const precision = rolloutPrecision(cfg.rollout.dtype, { key: "rollout.dtype", notice: print });
+  const loaded = await options.loadModel(precision.f16Weights ? "float16" : cfg.model.dtype);
+  const kvDtype = precision.kvDtype;
+  if (agent) return await runAgentGeneration(rows, loaded, cfg, { print, kvDtype });
   const { network: model, tokenizer, eosTokenIds, source } = loaded;
   const r = cfg.rollout, n = cfg.data.n_samples;
   const responses: string[][] = [];
@@ -228,6 +249,7 @@ export async function runGeneration(
         eosTokenIds: r.ignore_eos ? [] : eosTokenIds,
         padTokenId: tokenizer.padTokenId,
         seed: (cfg.trainer.seed + 7919 * batch) >>> 0,
+        kvDtype,
       });
       for (let b = 0; b < items.length; b++) {
         const texts: string[] = [];

@@ -35,27 +35,21 @@ var<workgroup> rowm: array<f32, R>;
 var<workgroup> rowl: array<f32, R>;
 var<workgroup> pv: array<vec4f, KP * RC>;
 
-// Columns 4 * c4 .. 4 * c4 + 3 of the k or v row starting at element `base`, zero past D.
-fn k4(base: u32, c4: u32) -> vec4f {
-  if (PACKED) {
-    let w = base / 2u + 2u * c4;
-    return vec4f(unpack2x16float(k[w]), unpack2x16float(k[w + 1u]));
-  }
-  var x = vec4f();
-  for (var e = 0u; e < 4u; e++) {
-    if (4u * c4 + e < D) { x[e] = bitcast<f32>(k[base + 4u * c4 + e]); }
-  }
-  return x;
+// Word i of the keys (is_v false) or the values.
+fn kv_word(is_v: bool, i: u32) -> u32 {
+  if (is_v) { return v[i]; }
+  return k[i];
 }
 
-fn v4(base: u32, c4: u32) -> vec4f {
+// Columns 4 * c4 .. 4 * c4 + 3 of the k or v row starting at element `base`, zero past D.
+fn kv4(is_v: bool, base: u32, c4: u32) -> vec4f {
   if (PACKED) {
     let w = base / 2u + 2u * c4;
-    return vec4f(unpack2x16float(v[w]), unpack2x16float(v[w + 1u]));
+    return vec4f(unpack2x16float(kv_word(is_v, w)), unpack2x16float(kv_word(is_v, w + 1u)));
   }
   var x = vec4f();
   for (var e = 0u; e < 4u; e++) {
-    if (4u * c4 + e < D) { x[e] = bitcast<f32>(v[base + 4u * c4 + e]); }
+    if (4u * c4 + e < D) { x[e] = bitcast<f32>(kv_word(is_v, base + 4u * c4 + e)); }
   }
   return x;
 }
@@ -87,7 +81,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid:
     if (key_ok(b, s) && (p.causal == 0u || i32(s) <= p.off + i32(r / p.g))) {
       let a = kv_base(b, hk, s);
       var sdot = 0.0;
-      for (var c = 0u; c < D4; c++) { sdot += dot(qs[r * QS + c], k4(a, c)); }
+      for (var c = 0u; c < D4; c++) { sdot += dot(qs[r * QS + c], kv4(false, a, c)); }
       sc = sdot * p.scale;
     }
     ss[r * CH + j] = sc;
@@ -136,7 +130,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid:
       let pk = ss[r * CH + j];
       // Masked keys are selected away, not multiplied by 0: their rows may hold anything. The
       // load is unconditional so that loads of consecutive keys can overlap.
-      let vx = v4(kv_base(b, hk, kbeg + j), c);
+      let vx = kv4(true, kv_base(b, hk, kbeg + j), c);
       acc += select(vec4f(), pk * vx, pk > 0.0);
     }
   }

@@ -35,18 +35,20 @@ const coordinatorOptions = {
   keepVersions: 2,
 };
 
+/** A coordinator with the tiny model's run info and its weights as version 0. */
+async function openRun(url: string, trainerSeed: string) {
+  const tiny = await tinyModel();
+  const nc = await connectNats(url, { nkeySeed: trainerSeed });
+  const coord = await Coordinator.open(nc, coordinatorOptions);
+  await coord.publishRunInfo({ tokenizerFiles: tiny.tokenizerFiles, eosTokenIds: [0], reward: {} });
+  await coord.publishWeights(0, tiny.modelConfig, tiny.tensors);
+  return { tiny, coord };
+}
+
 if (enabled) {
   gpuTest("distributed: two workers answer every job once, with log-probs and scores", async () => {
     await withServer(PREFIX, async (s) => {
-      const tiny = await tinyModel();
-      const nc = await connectNats(s.url, { nkeySeed: s.trainerSeed });
-      const coord = await Coordinator.open(nc, coordinatorOptions);
-      await coord.publishRunInfo({
-        tokenizerFiles: tiny.tokenizerFiles,
-        eosTokenIds: [0],
-        reward: {},
-      });
-      await coord.publishWeights(0, tiny.modelConfig, tiny.tensors);
+      const { coord } = await openRun(s.url, s.trainerSeed);
       await coord.submit(1, 0, jobs(1, 4));
       const w1 = await connectNats(s.url, { nkeySeed: s.workerSeed });
       const w2 = await connectNats(s.wsUrl!, { nkeySeed: s.workerSeed });
@@ -149,15 +151,7 @@ if (enabled) {
     "distributed: jobs that come while their weights are stored run in one call",
     async () => {
       await withServer(PREFIX, async (s) => {
-        const tiny = await tinyModel();
-        const nc = await connectNats(s.url, { nkeySeed: s.trainerSeed });
-        const coord = await Coordinator.open(nc, coordinatorOptions);
-        await coord.publishRunInfo({
-          tokenizerFiles: tiny.tokenizerFiles,
-          eosTokenIds: [0],
-          reward: {},
-        });
-        await coord.publishWeights(0, tiny.modelConfig, tiny.tensors);
+        const { tiny, coord } = await openRun(s.url, s.trainerSeed);
         const wnc = await connectNats(s.url, { nkeySeed: s.workerSeed });
         const done = new AbortController();
         const worker = runWorker(wnc, { prefix: PREFIX, workerId: "w", signal: done.signal });

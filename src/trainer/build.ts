@@ -11,7 +11,7 @@ import { type LoraStart, loraStart } from "./lora.ts";
 import { type AgentInteraction, type AgentTool, generate } from "../rollout/mod.ts";
 import { RewardManager, rewardManagerOptions } from "../reward/mod.ts";
 import type { Tensor } from "../tensor/mod.ts";
-import { criticEnabled, type PpoConfig } from "../config/mod.ts";
+import { ConfigError, criticEnabled, type PpoConfig } from "../config/mod.ts";
 import type { Optimizer } from "./optimizer_step.ts";
 import { DataLoader, type PromptItem } from "../data/mod.ts";
 import type { CheckpointStore, RolloutFn, TrainerParts } from "./parts.ts";
@@ -86,12 +86,14 @@ export interface RolloutPrecision {
 /**
  * `rollout.dtype` on this GPU: float16 is an f16 KV cache on any adapter, and f16 weights where
  * the GPU has shader-f16; without it the weights stay f32 and `notice` hears one line saying so.
+ * `headDim` (when the model is known): float16 needs a head size that is a multiple of 4.
  */
 export function rolloutPrecision(
   dtype: "float32" | "float16",
-  o: { key: string; notice: (line: string) => void },
+  o: { key: string; headDim?: number; notice: (line: string) => void },
 ): RolloutPrecision {
   if (dtype !== "float16") return { kvDtype: "f32", f16Weights: false };
+  if (o.headDim !== undefined) checkHalfCache(o.key, o.headDim);
   const f16Weights = gpu().hasF16;
   if (!f16Weights) {
     o.notice(
@@ -100,6 +102,16 @@ export function rolloutPrecision(
     );
   }
   return { kvDtype: "f16", f16Weights };
+}
+
+/** rollout.dtype=float16 with a model of head size `headDim`: its KV cache packs halves by 4. */
+export function checkHalfCache(key: string, headDim: number): void {
+  if (headDim % 4 === 0) return;
+  throw new ConfigError(
+    key,
+    `${key}=float16 needs a head size that is a multiple of 4 (its KV cache packs halves); ` +
+      `this model's is ${headDim}: use float32`,
+  );
 }
 
 /**
@@ -236,6 +248,7 @@ export function buildTrainerParts(o: BuildOptions): TrainerParts {
     rollout: rolloutFor(actorModel, o.tokenizer, o.eosTokenIds, {
       precision: rolloutPrecision(a.rollout.dtype, {
         key: "actor_rollout_ref.rollout.dtype",
+        headDim: o.actor.config.headDim,
         notice: o.print ?? console.warn,
       }),
     }),

@@ -25,7 +25,7 @@ import { tinyModelConfig } from "../nn/mod.ts";
 import { generate } from "../rollout/mod.ts";
 import { generateConversations, type GenerationModel } from "./main_generation_agent.ts";
 import { checkAgentUsed } from "./agent.ts";
-import { rolloutPrecision } from "./build.ts";
+import { checkHalfCache, rolloutPrecision } from "./build.ts";
 
 export interface GenerationSummary {
   rows: number;
@@ -211,6 +211,14 @@ export async function runGeneration(
   const precision = rolloutPrecision(cfg.rollout.dtype, { key: "rollout.dtype", notice: print });
   const loaded = await options.loadModel(precision.f16Weights ? "float16" : cfg.model.dtype);
   const kvDtype = precision.kvDtype;
+  if (kvDtype === "f16") {
+    try {
+      checkHalfCache("rollout.dtype", loaded.network.config.headDim);
+    } catch (e) {
+      loaded.network.dispose();
+      throw e;
+    }
+  }
   if (agent) return await runAgentGeneration(rows, loaded, cfg, { print, kvDtype });
   const { network: model, tokenizer, eosTokenIds, source } = loaded;
   const r = cfg.rollout, n = cfg.data.n_samples;

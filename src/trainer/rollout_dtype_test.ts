@@ -90,12 +90,18 @@ Deno.test("rollout.dtype takes float32 (the default) or float16, and names the k
 gpuTest("rolloutPrecision: float16 is an f16 KV cache, f16 weights only with shader-f16", () => {
   const lines: string[] = [];
   const notice = (line: string) => lines.push(line);
-  assert.deepEqual(rolloutPrecision("float32", { key: KEY, notice }), {
+  const o = { key: KEY, headDim: 16, notice };
+  assert.deepEqual(rolloutPrecision("float32", { ...o, headDim: 6 }), {
     kvDtype: "f32",
     f16Weights: false,
   });
   assert.deepEqual(lines, []);
-  const half = rolloutPrecision("float16", { key: KEY, notice });
+  assert.throws(
+    () => rolloutPrecision("float16", { ...o, headDim: 6 }),
+    (e: unknown) =>
+      e instanceof ConfigError && e.key === KEY && /multiple of 4.* is 6/.test(e.message),
+  );
+  const half = rolloutPrecision("float16", o);
   assert.deepEqual(half, { kvDtype: "f16", f16Weights: gpu().hasF16 });
   if (gpu().hasF16) assert.deepEqual(lines, []);
   else {

@@ -16,11 +16,12 @@ import {
   type GenerationSummary,
   runGeneration,
   tinyGenerationModel,
+  type WeightsDtype,
 } from "../trainer/mod.ts";
 
 const USAGE = `usage: deno task generate [config.yaml ...] [key=value ...]
 keys: data.{path,prompt_key,n_samples,output_path,batch_size,max_prompt_length,truncation},
-      model.{path,dtype}, rollout.{temperature,top_k,top_p,do_sample,prompt_length,
+      model.{path,dtype}, rollout.{dtype,temperature,top_k,top_p,do_sample,prompt_length,
       response_length,ignore_eos}, trainer.seed,
       rollout.multi_turn.{enable,tool_config_path,interaction_config_path,max_assistant_turns,
       max_user_turns,...} (multi-turn: adds a conversations column)`;
@@ -33,7 +34,7 @@ export async function main(
   const print = options.print ?? console.log;
   const cfg = loadConfig("generation", splitArgs(args));
   print(formatConfig(cfg).trimEnd());
-  const s = await runGeneration(cfg, { print, loadModel: () => modelOf(cfg) });
+  const s = await runGeneration(cfg, { print, loadModel: (dtype) => modelOf(cfg, dtype) });
   print(
     `wrote ${s.responses} responses for ${s.rows} prompts to ${s.outputPath} ` +
       `(${s.seconds.toFixed(1)} s, ${s.tokensPerSecond.toFixed(1)} tokens/s)`,
@@ -42,11 +43,11 @@ export async function main(
 }
 
 /** model.path through the library surface, or the built-in tiny model when it is null. */
-async function modelOf(cfg: GenerationConfig): Promise<GenerationModel> {
+async function modelOf(cfg: GenerationConfig, dtype: WeightsDtype): Promise<GenerationModel> {
   const path = cfg.model.path;
-  if (!path) return tinyGenerationModel(cfg);
+  if (!path) return tinyGenerationModel(cfg, dtype);
   try {
-    const m = await loadModel(path, { dtype: cfg.model.dtype });
+    const m = await loadModel(path, { dtype });
     return {
       network: m.network,
       tokenizer: m.tokenizer,

@@ -1,6 +1,6 @@
 /** The generator schema (verl's generation.yaml): prompts parquet in, responses parquet out. */
 import { ConfigError } from "./errors.ts";
-import { multiTurn } from "./ppo_rollout.ts";
+import { multiTurn, ROLLOUT_DTYPES } from "./ppo_rollout.ts";
 import { bool, type ConfigSchema, float, type Infer, int, oneOf, section, str } from "./schema.ts";
 
 export const generationRoot = section("Batch generation.", {
@@ -32,10 +32,22 @@ export const generationRoot = section("Batch generation.", {
     path: str(null, "Hugging Face model folder; null uses the built-in tiny model.", {
       isPath: true,
     }),
-    dtype: oneOf(["float32", "float16"], "float32", "Parameter dtype on the GPU."),
+    dtype: oneOf(
+      ["float32", "float16"],
+      "float32",
+      "Parameter dtype on the GPU (float16 needs shader-f16; rollout.dtype=float16 loads f16 too).",
+    ),
   }),
   rollout: section("Sampling.", {
     name: oneOf(["webgpu"], "webgpu", "Generation engine."),
+    dtype: oneOf(
+      ROLLOUT_DTYPES,
+      "float32",
+      "What the engine decodes with: float16 is an f16 KV cache, and the weight matrices and " +
+        "lm_head loaded in f16 (as model.dtype=float16 does) where the GPU has shader-f16, else " +
+        "f32 with a notice; float32 is an f32 KV cache with weights as model.dtype says. verl's " +
+        "default bfloat16 does not exist on WebGPU: use float16 or float32.",
+    ),
     temperature: float(1.0, "Sampling temperature; 0 decodes greedily (argmax), as in vLLM.", {
       min: 0,
     }),

@@ -12,6 +12,15 @@ const valKwargs = section("Sampling settings used during validation.", {
   n: int(1, "Responses per validation prompt (reported as mean@n).", { min: 1 }),
 });
 
+/** `rollout.dtype` values: WebGPU has no bfloat16, verl's default. */
+export const ROLLOUT_DTYPES = ["float32", "float16"] as const;
+
+const ROLLOUT_DTYPE_DOC = "What the rollout decodes with: float16 is an f16 KV cache, and a " +
+  "per-rollout f16 copy of the weight matrices and lm_head where the GPU has shader-f16 (else " +
+  "f32 weights, with a notice); float32 is an f32 KV cache and the actor's own weights (a LoRA " +
+  "actor's frozen base is f16 where the GPU has shader-f16). verl's default bfloat16 does not " +
+  "exist on WebGPU: use float16 or float32.";
+
 const NO_REPEAT_ROLLOUTS = "it is read only by verl's CollabLLM recipe (sampling future " +
   "conversations for its LLM-judge reward manager), which is not available here";
 
@@ -71,6 +80,7 @@ export const multiTurn = section(
 
 export const ppoRollout = section("Generation engine and sampling.", {
   name: oneOf(["webgpu"], "webgpu", "Rollout engine (KV-cache decoding in WGSL)."),
+  dtype: oneOf(ROLLOUT_DTYPES, "float32", ROLLOUT_DTYPE_DOC),
   temperature: float(
     1.0,
     "Sampling temperature; 0 decodes greedily (argmax), as in vLLM. Log-probs use 1 then.",

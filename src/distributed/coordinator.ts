@@ -57,6 +57,11 @@ export interface RunInfo {
    * run scores with a custom reward function, which stays on the trainer (workers send no scores).
    */
   reward: Pick<RewardManagerOptions, "manager" | "overlongBuffer"> | null;
+  /**
+   * actor_rollout_ref.rollout.dtype (absent: float32): float16 decodes with an f16 KV cache. The
+   * weights are f16 where the worker's GPU has shader-f16 whatever it says (versions come as f16).
+   */
+  rolloutDtype?: "float32" | "float16";
 }
 
 export type JobSpec = Omit<Job, "epoch" | "step" | "version">;

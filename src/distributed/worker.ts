@@ -175,6 +175,9 @@ async function loadRun(os: ObjectStore, o: WorkerOptions, epoch?: string): Promi
   const data = await os.getBlob("run");
   if (!data) throw new Error(`the run ${o.prefix} has no run info yet`);
   const info = await unframe(data, "run info") as RunInfo;
+  if (info.rolloutDtype !== undefined && !["float32", "float16"].includes(info.rolloutDtype)) {
+    throw new Error(`the run info's rolloutDtype ${info.rolloutDtype} is not float32 or float16`);
+  }
   const tokenizer = tokenizerFromFiles(info.tokenizerFiles, { source: "run info" });
   const reward = info.reward ? new RewardManager({ tokenizer, log: o.log, ...info.reward }) : null;
   return { info, tokenizer, reward, epoch };
@@ -219,6 +222,7 @@ async function runJobs(group: { msg: JsMsg; job: Job }[], ctx: JobContext): Prom
     padTokenId: ctx.tokenizer.padTokenId,
     seed: first.seed,
     returnLogProbs: true,
+    kvDtype: ctx.info.rolloutDtype === "float16" ? "f16" : "f32",
   });
   const rows = (a: Int32Array | Float32Array, b: number) => a.slice(b * n * R, (b + 1) * n * R);
   const scored = await ctx.reward?.score({

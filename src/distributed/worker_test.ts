@@ -1,6 +1,10 @@
 import assert from "node:assert/strict";
+import { gpu } from "../gpu/mod.ts";
+import { f32ToF16Into, parseModelConfig } from "../io/mod.ts";
+import { CausalLM, type KvDtype } from "../nn/mod.ts";
 import { ARITHMETIC_DATA_SOURCE } from "../reward/mod.ts";
-import { gpuTest } from "../testing/mod.ts";
+import { generate } from "../rollout/mod.ts";
+import { assertClose, gpuTest } from "../testing/mod.ts";
 import { connectNats } from "./connect.ts";
 import { Coordinator, type JobSpec } from "./coordinator.ts";
 import { natsTestsEnabled, tinyModel, withServer } from "./test_server.ts";
@@ -169,4 +173,64 @@ if (enabled) {
       });
     },
   );
+
+  gpuTest("distributed: a worker decodes with the run info's rollout dtype", async () => {
+    await withServer(PREFIX, async (s) => {
+      const tiny = await tinyModel();
+      const nc = await connectNats(s.url, { nkeySeed: s.trainerSeed });
+      const coord = await Coordinator.open(nc, coordinatorOptions);
+      await coord.publishRunInfo({
+        tokenizerFiles: tiny.tokenizerFiles,
+        eosTokenIds: [],
+        reward: null,
+        rolloutDtype: "float16",
+      });
+      // Less confident weights than the trained ones, so that halves change some log-probs.
+      const other = new Map([...tiny.tensors].map(([k, x]) => [k, x.map((v) => v * 1.7)]));
+      await coord.publishWeights(0, tiny.modelConfig, other);
+      const [job] = jobs(1, 1).map((j) => ({
+        ...j,
+        promptIds: [10, 20, 30, 40, 12, 13],
+        responseLength: 8,
+        sampling: { ...j.sampling, doSample: false },
+      }));
+      await coord.submit(1, 0, [job]);
+      const wnc = await connectNats(s.url, { nkeySeed: s.workerSeed });
+      const done = new AbortController();
+      const worker = runWorker(wnc, { prefix: PREFIX, workerId: "w", signal: done.signal });
+      const { trajectories: [t] } = await coord.collect(1);
+      done.abort();
+      await worker;
+      // The weights as the worker holds them (published as halves), decoded here with each cache.
+      const halves = new Map([...other].map(([name, x]) => {
+        const h = new Uint16Array(x.length);
+        f32ToF16Into(x, h);
+        return [name, h];
+      }));
+      const model = CausalLM.fromTensors(parseModelConfig(tiny.modelConfig), halves, {
+        dtype: gpu().hasF16 ? "f16" : "f32",
+      });
+      const local = async (kvDtype: KvDtype) =>
+        (await generate(model, {
+          inputIds: Int32Array.from(job.promptIds),
+          attentionMask: new Int32Array(job.promptIds.length).fill(1),
+          batch: 1,
+          promptLength: job.promptIds.length,
+          n: job.n,
+          responseLength: job.responseLength,
+          doSample: false,
+          eosTokenIds: [],
+          padTokenId: 0,
+          seed: job.seed,
+          returnLogProbs: true,
+          kvDtype,
+        })).logProbs!;
+      const [f16, f32] = [await local("f16"), await local("f32")];
+      model.dispose();
+      assert.notDeepEqual(f16, f32, "the caches give other log-probs");
+      assertClose(t.logProbs, f16, { atol: 1e-6, rtol: 1e-6, label: "the worker's log-probs" });
+      await wnc.close();
+      await coord.close();
+    });
+  });
 }

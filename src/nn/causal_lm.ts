@@ -4,16 +4,18 @@
  * over the shared decoder trunk.
  */
 import type { ModelConfig } from "../io/mod.ts";
-import { attention, cast, fmtShape, linear, lmHeadLogprob, noGrad } from "../tensor/mod.ts";
+import { gpu } from "../gpu/mod.ts";
+import { attention, cast, fmtShape, linear, lmHeadLogprob, noGrad, scope } from "../tensor/mod.ts";
 import { type LmHeadLogprobResult, Tensor } from "../tensor/mod.ts";
 import { KvCache, type KvDtype, lastStep } from "./kv_cache.ts";
-import { mergedWeight } from "./lora.ts";
+import { type LoraPair, mergedWeight } from "./lora.ts";
 import { initWeights, weightShapes } from "./weights.ts";
 import type { LayerAttention } from "./layers.ts";
 import {
   DecoderTrunk,
   EMBED,
   type ForwardOptions,
+  isMatrix,
   type LoadOptions,
   type TokenLogProbOptions,
   uploadWeights,
@@ -66,21 +68,54 @@ export class CausalLM extends DecoderTrunk {
 
   /**
    * An inference copy with every LoRA adapter merged into its weight (W + s B A, in W's dtype;
-   * the other weights and the lm_head shared, so it costs one copy of the adapted matrices): what
-   * a rollout decodes with, built after each update and disposed after use. Without adapters,
-   * the model itself.
+   * the other weights and the lm_head shared, so it costs one copy of the adapted matrices).
+   * Without adapters, the model itself. Same as `forRollout()`.
    */
   withMergedAdapters(): CausalLM {
-    const lora = this.lora;
-    if (!lora) return this;
+    return this.forRollout();
+  }
+
+  /**
+   * What a rollout decodes with, built per call and disposed after use: the LoRA adapters merged
+   * into their weights (W + s B A), and with `f16Weights` every projection matrix and the lm_head
+   * in f16, the tensors `uploadWeights` stores in f16 for dtype "f16" (embedding, norms and biases
+   * stay f32; needs shader-f16). A matrix that needs neither is shared; an adapted one is copied
+   * once (merged, then cast). The model itself when nothing changes.
+   */
+  forRollout(options: { f16Weights?: boolean } = {}): CausalLM {
+    const half = options.f16Weights === true;
+    if (half && !gpu().hasF16) {
+      throw new Error("CausalLM.forRollout: f16 weights need shader-f16, which this GPU lacks");
+    }
+    const pairs = this.lora?.pairs ?? new Map<string, LoraPair>();
+    const pairOf = (name: string) =>
+      name.endsWith(".weight") ? pairs.get(name.slice(0, -".weight".length)) : undefined;
+    const tied = this.config.tieWordEmbeddings;
+    const changes = (name: string, t: Tensor) =>
+      pairOf(name) !== undefined || (half && isMatrix(name) && t.dtype === "f32");
+    const headChanges = half && tied && this.#head.dtype === "f32";
+    if (![...this.weights].some(([name, t]) => changes(name, t)) && !headChanges) return this;
     const weights = new Map(this.weights);
     const owned: Tensor[] = [];
-    for (const [m, pair] of lora.pairs) {
-      const t = mergedWeight(weights.get(`${m}.weight`)!, pair).keep();
-      weights.set(`${m}.weight`, t);
-      owned.push(t);
+    noGrad(() => {
+      for (const [name, w] of this.weights) {
+        if (!changes(name, w)) continue;
+        const pair = pairOf(name);
+        const t = scope(() => {
+          const merged = pair ? mergedWeight(w, pair) : w;
+          return half && merged.dtype === "f32" ? cast(merged, "f16") : merged;
+        }).keep();
+        weights.set(name, t);
+        owned.push(t);
+      }
+    });
+    let head = tied ? this.#head : weights.get("lm_head.weight")!;
+    if (headChanges) {
+      // the tied table stays f32 for the embedding gather; the lm_head gets its own half copy
+      head = noGrad(() => cast(weights.get(EMBED)!, "f16")).keep();
+      owned.push(head);
     }
-    return new CausalLM(this.config, weights, undefined, { head: this.#head, owned });
+    return new CausalLM(this.config, weights, undefined, { head, owned });
   }
 
   /** Logits [B, T, V] of a padded batch through autograd. */

@@ -57,7 +57,7 @@ export interface LoadOptions {
 export const EMBED = "model.embed_tokens.weight";
 
 /** A matrix that feeds `linear` (the only weights worth storing in f16). */
-function isMatrix(name: string): boolean {
+export function isMatrix(name: string): boolean {
   return name.endsWith("_proj.weight") || name === "lm_head.weight";
 }
 

@@ -4,13 +4,14 @@
  */
 import { createKlController } from "../algos/mod.ts";
 import type { ModelConfig, Tokenizer } from "../io/mod.ts";
-import { AdamW, CausalLM, Critic, type ForwardOptions, VALUE_HEAD_WEIGHT } from "../nn/mod.ts";
+import { AdamW, CausalLM, Critic, type ForwardOptions, type KvDtype } from "../nn/mod.ts";
+import { VALUE_HEAD_WEIGHT } from "../nn/mod.ts";
 import { gpu } from "../gpu/mod.ts";
 import { type LoraStart, loraStart } from "./lora.ts";
 import { type AgentInteraction, type AgentTool, generate } from "../rollout/mod.ts";
 import { RewardManager, rewardManagerOptions } from "../reward/mod.ts";
 import type { Tensor } from "../tensor/mod.ts";
-import { criticEnabled, type PpoConfig } from "../config/mod.ts";
+import { ConfigError, criticEnabled, type PpoConfig } from "../config/mod.ts";
 import type { Optimizer } from "./optimizer_step.ts";
 import { DataLoader, type PromptItem } from "../data/mod.ts";
 import type { CheckpointStore, RolloutFn, TrainerParts } from "./parts.ts";
@@ -74,24 +75,70 @@ export function makeOptimizer(
   return { adamw, params: list };
 }
 
+/** What `rollout.dtype` asks of the rollout on this GPU. */
+export interface RolloutPrecision {
+  /** Element type of the KV cache. */
+  kvDtype: KvDtype;
+  /** Decode with f16 matrices (a per-call copy when the model's are f32). */
+  f16Weights: boolean;
+}
+
+/**
+ * `rollout.dtype` on this GPU: float16 is an f16 KV cache on any adapter, and f16 weights where
+ * the GPU has shader-f16; without it the weights stay f32 and `notice` hears one line saying so.
+ * `headDim` (when the model is known): float16 needs a head size that is a multiple of 4.
+ */
+export function rolloutPrecision(
+  dtype: "float32" | "float16",
+  o: { key: string; headDim?: number; notice: (line: string) => void },
+): RolloutPrecision {
+  if (dtype !== "float16") return { kvDtype: "f32", f16Weights: false };
+  if (o.headDim !== undefined) checkHalfCache(o.key, o.headDim);
+  const f16Weights = gpu().hasF16;
+  if (!f16Weights) {
+    o.notice(
+      `${o.key}=float16: this GPU has no shader-f16, so the rollout decodes f32 weights ` +
+        "(with an f16 KV cache)",
+    );
+  }
+  return { kvDtype: "f16", f16Weights };
+}
+
+/** rollout.dtype=float16 with a model of head size `headDim`: its KV cache packs halves by 4. */
+export function checkHalfCache(key: string, headDim: number): void {
+  if (headDim % 4 === 0) return;
+  throw new ConfigError(
+    key,
+    `${key}=float16 needs a head size that is a multiple of 4 (its KV cache packs halves); ` +
+      `this model's is ${headDim}: use float32`,
+  );
+}
+
 /**
  * Wraps the generation engine into the controller's rollout function. A LoRA actor decodes a
  * copy of its adapted matrices with the adapters merged in, rebuilt per call: cheaper than the
- * adapters' extra products in every decode step (README, LoRA); `mergeLora: false` decodes
- * through the adapters instead (benchmarks).
+ * adapters' extra products in every decode step (README, LoRA); with `precision.f16Weights` that
+ * copy (of every matrix then) is f16 (CausalLM.forRollout). `mergeLora: false` decodes the model
+ * as it is, through the adapters, in its own dtypes (benchmarks).
  */
 export function rolloutFor(
   model: CausalLM,
   tokenizer: Tokenizer,
   eosTokenIds: number[] = [tokenizer.eosTokenId],
-  options: { mergeLora?: boolean } = {},
+  options: { mergeLora?: boolean; precision?: RolloutPrecision } = {},
 ): RolloutFn {
+  const precision = options.precision ?? { kvDtype: "f32", f16Weights: false };
   return async (prompts, o) => {
-    const merged = options.mergeLora === false ? model : model.withMergedAdapters();
+    const copy = options.mergeLora === false
+      ? model
+      : model.forRollout({ f16Weights: precision.f16Weights });
     try {
-      return await rolloutWith(merged, tokenizer, eosTokenIds, prompts, o);
+      return await rolloutWith(copy, tokenizer, eosTokenIds, prompts, {
+        ...o,
+        kvDtype: precision.kvDtype,
+      });
     } finally {
-      if (merged !== model) merged.dispose();
+      if (copy !== model) copy.dispose();
     }
   };
 }
@@ -101,7 +148,7 @@ async function rolloutWith(
   tokenizer: Tokenizer,
   eosTokenIds: number[],
   prompts: Parameters<RolloutFn>[0],
-  o: Parameters<RolloutFn>[1],
+  o: Parameters<RolloutFn>[1] & { kvDtype: KvDtype },
 ): ReturnType<RolloutFn> {
   const out = await generate(model, {
     inputIds: prompts.inputIds,
@@ -119,6 +166,7 @@ async function rolloutWith(
     seed: o.seed,
     returnLogProbs: o.returnLogProbs ?? false,
     onProgress: o.onProgress,
+    kvDtype: o.kvDtype,
   });
   return { responses: out.responses, responseMask: out.responseMask, logProbs: out.logProbs };
 }
@@ -197,7 +245,13 @@ export function buildTrainerParts(o: BuildOptions): TrainerParts {
     actor: { model: actorModel, optimizer: makeOptimizer(actorModel.trainable(), a.actor.optim) },
     ref: refModel,
     critic,
-    rollout: rolloutFor(actorModel, o.tokenizer, o.eosTokenIds),
+    rollout: rolloutFor(actorModel, o.tokenizer, o.eosTokenIds, {
+      precision: rolloutPrecision(a.rollout.dtype, {
+        key: "actor_rollout_ref.rollout.dtype",
+        headDim: o.actor.config.headDim,
+        notice: o.print ?? console.warn,
+      }),
+    }),
     trainLoader: new DataLoader(o.trainItems, {
       batchSize: cfg.data.gen_batch_size,
       shuffle: cfg.data.shuffle,

@@ -1,15 +1,13 @@
 /**
  * verl's main_generation: a parquet of prompts in, the same rows plus a `responses` column (a list
- * of `data.n_samples` strings per row) out. Prompts go through the model's chat template and are
- * submitted `data.batch_size` at a time (n_samples requests each) to one continuous-batching
- * engine over a paged KV cache (`rollout.max_num_seqs` sequences in flight, `kv_cache_tokens`
- * positions). With `rollout.multi_turn.enable` each row runs the agent loop instead
- * (main_generation_agent.ts).
+ * of `data.n_samples` strings per row) out. Prompts, through the model's chat template, go
+ * `data.batch_size` at a time to one continuous-batching engine (rollout.max_num_seqs,
+ * kv_cache_tokens). `rollout.multi_turn.enable` runs the agent loop (main_generation_agent.ts).
  */
 import { initGpu } from "../gpu/mod.ts";
 import { charTokenizer } from "../io/mod.ts";
 import type { Tokenizer } from "../io/mod.ts";
-import { CausalLM } from "../nn/mod.ts";
+import { CausalLM, type KvDtype } from "../nn/mod.ts";
 import { checkContextLength, ConfigError, type GenerationConfig } from "../config/mod.ts";
 import {
   DataError,
@@ -23,10 +21,10 @@ import {
   writeParquet,
 } from "../data/mod.ts";
 import { tinyModelConfig } from "../nn/mod.ts";
-import { mixSeed } from "../tensor/mod.ts";
-import { Engine } from "../rollout/mod.ts";
+import { Engine, submitPrompts } from "../rollout/mod.ts";
 import { generateConversations, type GenerationModel } from "./main_generation_agent.ts";
 import { checkAgentUsed } from "./agent.ts";
+import { checkHalfCache, rolloutPrecision } from "./build.ts";
 
 export interface GenerationSummary {
   rows: number;
@@ -39,43 +37,49 @@ export interface GenerationSummary {
 
 export type { GenerationModel };
 
-/** `model.path=null`: the built-in tiny model (random weights) with the character tokenizer. */
-export function tinyGenerationModel(cfg: GenerationConfig): GenerationModel {
+/** Parameter dtype of the loaded weights: model.dtype, or float16 for an f16 rollout. */
+export type WeightsDtype = "float32" | "float16";
+
+/**
+ * `model.path=null`: the built-in tiny model (random weights) with the character tokenizer, its
+ * weights in `dtype` (default model.dtype).
+ */
+export function tinyGenerationModel(
+  cfg: GenerationConfig,
+  dtype: WeightsDtype = cfg.model.dtype,
+): GenerationModel {
   const tokenizer = charTokenizer();
   const config = tinyModelConfig({
     vocabSize: tokenizer.vocabSize,
     eosTokenId: tokenizer.eosTokenId,
   });
-  const dtype = cfg.model.dtype === "float16" ? "f16" : "f32";
   return {
-    network: CausalLM.random(config, { seed: cfg.trainer.seed, dtype }),
+    network: CausalLM.random(config, {
+      seed: cfg.trainer.seed,
+      dtype: dtype === "float16" ? "f16" : "f32",
+    }),
     tokenizer,
     eosTokenIds: [tokenizer.eosTokenId],
     source: "the built-in tiny model, model.path=null",
   };
 }
 
-/** Positions per block of the engine's KV cache (vLLM's default). */
-const BLOCK_SIZE = 16;
+const BLOCK_SIZE = 16; // positions per block of the engine's KV cache (vLLM's default)
 
-/**
- * The engine's KV capacity in positions: `rollout.kv_cache_tokens`, or by default as many
- * sequences of the longest prompt plus response_length as can run at once.
- */
+/** rollout.kv_cache_tokens, or by default every sequence in flight at its longest. */
 function kvCacheTokens(cfg: GenerationConfig, longestPrompt: number): number {
-  const r = cfg.rollout, one = longestPrompt + r.response_length;
-  const key = "rollout.kv_cache_tokens";
+  const r = cfg.rollout, one = longestPrompt + r.response_length, key = "rollout.kv_cache_tokens";
   if (r.kv_cache_tokens === null) {
     return Math.min(r.max_num_seqs, cfg.data.batch_size * cfg.data.n_samples) * one;
   }
-  if (Math.ceil(r.kv_cache_tokens / BLOCK_SIZE) < Math.ceil(one / BLOCK_SIZE)) {
-    throw new ConfigError(
-      key,
-      `${key}=${r.kv_cache_tokens} cannot hold one sequence: the longest prompt plus ` +
-        `rollout.response_length is ${one} positions; raise it to at least ${one} (or null)`,
-    );
+  if (Math.ceil(r.kv_cache_tokens / BLOCK_SIZE) >= Math.ceil(one / BLOCK_SIZE)) {
+    return r.kv_cache_tokens;
   }
-  return r.kv_cache_tokens;
+  throw new ConfigError(
+    key,
+    `${key}=${r.kv_cache_tokens} cannot hold one sequence: the longest prompt plus ` +
+      `rollout.response_length is ${one} positions; raise it to at least ${one} (or null)`,
+  );
 }
 
 /** The prompts' token ids, cut as data.truncation says, with a line on what was cut. */
@@ -155,13 +159,13 @@ async function runAgentGeneration(
   rows: Row[],
   m: GenerationModel,
   cfg: GenerationConfig,
-  print: (line: string) => void,
+  o: { print: (line: string) => void; kvDtype: KvDtype },
 ): Promise<GenerationSummary> {
   let start = performance.now();
   let out;
   try {
     out = await generateConversations(rows, m, cfg, {
-      print,
+      ...o,
       beforeStart: (longest) => {
         checkContextLength({
           maxPromptLength: longest.length,
@@ -196,13 +200,20 @@ async function runAgentGeneration(
   };
 }
 
-/** Runs the whole job; `print` receives progress lines. */
+/**
+ * Runs the whole job; `print` receives progress lines. rollout.dtype=float16 decodes with an f16
+ * KV cache and loads the weights in f16 where the GPU has shader-f16 (no f32 copy is kept: the
+ * generator only decodes), as model.dtype=float16 would.
+ */
 export async function runGeneration(
   cfg: GenerationConfig,
   options: {
     print?: (line: string) => void;
-    /** Loads the model once the data is known good (the CLI reads folders through src/mod.ts). */
-    loadModel: () => Promise<GenerationModel>;
+    /**
+     * Loads the model in `dtype` once the data is known good (the CLI reads folders through
+     * src/mod.ts).
+     */
+    loadModel: (dtype: WeightsDtype) => Promise<GenerationModel>;
   },
 ): Promise<GenerationSummary> {
   const print = options.print ?? console.log;
@@ -214,8 +225,18 @@ export async function runGeneration(
   const agent = agentRows(rows, cfg);
   checkAgentUsed(cfg.rollout.multi_turn, { prefix: "rollout.multi_turn", agentRows: agent });
   await initGpu();
-  const loaded = await options.loadModel();
-  if (agent) return await runAgentGeneration(rows, loaded, cfg, print);
+  const precision = rolloutPrecision(cfg.rollout.dtype, { key: "rollout.dtype", notice: print });
+  const loaded = await options.loadModel(precision.f16Weights ? "float16" : cfg.model.dtype);
+  const kvDtype = precision.kvDtype;
+  if (kvDtype === "f16") {
+    try {
+      checkHalfCache("rollout.dtype", loaded.network.config.headDim);
+    } catch (e) {
+      loaded.network.dispose();
+      throw e;
+    }
+  }
+  if (agent) return await runAgentGeneration(rows, loaded, cfg, { print, kvDtype });
   const { network: model, tokenizer, eosTokenIds, source } = loaded;
   const r = cfg.rollout, n = cfg.data.n_samples;
   const responses: string[][] = [];
@@ -234,36 +255,25 @@ export async function runGeneration(
       promptLabel: `the longest prompt (${ids[longest].length} tokens, row ${longest} of ` +
         `${cfg.data.path})`,
     });
-    const kvTokens = kvCacheTokens(cfg, ids[longest].length);
     const engine = new Engine(model, {
       maxSeqs: r.max_num_seqs,
       blockSize: BLOCK_SIZE,
-      numBlocks: Math.ceil(kvTokens / BLOCK_SIZE),
+      numBlocks: Math.ceil(kvCacheTokens(cfg, ids[longest].length) / BLOCK_SIZE),
       eosTokenIds: r.ignore_eos ? [] : eosTokenIds,
       padTokenId: tokenizer.padTokenId,
+      kvDtype,
       sampling: { temperature: r.temperature, topK: r.top_k, topP: r.top_p, doSample: r.do_sample },
     });
     start = performance.now();
     try {
       for (let at = 0; at < rows.length; at += cfg.data.batch_size) {
         const chunk = ids.slice(at, at + cfg.data.batch_size);
-        // Sample j of row i draws with its own seed, whatever runs beside it.
-        const results = await Promise.all(
-          chunk.flatMap((promptIds, b) =>
-            Array.from({ length: n }, (_, j) =>
-              engine.submit({
-                promptIds,
-                maxTokens: r.response_length,
-                seed: mixSeed(cfg.trainer.seed, (at + b) * n + j),
-              }))
-          ),
-        );
-        for (let b = 0; b < chunk.length; b++) {
-          const texts = results.slice(b * n, (b + 1) * n).map((res) => {
-            tokens += res.tokens.length;
-            return tokenizer.decode(res.tokens, { skipSpecialTokens: true });
-          });
-          responses.push(texts);
+        const o = { n, maxTokens: r.response_length, seed: cfg.trainer.seed, first: at };
+        for (const samples of await submitPrompts(engine, chunk, o)) {
+          tokens += samples.reduce((a, res) => a + res.tokens.length, 0);
+          const decode = (res: { tokens: Int32Array }) =>
+            tokenizer.decode(res.tokens, { skipSpecialTokens: true });
+          responses.push(samples.map(decode));
         }
         print(`generated ${Math.min(at + chunk.length, rows.length)}/${rows.length} prompts`);
       }

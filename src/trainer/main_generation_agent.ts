@@ -18,7 +18,7 @@ import {
   closeAgentEnv,
   loadAgentEnv,
 } from "./agent.ts";
-import type { CausalLM } from "../nn/mod.ts";
+import type { CausalLM, KvDtype } from "../nn/mod.ts";
 
 /** A model ready to generate with, and where its context length came from (for messages). */
 export interface GenerationModel {
@@ -50,7 +50,12 @@ export async function generateConversations(
   rows: Row[],
   m: GenerationModel,
   cfg: GenerationConfig,
-  o: { print: (line: string) => void; beforeStart: (longest: AgentGeneration["longest"]) => void },
+  o: {
+    print: (line: string) => void;
+    beforeStart: (longest: AgentGeneration["longest"]) => void;
+    /** rollout.dtype's KV cache (default f32). */
+    kvDtype?: KvDtype;
+  },
 ): Promise<AgentGeneration> {
   const mt = cfg.rollout.multi_turn, r = cfg.rollout, n = cfg.data.n_samples;
   const file = cfg.data.path, column = cfg.data.prompt_key;
@@ -122,6 +127,7 @@ export async function generateConversations(
             eosTokenIds: r.ignore_eos ? [] : m.eosTokenIds,
             padTokenId: m.tokenizer.padTokenId,
             seed: deriveSeed(seed, req.turn),
+            kvDtype: o.kvDtype,
           }),
         options,
       );

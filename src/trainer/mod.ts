@@ -26,6 +26,8 @@ export {
   makeOptimizer,
   type ModelWeights,
   rolloutFor,
+  type RolloutPrecision,
+  rolloutPrecision,
 } from "./build.ts";
 export { readWeights, runFolder, setupTrainer, tokenizerFromFiles } from "./setup.ts";
 export { attachRemote, type RemoteSetupOptions } from "./remote_setup.ts";
@@ -52,6 +54,7 @@ export {
   type GenerationSummary,
   runGeneration,
   tinyGenerationModel,
+  type WeightsDtype,
 } from "./main_generation.ts";
 export { mergeLoraFolder, type MergeSummary } from "./merge_lora.ts";
 export {

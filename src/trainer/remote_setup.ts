@@ -43,6 +43,7 @@ export async function attachRemote(parts: TrainerParts, o: RemoteSetupOptions): 
     tokenizerFiles: o.tokenizerFiles,
     eosTokenIds: o.eosTokenIds,
     reward: cfg.custom_reward_function.path === null ? rewardManagerOptions(cfg) : null,
+    rolloutDtype: cfg.actor_rollout_ref.rollout.dtype,
   });
   const loader = new PeekLoader(parts.trainLoader);
   parts.trainLoader = loader;

@@ -10,6 +10,7 @@
 
 #include "grid.wgsl"
 #include "rope_angle.wgsl"
+#include "rope_cache_write.wgsl"
 
 #const WG: u32
 #const PACKED: bool
@@ -26,32 +27,7 @@ struct Params {
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read_write> q: array<f32>;
-@group(0) @binding(2) var<storage, read_write> k: array<f32>;
-@group(0) @binding(3) var<storage, read> v: array<f32>;
-@group(0) @binding(4) var<storage, read> pos: array<i32>;
-@group(0) @binding(5) var<storage, read> inv_freq: array<f32>;
-@group(0) @binding(6) var<storage, read_write> k_cache: array<u32>;
-@group(0) @binding(7) var<storage, read_write> v_cache: array<u32>;
 @group(0) @binding(8) var<storage, read> table: array<i32>; // [B, stride]
-
-// Rotates pair d of q or k head h of row b in place; for a k head returns the rotated k pair and
-// the v pair at the same place (k1, k2, v1, v2).
-fn rotate_at(b: u32, h: u32, d: u32) -> vec4f {
-  let cs = scaled_cos_sin(f32(pos[b]) * inv_freq[d], p.scale, 1.0);
-  if (h < p.hq) {
-    let base = (b * p.hq + h) * 2u * p.half + d;
-    let r = rotate_pair(q[base], q[base + p.half], cs);
-    q[base] = r.x;
-    q[base + p.half] = r.y;
-    return vec4f();
-  }
-  let base = (b * p.hkv + h - p.hq) * 2u * p.half + d;
-  let rk = rotate_pair(k[base], k[base + p.half], cs);
-  k[base] = rk.x;
-  k[base + p.half] = rk.y;
-  return vec4f(rk.x, rk.y, v[base], v[base + p.half]);
-}
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
@@ -60,31 +36,12 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   if (i >= p.n) {
     return;
   }
-  let per_row = select(p.half, p.half / 2u, PACKED);
-  let row = i / per_row; // (b, head of q or k)
-  let d = (i % per_row) * select(1u, 2u, PACKED);
-  let heads = p.hq + p.hkv;
-  let b = row / heads;
-  let h = row % heads;
-  let x = rotate_at(b, h, d);
-  var y = vec4f();
-  if (PACKED) { y = rotate_at(b, h, d + 1u); }
-  if (h < p.hq) {
+  let it = rotate_invocation(i); // row = b
+  if (it.h < p.hq) {
     return;
   }
-  let hk = h - p.hq;
+  let b = it.row;
   let s = u32(table[b * p.stride] - 1);
   let blk = u32(table[b * p.stride + 1u + s / p.bs]);
-  let dst = ((blk * p.bs + s % p.bs) * p.hkv + hk) * 2u * p.half + d;
-  if (PACKED) {
-    k_cache[dst / 2u] = pack2x16float(vec2f(x.x, y.x));
-    k_cache[(dst + p.half) / 2u] = pack2x16float(vec2f(x.y, y.y));
-    v_cache[dst / 2u] = pack2x16float(vec2f(x.z, y.z));
-    v_cache[(dst + p.half) / 2u] = pack2x16float(vec2f(x.w, y.w));
-  } else {
-    k_cache[dst] = bitcast<u32>(x.x);
-    k_cache[dst + p.half] = bitcast<u32>(x.y);
-    v_cache[dst] = bitcast<u32>(x.z);
-    v_cache[dst + p.half] = bitcast<u32>(x.w);
-  }
+  store_kv(((blk * p.bs + s % p.bs) * p.hkv + it.h - p.hq) * 2u * p.half + it.d, it.x, it.y);
 }

@@ -10,6 +10,7 @@
 
 #include "grid.wgsl"
 #include "rope_angle.wgsl"
+#include "rope_cache_write.wgsl"
 
 #const WG: u32
 #const PACKED: bool
@@ -30,31 +31,6 @@ struct Params {
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read_write> q: array<f32>;
-@group(0) @binding(2) var<storage, read_write> k: array<f32>;
-@group(0) @binding(3) var<storage, read> v: array<f32>;
-@group(0) @binding(4) var<storage, read> pos: array<i32>;
-@group(0) @binding(5) var<storage, read> inv_freq: array<f32>;
-@group(0) @binding(6) var<storage, read_write> k_cache: array<u32>;
-@group(0) @binding(7) var<storage, read_write> v_cache: array<u32>;
-
-// Rotates pair d of q or k head h of (s, t) = bt in place; for a k head returns the rotated k
-// pair and the v pair at the same place (k1, k2, v1, v2).
-fn rotate_at(bt: u32, h: u32, d: u32) -> vec4f {
-  let cs = scaled_cos_sin(f32(pos[bt]) * inv_freq[d], p.scale, 1.0);
-  if (h < p.hq) {
-    let base = (bt * p.hq + h) * 2u * p.half + d;
-    let r = rotate_pair(q[base], q[base + p.half], cs);
-    q[base] = r.x;
-    q[base + p.half] = r.y;
-    return vec4f();
-  }
-  let base = (bt * p.hkv + h - p.hq) * 2u * p.half + d;
-  let rk = rotate_pair(k[base], k[base + p.half], cs);
-  k[base] = rk.x;
-  k[base + p.half] = rk.y;
-  return vec4f(rk.x, rk.y, v[base], v[base + p.half]);
-}
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
@@ -63,34 +39,15 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   if (i >= p.n) {
     return;
   }
-  let per_row = select(p.half, p.half / 2u, PACKED);
-  let row = i / per_row; // (s, t, head of q or k)
-  let d = (i % per_row) * select(1u, 2u, PACKED);
-  let heads = p.hq + p.hkv;
-  let bt = row / heads;
-  let h = row % heads;
-  let x = rotate_at(bt, h, d);
-  var y = vec4f();
-  if (PACKED) { y = rotate_at(bt, h, d + 1u); }
-  if (h < p.hq) {
+  let it = rotate_invocation(i); // row = (s, t)
+  if (it.h < p.hq) {
     return;
   }
-  let hk = h - p.hq;
-  let src = bt / p.t_len;
-  let t = bt % p.t_len;
+  let hk = it.h - p.hq;
+  let src = it.row / p.t_len;
+  let t = it.row % p.t_len;
   for (var j = 0u; j < p.repeat; j++) {
     let b = src * p.repeat + j;
-    let dst = ((b * p.s_max + p.start + t) * p.hkv + hk) * 2u * p.half + d;
-    if (PACKED) {
-      k_cache[dst / 2u] = pack2x16float(vec2f(x.x, y.x));
-      k_cache[(dst + p.half) / 2u] = pack2x16float(vec2f(x.y, y.y));
-      v_cache[dst / 2u] = pack2x16float(vec2f(x.z, y.z));
-      v_cache[(dst + p.half) / 2u] = pack2x16float(vec2f(x.w, y.w));
-    } else {
-      k_cache[dst] = bitcast<u32>(x.x);
-      k_cache[dst + p.half] = bitcast<u32>(x.y);
-      v_cache[dst] = bitcast<u32>(x.z);
-      v_cache[dst + p.half] = bitcast<u32>(x.w);
-    }
+    store_kv(((b * p.s_max + p.start + t) * p.hkv + hk) * 2u * p.half + it.d, it.x, it.y);
   }
 }

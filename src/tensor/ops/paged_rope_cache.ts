@@ -3,14 +3,11 @@
  * of the rotated k and of v into that row's block of the pools, in one dispatch
  * (shaders/paged_rope_qk_cache.wgsl). Inference only.
  */
-import { gpu, packParams } from "../../gpu/mod.ts";
 import { registerOp } from "../autograd.ts";
 import { isGradEnabled } from "../grad_mode.ts";
 import { fmtShape, Tensor } from "../tensor.ts";
-import { grid1d } from "./grid.ts";
-import { check, invFreqTensor, type RopeOptions } from "./rope.ts";
-
-const WG = 256;
+import { check, type RopeOptions } from "./rope.ts";
+import { dispatchRopeIntoCache } from "./rope_cache.ts";
 
 registerOp(
   "paged_rope_qk_cache",
@@ -44,7 +41,7 @@ export function pagedRopeQKIntoCache(
   check(k, positions, options);
   const { keys, values, table } = options.cache;
   const [, bs, H, D] = keys.shape;
-  const [B, T, Hq] = q.shape;
+  const [B, T] = q.shape;
   const packed = keys.dtype === "f16";
   const ok = keys.rank === 4 && (keys.dtype === "f32" || (packed && D % 4 === 0)) &&
     values.dtype === keys.dtype && keys.shape.every((d, i) => d === values.shape[i]) &&
@@ -63,24 +60,18 @@ export function pagedRopeQKIntoCache(
   if (isGradEnabled() && (q.requiresGrad || k.requiresGrad || v.requiresGrad)) {
     throw new Error("pagedRopeQKIntoCache: inference only (rotates in place); use ropeQK to train");
   }
-  const invFreq = invFreqTensor(D, options);
-  const n = B * (Hq + H) * D / (packed ? 4 : 2);
-  if (n > 0) {
-    gpu().dispatch({ shader: "paged_rope_qk_cache", defines: { WG, PACKED: packed } }, {
-      params: packParams([n, Hq, H, D / 2, { f32: options.scale ?? 1 }, table.shape[1], bs]),
-      buffers: [
-        q.buffer,
-        k.buffer,
-        v.buffer,
-        positions.buffer,
-        invFreq.buffer,
-        keys.buffer,
-        values.buffer,
-        table.buffer,
-      ],
-      workgroups: grid1d(n, WG),
-    });
-  }
-  if (options.invFreq !== undefined && !(options.invFreq instanceof Tensor)) invFreq.dispose();
+  dispatchRopeIntoCache({ shader: "paged_rope_qk_cache" }, {
+    q,
+    k,
+    v,
+    positions,
+    keys,
+    values,
+    table,
+  }, {
+    rows: B,
+    tail: [table.shape[1], bs],
+    rope: options,
+  });
   return [q, k];
 }

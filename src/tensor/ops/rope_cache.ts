@@ -47,7 +47,7 @@ export function ropeQKIntoCache(
   check(k, positions, options);
   const { keys, values, start } = options.cache;
   const [B, S, H, D] = keys.shape;
-  const [Bs, T, Hq] = q.shape;
+  const [Bs, T] = q.shape;
   const repeat = B / Bs;
   const desc = () =>
     `q ${fmtShape(q.shape)}, k ${fmtShape(k.shape)} ${k.dtype}, v ${fmtShape(v.shape)} ` +
@@ -71,25 +71,37 @@ export function ropeQKIntoCache(
   if (isGradEnabled() && (q.requiresGrad || k.requiresGrad || v.requiresGrad)) {
     throw new Error("ropeQKIntoCache: inference only (rotates in place); use ropeQK to train");
   }
-  const invFreq = invFreqTensor(D, options);
+  dispatchRopeIntoCache({ shader: "rope_qk_cache" }, { q, k, v, positions, keys, values }, {
+    rows: Bs * T,
+    tail: [T, S, start, repeat],
+    rope: options,
+  });
+  return [q, k];
+}
+
+/**
+ * The dispatch shared by rope_qk_cache and paged_rope_qk_cache (shaders/include/
+ * rope_cache_write.wgsl): `rows` token rows of q [rows, Hq, D] and k, v [rows, Hkv, D]; `tail`
+ * the kernel's own parameters after the common ones; `table` the paged kernel's block table.
+ */
+export function dispatchRopeIntoCache(
+  kernel: { shader: "rope_qk_cache" | "paged_rope_qk_cache" },
+  t: Record<"q" | "k" | "v" | "positions" | "keys" | "values", Tensor> & { table?: Tensor },
+  o: { rows: number; tail: number[]; rope: RopeOptions },
+): void {
+  const Hq = t.q.shape[2], H = t.k.shape[2], D = t.q.shape[3];
+  const packed = t.keys.dtype === "f16";
+  const invFreq = invFreqTensor(D, o.rope);
   // Invocations: one per pair of columns (d, d + D/2), or per two neighbouring pairs when packed.
-  const n = Bs * T * (Hq + H) * D / (packed ? 4 : 2);
+  const n = o.rows * (Hq + H) * D / (packed ? 4 : 2);
   if (n > 0) {
-    gpu().dispatch({ shader: "rope_qk_cache", defines: { WG, PACKED: packed } }, {
-      params: packParams([n, Hq, H, D / 2, { f32: options.scale ?? 1 }, T, S, start, repeat]),
-      buffers: [
-        q.buffer,
-        k.buffer,
-        v.buffer,
-        positions.buffer,
-        invFreq.buffer,
-        keys.buffer,
-        values.buffer,
-      ],
+    const inputs = [t.q, t.k, t.v, t.positions, invFreq, t.keys, t.values];
+    gpu().dispatch({ ...kernel, defines: { WG, PACKED: packed } }, {
+      params: packParams([n, Hq, H, D / 2, { f32: o.rope.scale ?? 1 }, ...o.tail]),
+      buffers: [...inputs, ...(t.table ? [t.table] : [])].map((x) => x.buffer),
       workgroups: grid1d(n, WG),
     });
   }
   // A per-call upload, not the cached table or the caller's tensor.
-  if (options.invFreq !== undefined && !(options.invFreq instanceof Tensor)) invFreq.dispose();
-  return [q, k];
+  if (o.rope.invFreq !== undefined && !(o.rope.invFreq instanceof Tensor)) invFreq.dispose();
 }

@@ -78,15 +78,35 @@ function decode(input: StepInput, rows: StepSequence[]): Tensor {
     [n, 1],
     "i32",
   );
+  // Tokens not read yet come from the last step's outputs: one copy per run of rows that keep
+  // their order (usually all of them: finished rows only leave gaps).
+  let run: { from: number; to: number; count: number } | null = null;
+  const flush = () => {
+    if (run) {
+      gpu().copy(
+        input.previous!.bufs.responses.buffer,
+        4 * run.from,
+        ids.buffer,
+        4 * run.to,
+        4 * run.count,
+      );
+    }
+    run = null;
+  };
   rows.forEach((s, i) => {
-    if (s.tokens.length === s.sampled) return;
+    if (s.tokens.length === s.sampled) return flush();
     if (!input.previous || input.previous.rows[s.row] !== s || s.sampled - s.tokens.length !== 1) {
       throw new Error(
         "engine: a running sequence's last token is neither read nor in the last step",
       );
     }
-    gpu().copy(input.previous.bufs.responses.buffer, 4 * s.row, ids.buffer, 4 * i, 4);
+    if (run && run.from + run.count === s.row && run.to + run.count === i) run.count++;
+    else {
+      flush();
+      run = { from: s.row, to: i, count: 1 };
+    }
   });
+  flush();
   // No padding: a token's position is its index in the sequence, the cache length before it.
   const positions = Int32Array.from(rows, (s) => s.cache.length);
   const { table, maxLength } = input.cache.table(rows.map((s) => s.cache));

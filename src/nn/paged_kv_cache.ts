@@ -4,7 +4,9 @@
  * free list of block ids, and per decode step a table i32 [rows, 1 + W] holding each running
  * row's length and its block ids in order, through which the paged kernels write the new token's
  * key and value (paged_rope_qk_cache) and attend over that row's own keys (attention_decode
- * PAGED). A sequence's memory is the blocks it fills, not a padded maximum length.
+ * PAGED). A sequence's memory is the blocks it fills, not a padded maximum length. Blocks are
+ * reference-counted: sequences may share full blocks (a prompt prefilled once for its samples,
+ * `share`); a block returns to the pool when its last holder releases it.
  */
 import { gpu } from "../gpu/mod.ts";
 import { pagedAttention, pagedRopeQKIntoCache, Tensor } from "../tensor/mod.ts";
@@ -19,6 +21,8 @@ export interface PagedSequence {
 
 export class PagedKvCache {
   readonly #free: number[];
+  /** Holders of each block (0 = free). */
+  readonly #refs: Int32Array;
 
   private constructor(
     readonly blockSize: number,
@@ -32,6 +36,7 @@ export class PagedKvCache {
   ) {
     // Lowest ids first out (a stack popped from the end).
     this.#free = Array.from({ length: numBlocks }, (_, i) => numBlocks - 1 - i);
+    this.#refs = new Int32Array(numBlocks);
   }
 
   static create(options: {
@@ -80,15 +85,53 @@ export class PagedKvCache {
   reserve(seq: PagedSequence, length: number): boolean {
     const more = this.blocksFor(length) - seq.blocks.length;
     if (more > this.#free.length) return false;
-    for (let i = 0; i < more; i++) seq.blocks.push(this.#free.pop()!);
+    for (let i = 0; i < more; i++) {
+      const id = this.#free.pop()!;
+      this.#refs[id] = 1;
+      seq.blocks.push(id);
+    }
     return true;
   }
 
-  /** Returns every block of `seq` to the pool and empties it. */
+  /**
+   * Appends `blocks` (held by another sequence, full ones: nobody writes them again) to `seq`,
+   * which holds them too until it is released.
+   */
+  share(seq: PagedSequence, blocks: readonly number[]): void {
+    for (const id of blocks) {
+      if (this.#refs[id] <= 0) throw new Error(`PagedKvCache.share: block ${id} is free`);
+      this.#refs[id]++;
+      seq.blocks.push(id);
+    }
+  }
+
+  /** Drops `seq`'s hold on each of its blocks (a block nobody holds returns to the pool). */
   release(seq: PagedSequence): void {
-    for (let i = seq.blocks.length - 1; i >= 0; i--) this.#free.push(seq.blocks[i]);
+    for (let i = seq.blocks.length - 1; i >= 0; i--) {
+      const id = seq.blocks[i];
+      if (--this.#refs[id] === 0) this.#free.push(id);
+    }
     seq.blocks = [];
     seq.length = 0;
+  }
+
+  /**
+   * Copies the first `rows` positions of block `from` into block `to`, in every layer (through a
+   * scratch buffer: WebGPU copies within one buffer are not allowed).
+   */
+  copyBlock(from: number, to: number, rows: number): void {
+    if (!(rows > 0 && rows <= this.blockSize)) {
+      throw new Error(`PagedKvCache.copyBlock: ${rows} rows of a block of ${this.blockSize}`);
+    }
+    const g = gpu(), stride = this.blockSize * this.rowBytes, size = rows * this.rowBytes;
+    const pools = [...this.keys, ...this.values];
+    const scratch = Tensor.empty([(pools.length * size) / 4], "f32", "paged_kv.copy");
+    try {
+      pools.forEach((t, i) => g.copy(t.buffer, from * stride, scratch.buffer, i * size, size));
+      pools.forEach((t, i) => g.copy(scratch.buffer, i * size, t.buffer, to * stride, size));
+    } finally {
+      scratch.dispose();
+    }
   }
 
   /**

@@ -11,64 +11,23 @@
  * while the next step is recorded and runs (a readback costs milliseconds of latency in Deno):
  * the host schedules one step behind the GPU. Lengths and maxTokens are known without the
  * tokens, so only an EOS is seen a step late: that sequence's token of the step already running
- * is dropped (stats.dropped) and its blocks are freed once the EOS is read.
+ * is dropped (stats.dropped) and its blocks are freed once the EOS is read. Requests with
+ * identical prompt ids (the n samples of a prompt) share one prefill of it and its full blocks
+ * (engine_prefix.ts; `sharePrefixes`).
  */
-import type { CausalLM, KvDtype } from "../nn/mod.ts";
+import type { CausalLM } from "../nn/mod.ts";
 import { PagedKvCache } from "../nn/mod.ts";
+import { prefixKey, PrefixTable } from "./engine_prefix.ts";
 import { type InFlightStep, recordStep, type StepSequence } from "./engine_step.ts";
-import { MAX_EOS_IDS, type SamplerConfig, type SamplingOptions } from "./sampler.ts";
+import type { EngineOptions, EngineRequest, EngineResult, EngineStats } from "./engine_types.ts";
+import { MAX_EOS_IDS, type SamplerConfig } from "./sampler.ts";
 
-export interface EngineOptions {
-  /** Sequences decoded together at most (verl's rollout.max_num_seqs). */
-  maxSeqs: number;
-  /** Positions per cache block (default 16). */
-  blockSize?: number;
-  /** Blocks in the pool: the KV memory is numBlocks * blockSize positions of every layer. */
-  numBlocks: number;
-  /** Element type of the cache (default f32). */
-  kvDtype?: KvDtype;
-  eosTokenIds: number[];
-  padTokenId: number;
-  /** One setting for every request (default: temperature 1, no top-k / top-p, sampling on). */
-  sampling?: Partial<SamplingOptions>;
-}
-
-export interface EngineRequest {
-  promptIds: ArrayLike<number>;
-  /** Tokens to generate at most (the EOS included). */
-  maxTokens: number;
-  /** Seeds this request's draws: token i uses (seed, i) whatever else runs. Default 0. */
-  seed?: number;
-  returnLogProbs?: boolean;
-}
-
-export interface EngineResult {
-  /** The sampled tokens, the EOS included when it ended the sequence. */
-  tokens: Int32Array;
-  /** log-prob of each token at the sampling temperature (untempered when greedy). */
-  logProbs?: Float32Array;
-  finishReason: "stop" | "length";
-}
-
-export interface EngineStats {
-  steps: number;
-  /** Prefills run (admissions, re-admissions after preemption included). */
-  prefills: number;
-  preemptions: number;
-  /** Tokens returned, over all requests. */
-  tokens: number;
-  /** Tokens sampled for a sequence whose EOS had not been read yet (the step it ran late). */
-  dropped: number;
-  numBlocks: number;
-  freeBlocks: number;
-  /** Most blocks held at once. */
-  peakBlocks: number;
-  running: number;
-  waiting: number;
-}
+export type { EngineOptions, EngineRequest, EngineResult, EngineStats };
 
 interface Sequence extends StepSequence {
   request: EngineRequest;
+  /** Its prompt as a key of shared prompts ("" when the engine shares none). */
+  key: string;
   logProbs: number[];
   done: boolean;
   resolve: (r: EngineResult) => void;
@@ -80,6 +39,10 @@ export class Engine {
   readonly #sampler: SamplerConfig;
   readonly #eos: Set<number>;
   readonly #waiting: Sequence[] = [];
+  /** Fresh (never admitted) waiting requests per prompt key. */
+  readonly #waitingKeys = new Map<string, number>();
+  readonly #prefixes: PrefixTable;
+  readonly #share: boolean;
   /** In admission order: the last is the first preempted. */
   readonly #running: Sequence[] = [];
   #loop: Promise<void> | null = null;
@@ -87,6 +50,8 @@ export class Engine {
   readonly #stats = {
     steps: 0,
     prefills: 0,
+    promptTokens: 0,
+    prefillTokens: 0,
     preemptions: 0,
     tokens: 0,
     dropped: 0,
@@ -122,6 +87,8 @@ export class Engine {
       padTokenId: options.padTokenId,
     };
     this.#eos = new Set(options.eosTokenIds);
+    this.#prefixes = new PrefixTable(this.#cache);
+    this.#share = options.sharePrefixes ?? true;
   }
 
   /** Queues a request; resolves when its sequence ends. */
@@ -143,9 +110,13 @@ export class Engine {
           `${this.#cache.blockSize}, the pool has ${this.#cache.numBlocks}`,
       );
     }
+    const key = this.#share ? prefixKey(prompt) : "";
     return new Promise<EngineResult>((resolve, reject) => {
+      this.#waitingKeys.set(key, (this.#waitingKeys.get(key) ?? 0) + 1);
       this.#waiting.push({
         prompt,
+        key,
+        prefix: null,
         tokens: [],
         sampled: 0,
         row: -1,
@@ -157,7 +128,8 @@ export class Engine {
         resolve,
         reject,
       });
-      this.#loop ??= this.#run();
+      // Started after this task: requests submitted together are scheduled together.
+      this.#loop ??= Promise.resolve().then(() => this.#run());
     });
   }
 
@@ -192,10 +164,13 @@ export class Engine {
       if (inFlight) inFlight.bufs.dispose();
       for (const s of [...this.#running, ...this.#waiting]) {
         this.#cache.release(s.cache);
+        s.prefix = null;
         s.reject(e);
       }
+      this.#prefixes.clear();
       this.#running.length = 0;
       this.#waiting.length = 0;
+      this.#waitingKeys.clear();
     } finally {
       this.#loop = null;
     }
@@ -204,7 +179,7 @@ export class Engine {
   /** Frees the newest running sequence's blocks and puts it first in the queue. */
   #preemptNewest(): Sequence {
     const s = this.#running.pop()!;
-    this.#cache.release(s.cache);
+    this.#release(s);
     this.#waiting.unshift(s);
     this.#stats.preemptions++;
     return s;
@@ -230,17 +205,26 @@ export class Engine {
       const s = this.#waiting[0];
       // A preempted sequence comes back once its tokens are all read.
       if (s.tokens.length !== s.sampled) break;
+      const fresh = s.tokens.length === 0, C = s.prompt.length + s.tokens.length;
+      // A fresh request shares its prompt with others of the same prompt, running or waiting.
+      const share = fresh && this.#share &&
+        (this.#prefixes.has(s.key) || this.#waitingKeys.get(s.key)! > 1);
       // Its context and the first token it samples (appended by the next step).
-      if (!cache.reserve(s.cache, s.prompt.length + s.tokens.length + 1)) break;
+      if (share ? !this.#prefixes.join(s, s.key) : !cache.reserve(s.cache, C + 1)) break;
+      if (fresh) this.#unwait(s.key);
       this.#waiting.shift();
       this.#running.push(s);
       admitted.push(s);
+      this.#stats.promptTokens += C;
+      if (!share) this.#count(C);
     }
     if (admitted.length + decoding.length === 0) return null;
+    const prefixes = this.#prefixes.takeCreated();
+    for (const e of prefixes) this.#count(e.ids.length);
     this.#stats.peakBlocks = Math.max(this.#stats.peakBlocks, cache.numBlocks - cache.freeBlocks);
     this.#stats.steps++;
-    this.#stats.prefills += admitted.length;
     return recordStep({
+      prefixes,
       model: this.model,
       cache,
       kvDtype: this.options.kvDtype ?? "f32",
@@ -249,6 +233,24 @@ export class Engine {
       decoding,
       previous,
     });
+  }
+
+  /** One prefill of `tokens` context tokens. */
+  #count(tokens: number): void {
+    this.#stats.prefills++;
+    this.#stats.prefillTokens += tokens;
+  }
+
+  #unwait(key: string): void {
+    const left = this.#waitingKeys.get(key)! - 1;
+    if (left > 0) this.#waitingKeys.set(key, left);
+    else this.#waitingKeys.delete(key);
+  }
+
+  /** Frees `s`'s blocks and its hold on a shared prompt. */
+  #release(s: Sequence): void {
+    this.#cache.release(s.cache);
+    this.#prefixes.leave(s);
   }
 
   /** Reads a step's tokens back and finishes the sequences that ended. */
@@ -281,7 +283,7 @@ export class Engine {
       const at = list.indexOf(s);
       if (at >= 0) list.splice(at, 1);
     }
-    this.#cache.release(s.cache);
+    this.#release(s);
     const result: EngineResult = { tokens: Int32Array.from(s.tokens), finishReason };
     if (s.request.returnLogProbs) result.logProbs = Float32Array.from(s.logProbs);
     s.resolve(result);

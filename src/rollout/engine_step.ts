@@ -1,6 +1,8 @@
 /**
- * One step of the engine on the GPU: prefill of the sequences admitted this step (each into a
- * batch-1 contiguous cache whose rows are copied into its blocks), one decode step of the running
+ * One step of the engine on the GPU: prefill of the shared prompts created this step and of the
+ * sequences admitted without one (each into a batch-1 contiguous cache whose rows are copied into
+ * its blocks; a sequence admitted with a shared prompt copies its partly filled last block and
+ * its logits instead, engine_prefix.ts), one decode step of the running
  * sequences over the paged cache, one sampling pass over all their logits with each row's own
  * (request seed, token index), and the readback of the sampled tokens and their log-probs, issued
  * at once so that the next step can be recorded and run while it travels. A decoding row's input
@@ -10,6 +12,7 @@
 import { gpu } from "../gpu/mod.ts";
 import type { CausalLM, KvDtype, PagedKvCache, PagedSequence } from "../nn/mod.ts";
 import { scope, Tensor } from "../tensor/mod.ts";
+import type { PrefixEntry } from "./engine_prefix.ts";
 import { SampleBuffers, type SamplerConfig, sampleStep } from "./sampler.ts";
 
 /** A sequence as the step sees it: its context so far and its place in the cache. */
@@ -23,6 +26,8 @@ export interface StepSequence {
   cache: PagedSequence;
   /** Its row in the last step that sampled for it. */
   row: number;
+  /** The shared prompt it holds (admitted with it: nothing to prefill). */
+  prefix: PrefixEntry | null;
 }
 
 export interface StepInput {
@@ -30,7 +35,12 @@ export interface StepInput {
   cache: PagedKvCache;
   kvDtype: KvDtype;
   sampler: SamplerConfig;
-  /** Sequences to prefill (prompt + tokens, all read; blocks reserved) and draw a token for. */
+  /** Shared prompts to prefill (blocks reserved) before the admitted copy them. */
+  prefixes: PrefixEntry[];
+  /**
+   * Sequences to prefill (prompt + tokens, all read; blocks reserved), or to start from their
+   * shared prompt, and draw a token for.
+   */
   admitted: StepSequence[];
   /** Running sequences whose last sampled token is appended (blocks reserved for it). */
   decoding: StepSequence[];
@@ -52,9 +62,8 @@ function context(s: StepSequence): Int32Array {
   return out;
 }
 
-/** Prefills `s` into its blocks; logits [1, V] of its last position. */
-function prefillOne(input: StepInput, s: StepSequence): Tensor {
-  const ids = context(s);
+/** Prefills `ids` into the blocks of `seq`; logits [1, V] of its last position. */
+function prefillInto(input: StepInput, ids: Int32Array, seq: PagedSequence): Tensor {
   const C = ids.length;
   const ones = new Int32Array(C).fill(1);
   const kv = input.model.createCache(1, C, ones, { dtype: input.kvDtype });
@@ -63,11 +72,22 @@ function prefillOne(input: StepInput, s: StepSequence): Tensor {
       positionIds: Tensor.from(Int32Array.from({ length: C }, (_, i) => i), [1, C], "i32"),
       attentionMask: Tensor.from(ones, [1, C], "i32"),
     });
-    input.cache.writePrefill(s.cache, kv, C);
+    input.cache.writePrefill(seq, kv, C);
     return logits;
   } finally {
     kv.dispose();
   }
+}
+
+/** Starts `s` from its shared prompt: its copy of the partly filled block; the prompt's logits. */
+function startShared(input: StepInput, s: StepSequence, e: PrefixEntry): Tensor {
+  const P = e.ids.length, bs = input.cache.blockSize;
+  if (!e.logits) throw new Error("engine: a shared prompt is used before its prefill");
+  if (e.cache.blocks.length > e.full) {
+    input.cache.copyBlock(e.cache.blocks[e.full], s.cache.blocks[e.full], P - e.full * bs);
+  }
+  s.cache.length = P;
+  return e.logits;
 }
 
 /** Logits [n, V] of one decode step of `rows` over the paged cache. */
@@ -127,10 +147,13 @@ export function recordStep(input: StepInput): InFlightStep {
   const n = rows.length;
   const V = input.model.config.vocabSize;
   const bufs = scope(() => {
+    for (const e of input.prefixes) e.logits = prefillInto(input, e.ids, e.cache).keep();
     const logits = Tensor.empty([n, V], "f32", "engine.logits");
     const g = gpu();
     input.admitted.forEach((s, i) => {
-      const l = prefillOne(input, s);
+      const l = s.prefix
+        ? startShared(input, s, s.prefix)
+        : prefillInto(input, context(s), s.cache);
       g.copy(l.buffer, 0, logits.buffer, i * V * 4, V * 4);
     });
     if (input.decoding.length > 0) {

@@ -1,6 +1,6 @@
 /** The generator schema (verl's generation.yaml): prompts parquet in, responses parquet out. */
 import { ConfigError } from "./errors.ts";
-import { multiTurn, ROLLOUT_DTYPES } from "./ppo_rollout.ts";
+import { enginePoolKeys, multiTurn, ROLLOUT_DTYPES } from "./ppo_rollout.ts";
 import { bool, type ConfigSchema, float, type Infer, int, oneOf, section, str } from "./schema.ts";
 
 export const generationRoot = section("Batch generation.", {
@@ -57,19 +57,7 @@ export const generationRoot = section("Batch generation.", {
     prompt_length: int(512, "Prompt tokens the engine accepts.", { min: 1 }),
     response_length: int(512, "Most tokens generated per response.", { min: 1 }),
     ignore_eos: bool(false, "Keep generating after EOS."),
-    max_num_seqs: int(
-      1024,
-      "Sequences decoded together by the engine (single-turn): a finished one's slot goes to " +
-        "the next waiting response at once.",
-      { min: 1 },
-    ),
-    kv_cache_tokens: int(
-      null,
-      "KV cache positions shared by the sequences in flight (blocks of 16); null holds " +
-        "min(max_num_seqs, batch_size * n_samples) sequences of the longest prompt plus " +
-        "response_length. Fewer: when it fills, the newest sequence is preempted and recomputed.",
-      { min: 1 },
-    ),
+    ...enginePoolKeys("batch_size * n_samples"),
     multi_turn: multiTurn,
   }),
 });

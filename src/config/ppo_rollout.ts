@@ -1,5 +1,6 @@
 /** `actor_rollout_ref.rollout.*`: sampling settings of the generation engine. */
 import { SANITY_CHECK_MODES, TOOL_FORMATS, TRUNCATE_SIDES } from "../rollout/mod.ts";
+import { ConfigError } from "./errors.ts";
 import { bool, float, int, oneOf, ref, section, str } from "./schema.ts";
 
 const valKwargs = section("Sampling settings used during validation.", {
@@ -20,6 +21,54 @@ const ROLLOUT_DTYPE_DOC = "What the rollout decodes with: float16 is an f16 KV c
   "f32 weights, with a notice); float32 is an f32 KV cache and the actor's own weights (a LoRA " +
   "actor's frozen base is f16 where the GPU has shader-f16). verl's default bfloat16 does not " +
   "exist on WebGPU: use float16 or float32.";
+
+/** Positions per block of the engine's KV cache (vLLM's default). */
+export const ENGINE_BLOCK_SIZE = 16;
+
+/**
+ * The engine's pool keys, `max_num_seqs` and `kv_cache_tokens`, shared by the trainer's and the
+ * generator's rollout; `batch` names what one rollout call holds (e.g. "batch_size * n_samples").
+ */
+export function enginePoolKeys(batch: string) {
+  return {
+    max_num_seqs: int(
+      1024,
+      "Sequences decoded together by the engine: a finished one's slot goes to the next " +
+        "waiting response at once (a multi-turn conversation's turn is one request).",
+      { min: 1 },
+    ),
+    kv_cache_tokens: int(
+      null,
+      `KV cache positions shared by the sequences in flight (blocks of ${ENGINE_BLOCK_SIZE}); ` +
+        `null holds min(max_num_seqs, ${batch}) sequences of the longest prompt plus ` +
+        "response_length. Fewer: when it fills, the newest sequence is preempted and recomputed.",
+      { min: 1 },
+    ),
+  };
+}
+
+/**
+ * Blocks of the engine's pool: `kv_cache_tokens` (at `key`), or by default `sequences` (capped
+ * by max_num_seqs) at their longest, `longest` positions each (prompt plus response budget).
+ * A budget that cannot hold one such sequence is an error naming the key.
+ */
+export function enginePoolBlocks(o: {
+  maxNumSeqs: number;
+  kvCacheTokens: number | null;
+  sequences: number;
+  longest: number;
+  key: string;
+}): number {
+  const per = Math.ceil(o.longest / ENGINE_BLOCK_SIZE);
+  if (o.kvCacheTokens === null) return Math.min(o.maxNumSeqs, o.sequences) * per;
+  const blocks = Math.ceil(o.kvCacheTokens / ENGINE_BLOCK_SIZE);
+  if (blocks >= per) return blocks;
+  throw new ConfigError(
+    o.key,
+    `${o.key}=${o.kvCacheTokens} cannot hold one sequence: the longest prompt plus the ` +
+      `response length is ${o.longest} positions; raise it to at least ${o.longest} (or null)`,
+  );
+}
 
 const NO_REPEAT_ROLLOUTS = "it is read only by verl's CollabLLM recipe (sampling future " +
   "conversations for its LLM-judge reward manager), which is not available here";
@@ -97,6 +146,7 @@ export const ppoRollout = section("Generation engine and sampling.", {
     min: 1,
   }),
   ignore_eos: bool(false, "Keep generating after EOS (for benchmarks)."),
+  ...enginePoolKeys("data.gen_batch_size * n"),
   log_prob_micro_batch_size_per_gpu: int(
     16,
     "Samples per forward pass when recomputing old log-probs.",

@@ -1,5 +1,9 @@
-/** Prompts with n samples each through an Engine, each sample with a seed of its own. */
-import { mixSeed } from "../tensor/mod.ts";
+/**
+ * Requests through an Engine: prompts with n samples each, and the agent loop's turns, each with
+ * a seed of its own.
+ */
+import { deriveSeed, mixSeed } from "../tensor/mod.ts";
+import type { TurnGenerator } from "./agent/mod.ts";
 import type { Engine, EngineResult } from "./engine.ts";
 
 /**
@@ -20,4 +24,23 @@ export function submitPrompts(
         engine.submit({ promptIds, maxTokens, seed: mixSeed(seed, (first + p) * n + j) })),
     )
   ));
+}
+
+/**
+ * The agent loop's turns as engine requests: each turn of each conversation is submitted on its
+ * own, drawn with seed deriveSeed(seed, sample, turn), whatever else runs beside it.
+ */
+export function engineTurns(
+  engine: Engine,
+  options: { seed: number; returnLogProbs?: boolean },
+): TurnGenerator {
+  return async (req) => {
+    const r = await engine.submit({
+      promptIds: req.ids,
+      maxTokens: req.maxTokens,
+      seed: deriveSeed(options.seed, req.sample, req.turn),
+      returnLogProbs: options.returnLogProbs,
+    });
+    return { tokens: r.tokens, logProbs: r.logProbs };
+  };
 }

@@ -8,7 +8,13 @@ import { initGpu } from "../gpu/mod.ts";
 import { charTokenizer } from "../io/mod.ts";
 import type { Tokenizer } from "../io/mod.ts";
 import { CausalLM, type KvDtype } from "../nn/mod.ts";
-import { checkContextLength, ConfigError, type GenerationConfig } from "../config/mod.ts";
+import {
+  checkContextLength,
+  ConfigError,
+  ENGINE_BLOCK_SIZE,
+  enginePoolBlocks,
+  type GenerationConfig,
+} from "../config/mod.ts";
 import {
   DataError,
   parseChatMessages,
@@ -62,24 +68,6 @@ export function tinyGenerationModel(
     eosTokenIds: [tokenizer.eosTokenId],
     source: "the built-in tiny model, model.path=null",
   };
-}
-
-const BLOCK_SIZE = 16; // positions per block of the engine's KV cache (vLLM's default)
-
-/** rollout.kv_cache_tokens, or by default every sequence in flight at its longest. */
-function kvCacheTokens(cfg: GenerationConfig, longestPrompt: number): number {
-  const r = cfg.rollout, one = longestPrompt + r.response_length, key = "rollout.kv_cache_tokens";
-  if (r.kv_cache_tokens === null) {
-    return Math.min(r.max_num_seqs, cfg.data.batch_size * cfg.data.n_samples) * one;
-  }
-  if (Math.ceil(r.kv_cache_tokens / BLOCK_SIZE) >= Math.ceil(one / BLOCK_SIZE)) {
-    return r.kv_cache_tokens;
-  }
-  throw new ConfigError(
-    key,
-    `${key}=${r.kv_cache_tokens} cannot hold one sequence: the longest prompt plus ` +
-      `rollout.response_length is ${one} positions; raise it to at least ${one} (or null)`,
-  );
 }
 
 /** The prompts' token ids, cut as data.truncation says, with a line on what was cut. */
@@ -257,8 +245,14 @@ export async function runGeneration(
     });
     const engine = new Engine(model, {
       maxSeqs: r.max_num_seqs,
-      blockSize: BLOCK_SIZE,
-      numBlocks: Math.ceil(kvCacheTokens(cfg, ids[longest].length) / BLOCK_SIZE),
+      blockSize: ENGINE_BLOCK_SIZE,
+      numBlocks: enginePoolBlocks({
+        maxNumSeqs: r.max_num_seqs,
+        kvCacheTokens: r.kv_cache_tokens,
+        sequences: cfg.data.batch_size * n,
+        longest: ids[longest].length + r.response_length,
+        key: "rollout.kv_cache_tokens",
+      }),
       eosTokenIds: r.ignore_eos ? [] : eosTokenIds,
       padTokenId: tokenizer.padTokenId,
       kvDtype,

@@ -76,7 +76,7 @@ Deno.test("toReply: verl's tuple or an object; anything else names what is wrong
 
 Deno.test("agent loop + gsm8k interaction: user turns are masked, scored, and end the episode", async () => {
   const scripts = [["#### 4", "#### 5", "never reached"], ["#### 1", "#### 2", "#### 3"]];
-  const requests: { rows: number; length: number; turn: number }[] = [];
+  const requests: { sample: number; length: number; turn: number }[] = [];
   const { trajectories: [t0, t1], metrics } = await runAgentLoop(
     [sample(0), sample(1)],
     scriptedEngine(tok, scripts, requests),
@@ -111,7 +111,9 @@ Deno.test("agent loop + gsm8k interaction: user turns are masked, scored, and en
   assert.deepEqual(t1.turnScores, [0, 0]);
   assert.deepEqual(t1.interaction, { name: "gsm8k", turns: 2, terminated: false, score: 0 });
   assert.equal(t1.messages.at(-1)!.content, "#### 3");
-  assert.deepEqual(requests.map((r) => r.rows), [2, 2, 1]);
+  // Turns 1 and 2 of both samples, turn 3 of sample 1 only.
+  const perTurn = (t: number) => requests.filter((r) => r.turn === t).map((r) => r.sample).sort();
+  assert.deepEqual([perTurn(1), perTurn(2), perTurn(3)], [[0, 1], [0, 1], [1]]);
   assert.equal(metrics["interaction/user_turns/mean"], 2);
   assert.equal(metrics["interaction/terminated"], 0.5);
   assert.equal(metrics["interaction/turn_score/mean"], 0.25);

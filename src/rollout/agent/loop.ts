@@ -1,9 +1,11 @@
 /**
  * The tool-calling agent loop (verl's ToolAgentLoop), run for a whole batch of conversations at
- * once: each turn, every conversation still going gets one assistant turn from the generation
- * engine (its full token sequence is prefilled again each turn: simple and exact, at the cost of
- * recomputing earlier turns' keys and values); then its tool calls run, or, for a turn without
- * calls, the sample's interaction (a simulated user) replies (turn.ts). A conversation stops when
+ * once, each on its own: a conversation submits its assistant turn as one request to the
+ * generation engine (its full token sequence, prefilled again each turn: simple and exact, at the
+ * cost of recomputing earlier turns' keys and values) and awaits it, while the others' turns and
+ * tool calls go on (a continuous-batching engine decodes the turns in flight together); then its
+ * tool calls run, or, for a turn without calls, the sample's interaction (a simulated user)
+ * replies (turn.ts). A conversation stops when
  * a turn makes no call and has no interaction, when the interaction ends it, when
  * `max_assistant_turns` or `max_user_turns` is reached, or when the response budget
  * (`rollout.response_length` tokens over the whole conversation, tool and user replies included)
@@ -53,21 +55,25 @@ export interface AgentSample {
   where?: string;
 }
 
-/** Left-padded sequences for one turn, and the most tokens any of them may add. */
+/** One assistant turn of one conversation. */
 export interface TurnRequest {
-  inputIds: Int32Array; // [A, L] left-padded
-  attentionMask: Int32Array; // [A, L]
-  batch: number; // A
-  promptLength: number; // L
-  responseLength: number;
-  /** 1 for the first assistant turn, then 2, ... (a seed stream per turn). */
+  /** The conversation's tokens so far: prompt, earlier turns, tool and user replies. */
+  ids: number[];
+  /** Most tokens the turn may add: the response budget left. */
+  maxTokens: number;
+  /** The conversation's index in the batch. */
+  sample: number;
+  /** 1 for its first assistant turn, then 2, ... */
   turn: number;
 }
 
-/** The engine: `[A, L]` in, `[A, responseLength]` tokens out (mask 1 up to and including EOS). */
+/**
+ * The engine: one turn's tokens (at most maxTokens, the EOS included when it ended the turn) and,
+ * when it keeps them, their log-probs.
+ */
 export type TurnGenerator = (
   request: TurnRequest,
-) => Promise<{ responses: Int32Array; responseMask: Int32Array; logProbs?: Float32Array }>;
+) => Promise<{ tokens: ArrayLike<number>; logProbs?: ArrayLike<number> }>;
 
 export interface Trajectory {
   promptIds: number[];
@@ -85,7 +91,7 @@ export interface Trajectory {
   toolStepRewards: number[];
   /** The interaction's score of each of its turns (verl's turn_scores). */
   turnScores: number[];
-  /** Wall time of the engine's turns it was in, and of its tool calls (verl's agent_loop timing). */
+  /** Wall time it waited on the engine for its turns, and of its tool calls (verl's agent_loop timing). */
   seconds: { generate: number; tools: number };
   /** The sample's interaction: its name, replies, whether it ended the conversation, final score. */
   interaction?: { name: string; turns: number; terminated: boolean; score: number | null };
@@ -207,39 +213,27 @@ export async function runAgentLoop(
         s.interaction = null;
       }
     }));
-    for (let turn = 1; states.some((s) => !s.done); turn++) {
-      const active = states.filter((s) => !s.done);
-      const seqs = active.map((s) => [...s.promptIds, ...s.ids]);
-      const L = Math.max(...seqs.map((q) => q.length));
-      const inputIds = new Int32Array(active.length * L).fill(tok.padTokenId);
-      const attentionMask = new Int32Array(active.length * L);
-      seqs.forEach((q, a) => {
-        inputIds.set(q, a * L + L - q.length);
-        attentionMask.fill(1, a * L + L - q.length, a * L + L);
-      });
-      const budget = Math.max(...active.map((s) => R - s.ids.length));
-      const t0 = performance.now();
-      const out = await generateTurn({
-        inputIds,
-        attentionMask,
-        batch: active.length,
-        promptLength: L,
-        responseLength: budget,
-        turn,
-      });
-      withLogProbs = out.logProbs !== undefined;
-      for (const s of active) s.seconds.generate += (performance.now() - t0) / 1000;
-      await Promise.all(active.map((s, a) => {
+    // Each conversation runs its turns on its own; the engine batches the requests in flight.
+    await Promise.all(states.map(async (s) => {
+      for (let turn = 1; !s.done; turn++) {
         const room = R - s.ids.length;
-        const turnIds: number[] = [];
-        for (let r = 0; r < Math.min(budget, room); r++) {
-          if (!out.responseMask[a * budget + r]) break;
-          turnIds.push(out.responses[a * budget + r]);
-          if (out.logProbs) s.logProbs.push(out.logProbs[a * budget + r]);
+        if (room <= 0) break;
+        const t0 = performance.now();
+        const out = await generateTurn({
+          ids: [...s.promptIds, ...s.ids],
+          maxTokens: room,
+          sample: s.index,
+          turn,
+        });
+        s.seconds.generate += (performance.now() - t0) / 1000;
+        const turnIds = Array.from(out.tokens).slice(0, room);
+        if (out.logProbs) {
+          withLogProbs = true;
+          s.logProbs.push(...Array.from(out.logProbs).slice(0, turnIds.length));
         }
-        return afterTurn(ctx, s, turnIds);
-      }));
-    }
+        await afterTurn(ctx, s, turnIds);
+      }
+    }));
     // calc_reward / calculate_score before release / finalize, as verl's lifecycle.
     for (const s of states) {
       for (const [name, id] of s.instances) {

@@ -21,27 +21,22 @@ export function agentTokenizer(template = TOOL_CHAT_TEMPLATE): HfTokenizer {
 
 /**
  * An engine that answers sample k's turn t with `scripts[k][t - 1]` and EOS (cut at the request's
- * length); a sample is found by the `qK` marker in its prompt. Records every request.
+ * maxTokens); a sample is found by the `qK` marker in its prompt. Records every request; each
+ * answer comes `delayMs` later (default 0: at once).
  */
 export function scriptedEngine(
   tok: HfTokenizer,
   scripts: string[][],
-  requests: { rows: number; length: number; turn: number }[] = [],
+  requests: { sample: number; length: number; turn: number }[] = [],
+  delayMs = 0,
 ): TurnGenerator {
-  return (req) => {
-    requests.push({ rows: req.batch, length: req.responseLength, turn: req.turn });
-    const R = req.responseLength, L = req.promptLength;
-    const responses = new Int32Array(req.batch * R).fill(tok.padTokenId);
-    const responseMask = new Int32Array(req.batch * R);
-    for (let a = 0; a < req.batch; a++) {
-      const text = tok.decode(req.inputIds.subarray(a * L, a * L + L));
-      const k = Number(/q(\d+)/.exec(text)![1]);
-      const turn = scripts[k][req.turn - 1] ?? "done";
-      const ids = [...tok.encode(turn, { addSpecialTokens: false }), tok.eosTokenId].slice(0, R);
-      responses.set(ids, a * R);
-      responseMask.fill(1, a * R, a * R + ids.length);
-    }
-    return Promise.resolve({ responses, responseMask });
+  return async (req) => {
+    requests.push({ sample: req.sample, length: req.maxTokens, turn: req.turn });
+    const k = Number(/q(\d+)/.exec(tok.decode(req.ids))![1]);
+    const turn = scripts[k][req.turn - 1] ?? "done";
+    const tokens = [...tok.encode(turn, { addSpecialTokens: false }), tok.eosTokenId];
+    if (delayMs > 0) await new Promise((ok) => setTimeout(ok, delayMs));
+    return { tokens: tokens.slice(0, req.maxTokens) };
   };
 }
 

@@ -28,7 +28,7 @@ export interface ConversationState {
   toolRewards: Record<string, number>;
   /** Each call's step reward, in order (verl's tool_rewards). */
   toolStepRewards: number[];
-  /** Wall time of the engine's turns this conversation was in, and of its tool calls. */
+  /** Wall time this conversation waited on the engine for its turns, and of its tool calls. */
   seconds: { generate: number; tools: number };
   interaction: {
     impl: AgentInteraction;

@@ -12,7 +12,7 @@ import { tinyModelConfig, tinyWeights, weightShapes } from "../src/nn/mod.ts";
 import { generateArithmetic, writeParquet } from "../src/data/mod.ts";
 import { runAgentLoop } from "../src/rollout/mod.ts";
 import { fit, setupTrainer, tokenizerFromFiles } from "../src/trainer/mod.ts";
-import type { RolloutFn } from "../src/trainer/mod.ts";
+import type { TurnRolloutFn } from "../src/trainer/mod.ts";
 import type { Logger } from "../src/tracking/mod.ts";
 
 const TEMPLATE = "{%- if tools %}{{- '<|system|>tools:' }}" +
@@ -74,20 +74,19 @@ async function makeRun(dir: string) {
 }
 
 /** Replaces the first turn of sample 0 of each generation with the scripted call. */
-function forcing(rollout: RolloutFn, tok: ReturnType<typeof tokenizerFromFiles>): RolloutFn {
-  return async (prompts, o) => {
-    const out = await rollout(prompts, o);
-    const P = prompts.promptLength, R = o.responseLength;
-    const row0 = tok.decode(prompts.inputIds.subarray(0, P));
-    if (!row0.includes("<|tool|>") && R >= CALL.length + 1) {
-      const ids = [...tok.encode(CALL, { addSpecialTokens: false }), tok.eosTokenId];
-      out.responses.fill(tok.padTokenId, 0, R);
-      out.responses.set(ids, 0);
-      out.responseMask.fill(0, 0, R);
-      out.responseMask.fill(1, 0, ids.length);
-    }
-    return out;
-  };
+function forcing(
+  turnRollout: TurnRolloutFn,
+  tok: ReturnType<typeof tokenizerFromFiles>,
+): TurnRolloutFn {
+  return (o, use) =>
+    turnRollout(o, (turns) =>
+      use((req) => {
+        if (req.sample !== 0 || req.turn !== 1 || req.maxTokens < CALL.length + 1) {
+          return turns(req);
+        }
+        const ids = [...tok.encode(CALL, { addSpecialTokens: false }), tok.eosTokenId];
+        return Promise.resolve({ tokens: ids, logProbs: ids.map(() => 0) });
+      }));
 }
 
 Deno.test({
@@ -100,7 +99,7 @@ Deno.test({
     const run = await makeRun(dir);
     const cfg = loadConfig("ppo_trainer", { overrides: run.overrides });
     const parts = await setupTrainer(cfg, { print: () => {} });
-    parts.rollout = forcing(parts.rollout, run.tok);
+    parts.turnRollout = forcing(parts.turnRollout!, run.tok);
     let m: Record<string, number> = {};
     parts.tracking = { log: (_s, x) => void (m = { ...m, ...x }), close() {} } as Logger;
     const res = await fit(parts);
@@ -126,45 +125,34 @@ Deno.test({
     // The same engine and loop, recording what the engine sampled: the trajectory's mask is 1
     // exactly on those tokens, in order.
     const sampled: number[][] = [[], []];
-    const { trajectories } = await runAgentLoop(
-      [0, 1].map(() => ({ messages: [{ role: "user", content: "what is 2+3?" }] })),
-      async (req) => {
-        const out = await parts.rollout(req, {
-          n: 1,
-          responseLength: req.responseLength,
-          temperature: 1,
-          topK: 0,
-          topP: 1,
-          doSample: true,
-          seed: req.turn,
-        });
-        // Rows are the conversations still going, in order; both run turn 1, sample 0 turn 2.
-        const rows = req.turn === 1 ? [0, 1] : [0];
-        rows.forEach((k, a) => {
-          for (
-            let r = 0;
-            r < req.responseLength && out.responseMask[a * req.responseLength + r];
-            r++
-          ) {
-            sampled[k].push(out.responses[a * req.responseLength + r]);
-          }
-        });
-        return out;
-      },
-      {
-        tokenizer: parts.tokenizer,
-        tools: parts.tools!,
-        format: "hermes",
-        maxAssistantTurns: 2,
-        maxUserTurns: null,
-        maxParallelCalls: 1,
-        maxToolResponseLength: 256,
-        toolResponseTruncateSide: "middle",
-        sanityCheck: "strict",
-        responseLength: 128,
-        maxPromptLength: 64,
-        eosTokenIds: [parts.tokenizer.eosTokenId],
-      },
+    const samples = [0, 1].map(() => ({ messages: [{ role: "user", content: "what is 2+3?" }] }));
+    const sampling = { temperature: 1, topK: 0, topP: 1, doSample: true, seed: 1 };
+    const { trajectories } = await parts.turnRollout!(
+      { ...sampling, conversations: 2, longest: 64 + 128 },
+      (turns) =>
+        runAgentLoop(
+          samples,
+          async (req) => {
+            const out = await turns(req);
+            // Sample 0's first turn is the scripted call, every other turn the engine's.
+            sampled[req.sample].push(...Array.from(out.tokens));
+            return out;
+          },
+          {
+            tokenizer: parts.tokenizer,
+            tools: parts.tools!,
+            format: "hermes",
+            maxAssistantTurns: 2,
+            maxUserTurns: null,
+            maxParallelCalls: 1,
+            maxToolResponseLength: 256,
+            toolResponseTruncateSide: "middle",
+            sanityCheck: "strict",
+            responseLength: 128,
+            maxPromptLength: 64,
+            eosTokenIds: [parts.tokenizer.eosTokenId],
+          },
+        ),
     );
     trajectories.forEach((t, k) => {
       const policy = t.responseIds.filter((_, i) => t.responseMask[i] === 1);

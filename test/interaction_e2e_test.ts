@@ -116,25 +116,22 @@ Deno.test({
     }
     // The trained policy through the same loop: tokens with mask 0 are exactly the user turns.
     const mt = cfg.actor_rollout_ref.rollout.multi_turn;
-    const { trajectories } = await runAgentLoop(
-      parts.valItems.map((it) => agentSample({ ...it, messages: it.rawPrompt! })),
-      (req) =>
-        parts.rollout(req, {
-          n: 1,
-          responseLength: req.responseLength,
-          temperature: 1,
-          topK: 0,
-          topP: 1,
-          doSample: true,
-          seed: req.turn,
-        }),
-      agentLoopOptions(mt, {
-        tokenizer: parts.tokenizer,
-        env: parts,
-        responseLength: 48,
-        maxPromptLength: 16,
-        eosTokenIds: [parts.tokenizer.eosTokenId],
-      }),
+    const samples = parts.valItems.map((it) => agentSample({ ...it, messages: it.rawPrompt! }));
+    const sampling = { temperature: 1, topK: 0, topP: 1, doSample: true, seed: 1 };
+    const { trajectories } = await parts.turnRollout!(
+      { ...sampling, conversations: samples.length, longest: 16 + 48 },
+      (turns) =>
+        runAgentLoop(
+          samples,
+          turns,
+          agentLoopOptions(mt, {
+            tokenizer: parts.tokenizer,
+            env: parts,
+            responseLength: 48,
+            maxPromptLength: 16,
+            eosTokenIds: [parts.tokenizer.eosTokenId],
+          }),
+        ),
     );
     const tok = parts.tokenizer;
     for (const t of trajectories) {

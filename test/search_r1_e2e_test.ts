@@ -7,31 +7,24 @@
 import assert from "node:assert/strict";
 import { initGpu } from "../src/gpu/mod.ts";
 import { loadConfig } from "../src/config/mod.ts";
-import { fit, type RolloutFn, setupTrainer } from "../src/trainer/mod.ts";
+import { fit, setupTrainer, type TurnRolloutFn } from "../src/trainer/mod.ts";
 import type { Tokenizer } from "../src/io/mod.ts";
 import type { Logger } from "../src/tracking/mod.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 
 /** The first turn of every sample becomes `search(query_list=[its question])`. */
-function searching(rollout: RolloutFn, tok: Tokenizer): RolloutFn {
-  return async (prompts, o) => {
-    const out = await rollout(prompts, o);
-    const P = prompts.promptLength, R = o.responseLength;
-    for (let a = 0; a < prompts.batch; a++) {
-      const text = tok.decode(prompts.inputIds.subarray(a * P, a * P + P));
-      if (text.includes("<|tool|>")) continue;
-      const question = /question: ([^<]*)<eos>/.exec(text)![1];
-      const call = '<tool_call>{"name": "search", "arguments": {"query_list": ["' + question +
-        '"]}}</tool_call>';
-      const ids = [...tok.encode(call, { addSpecialTokens: false }), tok.eosTokenId];
-      out.responses.fill(tok.padTokenId, a * R, a * R + R);
-      out.responses.set(ids, a * R);
-      out.responseMask.fill(0, a * R, a * R + R);
-      out.responseMask.fill(1, a * R, a * R + ids.length);
-    }
-    return out;
-  };
+function searching(turnRollout: TurnRolloutFn, tok: Tokenizer): TurnRolloutFn {
+  return (o, use) =>
+    turnRollout(o, (turns) =>
+      use((req) => {
+        if (req.turn !== 1) return turns(req);
+        const question = /question: ([^<]*)<eos>/.exec(tok.decode(req.ids))![1];
+        const call = '<tool_call>{"name": "search", "arguments": {"query_list": ["' + question +
+          '"]}}</tool_call>';
+        const ids = [...tok.encode(call, { addSpecialTokens: false }), tok.eosTokenId];
+        return Promise.resolve({ tokens: ids.slice(0, req.maxTokens) });
+      }));
 }
 
 Deno.test({
@@ -68,7 +61,7 @@ Deno.test({
       const cwd = Deno.cwd();
       Deno.chdir(ROOT);
       const parts = await setupTrainer(cfg, { print: () => {} }).finally(() => Deno.chdir(cwd));
-      parts.rollout = searching(parts.rollout, parts.tokenizer);
+      parts.turnRollout = searching(parts.turnRollout!, parts.tokenizer);
       const steps: Record<string, number>[] = [];
       parts.tracking = { log: (_s, m) => void steps.push(m), close() {} } as Logger;
       const res = await fit(parts);

@@ -14,14 +14,27 @@ import type { Engine, EngineResult } from "./engine.ts";
 export function submitPrompts(
   engine: Engine,
   prompts: ArrayLike<number>[],
-  options: { n: number; maxTokens: number; seed: number; first?: number },
+  options: {
+    n: number;
+    maxTokens: number;
+    seed: number;
+    first?: number;
+    returnLogProbs?: boolean;
+    /** Hears each response as it ends: (responses ended, responses submitted). */
+    onResult?: (done: number, total: number) => void;
+  },
 ): Promise<EngineResult[][]> {
-  const { n, maxTokens, seed } = options;
-  const first = options.first ?? 0;
+  const { n, maxTokens, seed, returnLogProbs } = options;
+  const first = options.first ?? 0, total = prompts.length * n;
+  let done = 0;
   return Promise.all(prompts.map((promptIds, p) =>
     Promise.all(
-      Array.from({ length: n }, (_, j) =>
-        engine.submit({ promptIds, maxTokens, seed: mixSeed(seed, (first + p) * n + j) })),
+      Array.from({ length: n }, async (_, j) => {
+        const seedJ = mixSeed(seed, (first + p) * n + j);
+        const r = await engine.submit({ promptIds, maxTokens, seed: seedJ, returnLogProbs });
+        options.onResult?.(++done, total);
+        return r;
+      }),
     )
   ));
 }

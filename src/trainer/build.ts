@@ -4,17 +4,20 @@
  */
 import { createKlController } from "../algos/mod.ts";
 import type { ModelConfig, Tokenizer } from "../io/mod.ts";
-import { AdamW, CausalLM, Critic, type ForwardOptions, type KvDtype } from "../nn/mod.ts";
+import { AdamW, CausalLM, Critic, type ForwardOptions } from "../nn/mod.ts";
 import { VALUE_HEAD_WEIGHT } from "../nn/mod.ts";
 import { gpu } from "../gpu/mod.ts";
 import { type LoraStart, loraStart } from "./lora.ts";
-import { type AgentInteraction, type AgentTool, generate } from "../rollout/mod.ts";
+import type { AgentInteraction, AgentTool } from "../rollout/mod.ts";
 import { RewardManager, rewardManagerOptions } from "../reward/mod.ts";
 import type { Tensor } from "../tensor/mod.ts";
-import { ConfigError, criticEnabled, type PpoConfig } from "../config/mod.ts";
+import { criticEnabled, enginePoolBlocks, type PpoConfig } from "../config/mod.ts";
 import type { Optimizer } from "./optimizer_step.ts";
 import { DataLoader, type PromptItem } from "../data/mod.ts";
-import type { CheckpointStore, RolloutFn, TrainerParts } from "./parts.ts";
+import type { CheckpointStore, TrainerParts } from "./parts.ts";
+import { rolloutFor, rolloutPrecision, turnRolloutFor } from "./rollout_fn.ts";
+
+export { checkHalfCache, type RolloutPrecision, rolloutPrecision } from "./rollout_fn.ts";
 import type { CausalModel } from "./actor.ts";
 import type { Logger } from "../tracking/mod.ts";
 
@@ -73,102 +76,6 @@ export function makeOptimizer(
     weightDecay: optim.weight_decay,
   });
   return { adamw, params: list };
-}
-
-/** What `rollout.dtype` asks of the rollout on this GPU. */
-export interface RolloutPrecision {
-  /** Element type of the KV cache. */
-  kvDtype: KvDtype;
-  /** Decode with f16 matrices (a per-call copy when the model's are f32). */
-  f16Weights: boolean;
-}
-
-/**
- * `rollout.dtype` on this GPU: float16 is an f16 KV cache on any adapter, and f16 weights where
- * the GPU has shader-f16; without it the weights stay f32 and `notice` hears one line saying so.
- * `headDim` (when the model is known): float16 needs a head size that is a multiple of 4.
- */
-export function rolloutPrecision(
-  dtype: "float32" | "float16",
-  o: { key: string; headDim?: number; notice: (line: string) => void },
-): RolloutPrecision {
-  if (dtype !== "float16") return { kvDtype: "f32", f16Weights: false };
-  if (o.headDim !== undefined) checkHalfCache(o.key, o.headDim);
-  const f16Weights = gpu().hasF16;
-  if (!f16Weights) {
-    o.notice(
-      `${o.key}=float16: this GPU has no shader-f16, so the rollout decodes f32 weights ` +
-        "(with an f16 KV cache)",
-    );
-  }
-  return { kvDtype: "f16", f16Weights };
-}
-
-/** rollout.dtype=float16 with a model of head size `headDim`: its KV cache packs halves by 4. */
-export function checkHalfCache(key: string, headDim: number): void {
-  if (headDim % 4 === 0) return;
-  throw new ConfigError(
-    key,
-    `${key}=float16 needs a head size that is a multiple of 4 (its KV cache packs halves); ` +
-      `this model's is ${headDim}: use float32`,
-  );
-}
-
-/**
- * Wraps the generation engine into the controller's rollout function. A LoRA actor decodes a
- * copy of its adapted matrices with the adapters merged in, rebuilt per call: cheaper than the
- * adapters' extra products in every decode step (README, LoRA); with `precision.f16Weights` that
- * copy (of every matrix then) is f16 (CausalLM.forRollout). `mergeLora: false` decodes the model
- * as it is, through the adapters, in its own dtypes (benchmarks).
- */
-export function rolloutFor(
-  model: CausalLM,
-  tokenizer: Tokenizer,
-  eosTokenIds: number[] = [tokenizer.eosTokenId],
-  options: { mergeLora?: boolean; precision?: RolloutPrecision } = {},
-): RolloutFn {
-  const precision = options.precision ?? { kvDtype: "f32", f16Weights: false };
-  return async (prompts, o) => {
-    const copy = options.mergeLora === false
-      ? model
-      : model.forRollout({ f16Weights: precision.f16Weights });
-    try {
-      return await rolloutWith(copy, tokenizer, eosTokenIds, prompts, {
-        ...o,
-        kvDtype: precision.kvDtype,
-      });
-    } finally {
-      if (copy !== model) copy.dispose();
-    }
-  };
-}
-
-async function rolloutWith(
-  model: CausalLM,
-  tokenizer: Tokenizer,
-  eosTokenIds: number[],
-  prompts: Parameters<RolloutFn>[0],
-  o: Parameters<RolloutFn>[1] & { kvDtype: KvDtype },
-): ReturnType<RolloutFn> {
-  const out = await generate(model, {
-    inputIds: prompts.inputIds,
-    attentionMask: prompts.attentionMask,
-    batch: prompts.batch,
-    promptLength: prompts.promptLength,
-    n: o.n,
-    responseLength: o.responseLength,
-    temperature: o.temperature,
-    topK: o.topK,
-    topP: o.topP,
-    doSample: o.doSample,
-    eosTokenIds,
-    padTokenId: tokenizer.padTokenId,
-    seed: o.seed,
-    returnLogProbs: o.returnLogProbs ?? false,
-    onProgress: o.onProgress,
-    kvDtype: o.kvDtype,
-  });
-  return { responses: out.responses, responseMask: out.responseMask, logProbs: out.logProbs };
 }
 
 /**
@@ -237,6 +144,25 @@ export function buildTrainerParts(o: BuildOptions): TrainerParts {
     ? adaptersOff(actorModel)
     : CausalLM.fromTensors(refW.config, refW.tensors);
   const critic = criticEnabled(cfg) ? buildCritic(o) : null;
+  const pool = {
+    maxNumSeqs: a.rollout.max_num_seqs,
+    kvCacheTokens: a.rollout.kv_cache_tokens,
+    key: "actor_rollout_ref.rollout.kv_cache_tokens",
+  };
+  // A budget too small for one sequence of the longest prompt and response fails now.
+  enginePoolBlocks({
+    ...pool,
+    sequences: 1,
+    longest: cfg.data.max_prompt_length + cfg.data.max_response_length,
+  });
+  const rolloutOptions = {
+    precision: rolloutPrecision(a.rollout.dtype, {
+      key: "actor_rollout_ref.rollout.dtype",
+      headDim: o.actor.config.headDim,
+      notice: o.print ?? console.warn,
+    }),
+    engine: pool,
+  };
   const reward = o.reward ??
     new RewardManager({ tokenizer: o.tokenizer, log: o.print, ...rewardManagerOptions(cfg) });
   return {
@@ -245,13 +171,8 @@ export function buildTrainerParts(o: BuildOptions): TrainerParts {
     actor: { model: actorModel, optimizer: makeOptimizer(actorModel.trainable(), a.actor.optim) },
     ref: refModel,
     critic,
-    rollout: rolloutFor(actorModel, o.tokenizer, o.eosTokenIds, {
-      precision: rolloutPrecision(a.rollout.dtype, {
-        key: "actor_rollout_ref.rollout.dtype",
-        headDim: o.actor.config.headDim,
-        notice: o.print ?? console.warn,
-      }),
-    }),
+    rollout: rolloutFor(actorModel, o.tokenizer, o.eosTokenIds, rolloutOptions),
+    turnRollout: turnRolloutFor(actorModel, o.tokenizer, o.eosTokenIds, rolloutOptions),
     trainLoader: new DataLoader(o.trainItems, {
       batchSize: cfg.data.gen_batch_size,
       shuffle: cfg.data.shuffle,

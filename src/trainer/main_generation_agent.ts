@@ -1,16 +1,16 @@
 /**
  * `deno task generate` with `rollout.multi_turn.enable`: each prompt row runs the agent loop
- * (tools and interactions from `rollout.multi_turn.*`) `data.n_samples` times. Besides the
+ * (tools and interactions from `rollout.multi_turn.*`) `data.n_samples` times, every turn a request
+ * to one continuous-batching engine (rollout.max_num_seqs, kv_cache_tokens). Besides the
  * `responses` column (each response decoded as the reward manager reads it: every token up to
  * the policy's last, tool and user replies included), the output gains `conversations`: per row, a
  * list of n_samples conversations, each a list of `{role, content}` (prompt, assistant turns,
  * tool and user replies).
  */
-import type { GenerationConfig } from "../config/mod.ts";
+import { ENGINE_BLOCK_SIZE, enginePoolBlocks, type GenerationConfig } from "../config/mod.ts";
 import type { ChatMessage, Tokenizer } from "../io/mod.ts";
 import { DataError, parseChatMessages, renderPrompt, type Row } from "../data/mod.ts";
-import { generate, runAgentLoop } from "../rollout/mod.ts";
-import { deriveSeed } from "../tensor/mod.ts";
+import { Engine, engineTurns, runAgentLoop } from "../rollout/mod.ts";
 import {
   agentLoopOptions,
   agentSample,
@@ -107,43 +107,48 @@ export async function generateConversations(
       eosTokenIds: r.ignore_eos ? [] : m.eosTokenIds,
       log: o.print,
     });
-    for (let at = 0, batch = 0; at < rows.length; at += cfg.data.batch_size, batch++) {
-      const part = samples.slice(at, at + cfg.data.batch_size);
-      const seed = (cfg.trainer.seed + 7919 * batch) >>> 0;
-      const { trajectories, metrics } = await runAgentLoop(
-        part.flatMap((s) => Array(n).fill(s)),
-        (req) =>
-          generate(m.network, {
-            inputIds: req.inputIds,
-            attentionMask: req.attentionMask,
-            batch: req.batch,
-            promptLength: req.promptLength,
-            responseLength: req.responseLength,
-            n: 1,
-            temperature: r.temperature,
-            topK: r.top_k,
-            topP: r.top_p,
-            doSample: r.do_sample,
-            eosTokenIds: r.ignore_eos ? [] : m.eosTokenIds,
-            padTokenId: m.tokenizer.padTokenId,
-            seed: deriveSeed(seed, req.turn),
-            kvDtype: o.kvDtype,
-          }),
-        options,
-      );
-      for (let b = 0; b < part.length; b++) {
-        const mine = trajectories.slice(b * n, b * n + n);
-        out.responses.push(mine.map((t) => {
-          const last = t.responseMask.lastIndexOf(1);
-          out.tokens += t.responseMask.reduce((a, x) => a + x, 0);
-          return m.tokenizer.decode(t.responseIds.slice(0, last + 1), { skipSpecialTokens: true });
-        }));
-        out.conversations.push(mine.map((t) => t.messages));
+    const engine = new Engine(m.network, {
+      maxSeqs: r.max_num_seqs,
+      blockSize: ENGINE_BLOCK_SIZE,
+      numBlocks: enginePoolBlocks({
+        maxNumSeqs: r.max_num_seqs,
+        kvCacheTokens: r.kv_cache_tokens,
+        sequences: cfg.data.batch_size * n,
+        longest: out.longest.length + r.response_length,
+        key: "rollout.kv_cache_tokens",
+      }),
+      kvDtype: o.kvDtype,
+      eosTokenIds: r.ignore_eos ? [] : m.eosTokenIds,
+      padTokenId: m.tokenizer.padTokenId,
+      sampling: { temperature: r.temperature, topK: r.top_k, topP: r.top_p, doSample: r.do_sample },
+    });
+    try {
+      for (let at = 0, batch = 0; at < rows.length; at += cfg.data.batch_size, batch++) {
+        const part = samples.slice(at, at + cfg.data.batch_size);
+        const seed = (cfg.trainer.seed + 7919 * batch) >>> 0;
+        const { trajectories, metrics } = await runAgentLoop(
+          part.flatMap((s) => Array(n).fill(s)),
+          engineTurns(engine, { seed }),
+          options,
+        );
+        for (let b = 0; b < part.length; b++) {
+          const mine = trajectories.slice(b * n, b * n + n);
+          out.responses.push(mine.map((t) => {
+            const last = t.responseMask.lastIndexOf(1);
+            out.tokens += t.responseMask.reduce((a, x) => a + x, 0);
+            return m.tokenizer.decode(t.responseIds.slice(0, last + 1), {
+              skipSpecialTokens: true,
+            });
+          }));
+          out.conversations.push(mine.map((t) => t.messages));
+        }
+        const shown = Object.entries(metrics).map(([k, v]) => `${k}=${+v.toFixed(3)}`).join(" ");
+        o.print(
+          `generated ${Math.min(at + part.length, rows.length)}/${rows.length} prompts: ${shown}`,
+        );
       }
-      const shown = Object.entries(metrics).map(([k, v]) => `${k}=${+v.toFixed(3)}`).join(" ");
-      o.print(
-        `generated ${Math.min(at + part.length, rows.length)}/${rows.length} prompts: ${shown}`,
-      );
+    } finally {
+      await engine.close();
     }
     return out;
   } finally {

@@ -10,6 +10,8 @@ export {
   type PromptLoader,
   type RolloutFn,
   type TrainerParts,
+  type TurnRolloutFn,
+  type TurnRolloutOptions,
 } from "./parts.ts";
 export {
   type AdvBatch,
@@ -25,10 +27,15 @@ export {
   loraBaseDtype,
   makeOptimizer,
   type ModelWeights,
-  rolloutFor,
   type RolloutPrecision,
   rolloutPrecision,
 } from "./build.ts";
+export {
+  type EnginePool,
+  rolloutFor,
+  type RolloutForOptions,
+  turnRolloutFor,
+} from "./rollout_fn.ts";
 export { readWeights, runFolder, setupTrainer, tokenizerFromFiles } from "./setup.ts";
 export { attachRemote, type RemoteSetupOptions } from "./remote_setup.ts";
 export { PeekLoader } from "./peek_loader.ts";

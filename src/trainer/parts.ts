@@ -8,7 +8,7 @@ import type { CausalModel } from "./actor.ts";
 import type { ValueModel } from "./critic.ts";
 import type { Optimizer } from "./optimizer_step.ts";
 import type { PromptItem } from "../data/mod.ts";
-import type { AgentInteraction, AgentTool } from "../rollout/mod.ts";
+import type { AgentInteraction, AgentTool, TurnGenerator } from "../rollout/mod.ts";
 import type { ChatMessage } from "../io/mod.ts";
 import type { GenBatch, LogProbBatch } from "./batch.ts";
 import type { MiniBatchAudit } from "./minibatch.ts";
@@ -31,7 +31,10 @@ export interface RolloutOptions {
   seed: number;
   /** Keep the sampler's log-probs of the chosen tokens (rollout.calculate_log_probs). */
   returnLogProbs?: boolean;
-  /** Hears decode progress (steps done of responseLength), for the console's bar. */
+  /**
+   * Hears progress for the console's bar: responses ended of all (the engine), or decode steps
+   * done of responseLength (lock-step batches).
+   */
   onProgress?: Tick;
 }
 
@@ -45,6 +48,29 @@ export type RolloutFn = (
   prompts: RolloutPrompts,
   options: RolloutOptions,
 ) => Promise<RolloutOutput>;
+
+/** Sampling of the agent loop's turns, and what sizes the engine's pool. */
+export interface TurnRolloutOptions {
+  temperature: number;
+  topK: number;
+  topP: number;
+  doSample: boolean;
+  seed: number;
+  returnLogProbs?: boolean;
+  /** Conversations in the batch. */
+  conversations: number;
+  /** Longest context a turn may reach: the longest prompt plus the response budget. */
+  longest: number;
+}
+
+/**
+ * Opens the rollout engine for a batch of agent conversations: `use` submits each turn as a
+ * request of its own (TurnGenerator); the engine closes once `use` settles.
+ */
+export type TurnRolloutFn = <T>(
+  options: TurnRolloutOptions,
+  use: (turns: TurnGenerator) => Promise<T>,
+) => Promise<T>;
 
 /** The training prompts, epoch by epoch, with a position that checkpoints can restore. */
 export interface PromptLoader {
@@ -100,6 +126,11 @@ export interface TrainerParts {
   ref: CausalModel | null;
   critic: { model: ValueModel; optimizer: Optimizer } | null;
   rollout: RolloutFn;
+  /**
+   * The agent loop's engine (multi_turn); without it each turn is a rollout call of its own
+   * (a batch of one).
+   */
+  turnRollout?: TurnRolloutFn;
   trainLoader: PromptLoader;
   valItems: PromptItem[];
   reward: RewardManager;

@@ -7,6 +7,7 @@ import { generate } from "../rollout/mod.ts";
 import { assertClose, gpuTest, leftPadded } from "../testing/mod.ts";
 import { writeParquet } from "../data/mod.ts";
 import { buildTrainerParts, rolloutPrecision } from "./build.ts";
+import { rolloutFor } from "./rollout_fn.ts";
 import { runGeneration, tinyGenerationModel, type WeightsDtype } from "./main_generation.ts";
 import type { RolloutOptions } from "./parts.ts";
 
@@ -119,21 +120,13 @@ gpuTest(
     const f32Lines: string[] = [], f16Lines: string[] = [];
     const a = parts([], f32Lines);
     const b = parts([`${KEY}=float16`], f16Lines);
-    // The same weights decoded directly, f32 cache: what the rollout did before the key existed.
+    // The same weights decoded as they are (no rollout copy), f32 cache: what the rollout did
+    // before the key existed.
     const direct = CausalLM.fromTensors(a.config, a.tensors);
-    const want = await generate(direct, {
-      ...a.prompts,
-      n: a.sampling.n,
-      responseLength: R,
-      temperature: a.sampling.temperature,
-      topK: 0,
-      topP: 1,
-      doSample: true,
-      eosTokenIds: [],
-      padTokenId: a.tokenizer.padTokenId,
-      seed: a.sampling.seed,
-      returnLogProbs: true,
-    });
+    const want = await rolloutFor(direct, a.tokenizer, [], { mergeLora: false })(
+      a.prompts,
+      a.sampling,
+    );
     const f32 = await a.built.rollout(a.prompts, a.sampling);
     assert.deepEqual(f32.responses, want.responses);
     assert.deepEqual(f32.logProbs, want.logProbs, "float32 is bit for bit the f32 decoding");

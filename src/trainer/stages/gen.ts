@@ -4,7 +4,7 @@
  * of the tool-calling agent loop instead.
  */
 import type { PromptItem } from "../../data/mod.ts";
-import { runAgentLoop } from "../../rollout/mod.ts";
+import { runAgentLoop, type TurnGenerator } from "../../rollout/mod.ts";
 import type { Tick } from "../../tracking/mod.ts";
 import { deriveSeed } from "../../tensor/mod.ts";
 import type { GenBatch } from "../batch.ts";
@@ -136,29 +136,33 @@ async function genAgent(
     );
   }
   const { sampling, seed } = options;
-  const { trajectories, metrics } = await runAgentLoop(
-    samples,
-    async (req) =>
-      await parts.rollout(req, {
-        n: 1,
-        responseLength: req.responseLength,
-        temperature: sampling.temperature,
-        topK: sampling.top_k,
-        topP: sampling.top_p,
-        doSample: options.greedy ? false : sampling.do_sample,
-        seed: deriveSeed(seed, req.turn),
-        returnLogProbs: cfg.calculate_log_probs,
-        onProgress: options.onProgress,
-      }),
-    agentLoopOptions(mt, {
-      tokenizer: parts.tokenizer,
-      env: parts,
-      responseLength: Math.min(cfg.response_length, R),
-      maxPromptLength: parts.config.data.max_prompt_length,
-      eosTokenIds: [parts.tokenizer.eosTokenId],
-      log: parts.print,
-    }),
-  );
+  const responseLength = Math.min(cfg.response_length, R);
+  const turnOptions = {
+    temperature: sampling.temperature,
+    topK: sampling.top_k,
+    topP: sampling.top_p,
+    doSample: options.greedy ? false : sampling.do_sample,
+    seed,
+    returnLogProbs: cfg.calculate_log_probs,
+  };
+  const loopOptions = agentLoopOptions(mt, {
+    tokenizer: parts.tokenizer,
+    env: parts,
+    responseLength,
+    maxPromptLength: parts.config.data.max_prompt_length,
+    eosTokenIds: [parts.tokenizer.eosTokenId],
+    log: parts.print,
+  });
+  const { trajectories, metrics } = parts.turnRollout
+    ? await parts.turnRollout(
+      {
+        ...turnOptions,
+        conversations: samples.length,
+        longest: parts.config.data.max_prompt_length + responseLength,
+      },
+      (turns) => runAgentLoop(samples, turns, loopOptions),
+    )
+    : await runAgentLoop(samples, turnsByRollout(parts, turnOptions), loopOptions);
   const B = rows.length, P = Math.max(1, ...trajectories.map((t) => t.promptIds.length));
   const prompts = new Int32Array(B * P).fill(parts.tokenizer.padTokenId); // [B, P]
   const promptMask = new Int32Array(B * P); // [B, P]
@@ -188,5 +192,29 @@ async function genAgent(
     rolloutLogProbs: logProbs,
     conversations: trajectories.map((t) => t.messages),
     rolloutMetrics: metrics,
+  };
+}
+
+/**
+ * Without the agent loop's engine (TrainerParts.turnRollout): each turn is a rollout call of its
+ * own, a batch of one, seeded by (seed, sample, turn).
+ */
+function turnsByRollout(
+  parts: TrainerParts,
+  o: { temperature: number; topK: number; topP: number; doSample: boolean; seed: number } & {
+    returnLogProbs: boolean;
+  },
+): TurnGenerator {
+  return async (req) => {
+    const L = req.ids.length, R = req.maxTokens;
+    const out = await parts.rollout({
+      inputIds: Int32Array.from(req.ids),
+      attentionMask: new Int32Array(L).fill(1),
+      batch: 1,
+      promptLength: L,
+    }, { ...o, n: 1, responseLength: R, seed: deriveSeed(o.seed, req.sample, req.turn) });
+    let k = 0;
+    while (k < R && out.responseMask[k]) k++;
+    return { tokens: out.responses.subarray(0, k), logProbs: out.logProbs?.subarray(0, k) };
   };
 }

@@ -3,7 +3,6 @@ import { ConfigError, loadConfig } from "../config/mod.ts";
 import { gpu } from "../gpu/mod.ts";
 import { charTokenizer } from "../io/mod.ts";
 import { CausalLM, tinyModelConfig, tinyWeights } from "../nn/mod.ts";
-import { generate } from "../rollout/mod.ts";
 import { assertClose, gpuTest, leftPadded } from "../testing/mod.ts";
 import { writeParquet } from "../data/mod.ts";
 import { buildTrainerParts, rolloutPrecision } from "./build.ts";

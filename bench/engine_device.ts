@@ -11,10 +11,19 @@
  *   deno run -A bench/engine_device.ts --requests 256 --max-seqs 64 --prompt 128 \
  *     --min-new 32 --max-new 256 --dtype f16 --kv f16
  *
+ * --samples K: the requests are N / K prompts with K samples each (identical prompt ids, a seed
+ * each, as rollout.n): the engine prefills each prompt once for its samples (engine_prefix.ts),
+ * engine-noshare prefills every request, generate takes --max-seqs / K prompts a batch with n = K
+ * (its own shared prefill).
+ *
+ *   deno run -A bench/engine_device.ts --requests 256 --max-seqs 64 --prompt 512 --samples 8 \
+ *     --min-new 32 --max-new 256 --dtype f16 --kv f16 --mode engine,engine-noshare,generate
+ *
  * --config tiny (with --layers N) runs anywhere, a CPU adapter included. --num-blocks N sets the
  * engine's pool (default: --max-seqs sequences of prompt + max-new positions, no preemption);
  * fewer blocks cap its KV memory, and it preempts when they run out. --block N: positions per
- * block (default 16). --mode engine | generate | both (default both). --sample greedy | topp.
+ * block (default 16). --mode: a comma list of engine, engine-noshare, generate; both (the
+ * default) is engine,generate. --sample greedy | topp.
  */
 import { gpu, initGpu } from "../src/gpu/mod.ts";
 import { CausalLM, type KvDtype } from "../src/nn/mod.ts";
@@ -32,7 +41,9 @@ const blockSize = Number(arg("block", "16"));
 const numBlocks = Number(arg("num-blocks", `${B * Math.ceil((P + maxNew) / blockSize)}`));
 const dtype = arg("dtype", "f32") as "f32" | "f16";
 const kvDtype = arg("kv", "f32") as KvDtype;
-const mode = arg("mode", "both");
+const K = Number(arg("samples", "1"));
+const modeArg = arg("mode", "both");
+const modes = (modeArg === "both" ? "engine,generate" : modeArg).split(",");
 const sample = arg("sample", "topp") !== "greedy";
 const sampling = {
   temperature: 1,
@@ -40,19 +51,27 @@ const sampling = {
   topP: sample ? 0.9 : 1,
   doSample: sample,
 };
-if (!(minNew >= 1 && maxNew >= minNew) || ![N, B, P, blockSize].every((x) => x >= 1)) {
+if (!(minNew >= 1 && maxNew >= minNew) || ![N, B, P, blockSize, K].every((x) => x >= 1)) {
   throw new Error(
-    "engine_device: need requests, max-seqs, prompt, block >= 1, 1 <= min-new <= max-new",
+    "engine_device: need requests, max-seqs, prompt, block, samples >= 1, 1 <= min-new <= max-new",
   );
+}
+if (N % K !== 0 || B % K !== 0) {
+  throw new Error(`engine_device: --samples ${K} must divide --requests ${N} and --max-seqs ${B}`);
+}
+for (const m of modes) {
+  if (!["engine", "engine-noshare", "generate"].includes(m)) {
+    throw new Error(`--mode ${m}: use engine, engine-noshare, generate (comma-separated) or both`);
+  }
 }
 if (dtype === "f16" && !g.hasF16) throw new Error("--dtype f16: no shader-f16 on this adapter");
 
 const rand = lcg(7);
-const prompts = Array.from(
-  { length: N },
-  (_, r) =>
-    Int32Array.from({ length: P }, (_, i) => (r * 7919 + i * 104729 + 13) % config.vocabSize),
-);
+// Request r asks for sample r % K of prompt floor(r / K).
+const prompts = Array.from({ length: N }, (_, r) => {
+  const p = Math.floor(r / K);
+  return Int32Array.from({ length: P }, (_, i) => (p * 7919 + i * 104729 + 13) % config.vocabSize);
+});
 const maxTokens = Array.from(
   { length: N },
   () => minNew + Math.floor(rand() * (maxNew - minNew + 1)),
@@ -60,8 +79,9 @@ const maxTokens = Array.from(
 const wanted = maxTokens.reduce((a, b) => a + b, 0);
 const model = CausalLM.fromTensors(config, randomArrays(config), { dtype });
 
-async function runEngine(n: number, blocks = numBlocks) {
+async function runEngine(n: number, share: boolean, blocks = numBlocks) {
   const engine = new Engine(model, {
+    sharePrefixes: share,
     maxSeqs: B,
     blockSize,
     numBlocks: blocks,
@@ -82,15 +102,17 @@ async function runEngine(n: number, blocks = numBlocks) {
 
 async function runGenerate(n: number) {
   for (let start = 0; start < n; start += B) {
-    const rows = prompts.slice(start, Math.min(n, start + B));
+    // One row per prompt, its K samples decoded from it (n = K).
+    const rows = prompts.slice(start, Math.min(n, start + B)).filter((_, r) => r % K === 0);
     const ids = new Int32Array(rows.length * P);
     rows.forEach((p, b) => ids.set(p, b * P));
     await generate(model, {
       inputIds: ids,
       attentionMask: new Int32Array(ids.length).fill(1),
       batch: rows.length,
+      n: K,
       promptLength: P,
-      responseLength: Math.max(...maxTokens.slice(start, start + rows.length)),
+      responseLength: Math.max(...maxTokens.slice(start, start + rows.length * K)),
       ...sampling,
       eosTokenIds: [],
       padTokenId: 0,
@@ -111,21 +133,20 @@ const common = {
   requests: N,
   max_seqs: B,
   prompt: P,
+  samples_per_prompt: K,
   new_tokens: `${minNew}..${maxNew}`,
   requested_tokens: wanted,
   sampling: sample ? "top_k 50, top_p 0.9" : "greedy",
 };
-for (const m of mode === "both" ? ["engine", "generate"] : [mode]) {
-  if (m !== "engine" && m !== "generate") {
-    throw new Error(`--mode ${m}: use engine, generate or both`);
-  }
+for (const m of modes) {
+  const engine = m !== "generate", share = m === "engine";
   // Compile every pipeline first (a short run of the same shapes).
-  if (m === "engine") await runEngine(Math.min(N, 2));
-  else await runGenerate(Math.min(N, 2));
+  if (engine) await runEngine(Math.min(N, 2 * K), share);
+  else await runGenerate(Math.min(N, 2 * K));
   await g.sync();
   g.pool.resetPeak();
   const t0 = performance.now();
-  const stats = m === "engine" ? await runEngine(N) : (await runGenerate(N), undefined);
+  const stats = engine ? await runEngine(N, share) : (await runGenerate(N), undefined);
   const s = (performance.now() - t0) / 1000;
   console.log(JSON.stringify({
     ...common,
@@ -136,6 +157,8 @@ for (const m of mode === "both" ? ["engine", "generate"] : [mode]) {
         num_blocks: numBlocks,
         steps: stats.steps,
         prefills: stats.prefills,
+        prompt_tokens: stats.promptTokens,
+        prefill_tokens: stats.prefillTokens,
         preemptions: stats.preemptions,
         dropped: stats.dropped,
         peak_blocks: stats.peakBlocks,

@@ -65,8 +65,8 @@ export function enginePoolBlocks(o: {
   if (blocks >= per) return blocks;
   throw new ConfigError(
     o.key,
-    `${o.key}=${o.kvCacheTokens} cannot hold one sequence: the longest prompt plus the ` +
-      `response length is ${o.longest} positions; raise it to at least ${o.longest} (or null)`,
+    `${o.key}=${o.kvCacheTokens} cannot hold one sequence: the longest prompt plus ` +
+      `response_length is ${o.longest} positions; raise it to at least ${o.longest} (or null)`,
   );
 }
 

@@ -8,10 +8,11 @@
  * then one GPU step (engine_step.ts) prefills the admitted, decodes the running and samples a
  * token for each; sequences that sample EOS or reach maxTokens finish, their slot and blocks
  * free for the next step. The sampled tokens come back in one small read per step, which travels
- * while the next step is recorded and runs (a readback costs milliseconds of latency in Deno):
- * the host schedules one step behind the GPU. Lengths and maxTokens are known without the
- * tokens, so only an EOS is seen a step late: that sequence's token of the step already running
- * is dropped (stats.dropped) and its blocks are freed once the EOS is read.
+ * while the next steps are recorded and run (a readback costs about as much latency in Deno as a
+ * decode step takes on a GPU): the host schedules up to `stepsInFlight` steps ahead of what it
+ * has read. Lengths and maxTokens are known without the tokens, so only an EOS is seen late: that
+ * sequence's tokens of the steps already recorded are dropped (stats.dropped) and its blocks are
+ * freed once the EOS is read.
  */
 import type { CausalLM, KvDtype } from "../nn/mod.ts";
 import { PagedKvCache } from "../nn/mod.ts";
@@ -29,6 +30,12 @@ export interface EngineOptions {
   kvDtype?: KvDtype;
   eosTokenIds: number[];
   padTokenId: number;
+  /**
+   * Steps recorded before the oldest one's tokens are read (default 3): a readback's latency
+   * (milliseconds in Deno) then overlaps the steps behind it; an EOS is seen up to this many
+   * steps late, and the tokens sampled meanwhile are dropped.
+   */
+  stepsInFlight?: number;
   /** One setting for every request (default: temperature 1, no top-k / top-p, sampling on). */
   sampling?: Partial<SamplingOptions>;
 }
@@ -180,16 +187,20 @@ export class Engine {
   }
 
   async #run(): Promise<void> {
-    let inFlight: InFlightStep | null = null;
+    const depth = this.options.stepsInFlight ?? 3;
+    const inFlight: InFlightStep[] = [];
     try {
       while (this.#waiting.length > 0 || this.#running.length > 0) {
-        const next = this.#record(inFlight);
-        if (!next && !inFlight) throw new Error("Engine: no step can run (a scheduling fault)");
-        if (inFlight) await this.#collect(inFlight);
-        inFlight = next;
+        const next = this.#record(inFlight.at(-1) ?? null);
+        if (next) inFlight.push(next);
+        else if (inFlight.length === 0) {
+          throw new Error("Engine: no step can run (a scheduling fault)");
+        }
+        if (!next || inFlight.length >= depth) await this.#collect(inFlight.shift()!);
       }
+      while (inFlight.length > 0) await this.#collect(inFlight.shift()!);
     } catch (e) {
-      if (inFlight) inFlight.bufs.dispose();
+      for (const step of inFlight) step.bufs.dispose();
       for (const s of [...this.#running, ...this.#waiting]) {
         this.#cache.release(s.cache);
         s.reject(e);

@@ -5,7 +5,7 @@
  * (request seed, token index), and the readback of the sampled tokens and their log-probs, issued
  * at once so that the next step can be recorded and run while it travels. A decoding row's input
  * token is the one its sequence sampled in the previous step: copied on the GPU from that step's
- * outputs when the host has not read it yet.
+ * outputs when the host has not read it yet (several steps may be in flight).
  */
 import { gpu } from "../gpu/mod.ts";
 import type { CausalLM, KvDtype, PagedKvCache, PagedSequence } from "../nn/mod.ts";
@@ -95,7 +95,7 @@ function decode(input: StepInput, rows: StepSequence[]): Tensor {
   };
   rows.forEach((s, i) => {
     if (s.tokens.length === s.sampled) return flush();
-    if (!input.previous || input.previous.rows[s.row] !== s || s.sampled - s.tokens.length !== 1) {
+    if (!input.previous || input.previous.rows[s.row] !== s) {
       throw new Error(
         "engine: a running sequence's last token is neither read nor in the last step",
       );

@@ -15,6 +15,7 @@
  * engine's pool (default: --max-seqs sequences of prompt + max-new positions, no preemption);
  * fewer blocks cap its KV memory, and it preempts when they run out. --block N: positions per
  * block (default 16). --mode engine | generate | both (default both). --sample greedy | topp.
+ * --in-flight N: engine steps recorded before the oldest is read (default 3).
  */
 import { gpu, initGpu } from "../src/gpu/mod.ts";
 import { CausalLM, type KvDtype } from "../src/nn/mod.ts";
@@ -69,6 +70,7 @@ async function runEngine(n: number, blocks = numBlocks) {
     eosTokenIds: [],
     padTokenId: 0,
     sampling,
+    stepsInFlight: Number(arg("in-flight", "3")),
   });
   await Promise.all(
     prompts.slice(0, n).map((p, r) =>

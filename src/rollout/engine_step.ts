@@ -2,10 +2,10 @@
  * One step of the engine on the GPU: prefill of the sequences admitted this step (together, into
  * a left-padded contiguous cache whose rows are copied into their blocks), one decode step of the
  * running sequences over the paged cache, one sampling pass over all their logits with each
- * row's own (request seed, token index), and the readback of the sampled tokens and their log-probs, issued
- * at once so that the next step can be recorded and run while it travels. A decoding row's input
- * token is the one its sequence sampled in the previous step: copied on the GPU from that step's
- * outputs when the host has not read it yet (several steps may be in flight).
+ * row's own (request seed, token index), and the readback of the sampled tokens and their
+ * log-probs, issued at once so that the next steps can be recorded and run while it travels. A
+ * decoding row's input token is the one its sequence sampled in the previous step: copied on the
+ * GPU from that step's outputs when the host has not read it yet (several steps may be in flight).
  */
 import { gpu } from "../gpu/mod.ts";
 import type { CausalLM, KvDtype, PagedKvCache, PagedSequence } from "../nn/mod.ts";

@@ -190,15 +190,19 @@ export class Engine {
     const depth = this.options.stepsInFlight ?? 3;
     const inFlight: InFlightStep[] = [];
     try {
+      await null; // requests submitted in the same tick start together
       while (this.#waiting.length > 0 || this.#running.length > 0) {
         const next = this.#record(inFlight.at(-1) ?? null);
         if (next) inFlight.push(next);
         else if (inFlight.length === 0) {
           throw new Error("Engine: no step can run (a scheduling fault)");
         }
-        if (!next || inFlight.length >= depth) await this.#collect(inFlight.shift()!);
+        // Deno answers a read only once the queue is idle: reading the steps in flight together
+        // lets the GPU run each step while the host records the next.
+        if (!next || inFlight.length >= depth) {
+          while (inFlight.length > 0) await this.#collect(inFlight.shift()!);
+        }
       }
-      while (inFlight.length > 0) await this.#collect(inFlight.shift()!);
     } catch (e) {
       for (const step of inFlight) step.bufs.dispose();
       for (const s of [...this.#running, ...this.#waiting]) {

@@ -100,7 +100,7 @@ gpuTest("engine: requests submitted while others run; EOS stops one", async () =
   const engine = new Engine(s.model, greedy({ maxSeqs: 3 }));
   const first = submitAll(engine, s.prompts.slice(0, 2), (b) => [2, 10][b]);
   await first[0]; // request 1 is mid-sequence now
-  assert.ok(engine.stats().running >= 1, "request 1 still runs");
+  assert.ok(engine.stats().running >= 1, `request 1 still runs: ${JSON.stringify(engine.stats())}`);
   const later = submitAll(engine, s.prompts.slice(2), () => R);
   const got = await Promise.all([...first, ...later]);
   assertMatches(got, want);

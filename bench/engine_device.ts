@@ -23,7 +23,8 @@
  * engine's pool (default: --max-seqs sequences of prompt + max-new positions, no preemption);
  * fewer blocks cap its KV memory, and it preempts when they run out. --block N: positions per
  * block (default 16). --mode: a comma list of engine, engine-noshare, generate; both (the
- * default) is engine,generate. --sample greedy | topp.
+ * default) is engine,generate. --sample greedy | topp. --in-flight N: engine steps recorded
+ * before the oldest is read (default 3).
  */
 import { gpu, initGpu } from "../src/gpu/mod.ts";
 import { CausalLM, type KvDtype } from "../src/nn/mod.ts";
@@ -89,6 +90,7 @@ async function runEngine(n: number, share: boolean, blocks = numBlocks) {
     eosTokenIds: [],
     padTokenId: 0,
     sampling,
+    stepsInFlight: Number(arg("in-flight", "3")),
   });
   await Promise.all(
     prompts.slice(0, n).map((p, r) =>

@@ -8,12 +8,12 @@
  * then one GPU step (engine_step.ts) prefills the admitted, decodes the running and samples a
  * token for each; sequences that sample EOS or reach maxTokens finish, their slot and blocks
  * free for the next step. The sampled tokens come back in one small read per step, which travels
- * while the next step is recorded and runs (a readback costs milliseconds of latency in Deno):
- * the host schedules one step behind the GPU. Lengths and maxTokens are known without the
- * tokens, so only an EOS is seen a step late: that sequence's token of the step already running
- * is dropped (stats.dropped) and its blocks are freed once the EOS is read. Requests with
- * identical prompt ids (the n samples of a prompt) share one prefill of it and its full blocks
- * (engine_prefix.ts; `sharePrefixes`).
+ * while the next steps are recorded and run (a readback costs about as much latency in Deno as a
+ * decode step takes on a GPU): the host schedules up to `stepsInFlight` steps ahead of what it
+ * has read. Lengths and maxTokens are known without the tokens, so only an EOS is seen late: that
+ * sequence's tokens of the steps already recorded are dropped (stats.dropped) and its blocks are
+ * freed once the EOS is read. Requests with identical prompt ids (the n samples of a prompt)
+ * share one prefill of it and its full blocks (engine_prefix.ts; `sharePrefixes`).
  */
 import type { CausalLM } from "../nn/mod.ts";
 import { PagedKvCache } from "../nn/mod.ts";
@@ -128,8 +128,7 @@ export class Engine {
         resolve,
         reject,
       });
-      // Started after this task: requests submitted together are scheduled together.
-      this.#loop ??= Promise.resolve().then(() => this.#run());
+      this.#loop ??= this.#run();
     });
   }
 
@@ -152,16 +151,24 @@ export class Engine {
   }
 
   async #run(): Promise<void> {
-    let inFlight: InFlightStep | null = null;
+    const depth = this.options.stepsInFlight ?? 3;
+    const inFlight: InFlightStep[] = [];
     try {
+      await null; // requests submitted in the same tick start together
       while (this.#waiting.length > 0 || this.#running.length > 0) {
-        const next = this.#record(inFlight);
-        if (!next && !inFlight) throw new Error("Engine: no step can run (a scheduling fault)");
-        if (inFlight) await this.#collect(inFlight);
-        inFlight = next;
+        const next = this.#record(inFlight.at(-1) ?? null);
+        if (next) inFlight.push(next);
+        else if (inFlight.length === 0) {
+          throw new Error("Engine: no step can run (a scheduling fault)");
+        }
+        // Deno answers a read only once the queue is idle: reading the steps in flight together
+        // lets the GPU run each step while the host records the next.
+        if (!next || inFlight.length >= depth) {
+          while (inFlight.length > 0) await this.#collect(inFlight.shift()!);
+        }
       }
     } catch (e) {
-      if (inFlight) inFlight.bufs.dispose();
+      for (const step of inFlight) step.bufs.dispose();
       for (const s of [...this.#running, ...this.#waiting]) {
         this.#cache.release(s.cache);
         s.prefix = null;

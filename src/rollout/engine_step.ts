@@ -1,13 +1,13 @@
 /**
  * One step of the engine on the GPU: prefill of the shared prompts created this step and of the
- * sequences admitted without one (each into a batch-1 contiguous cache whose rows are copied into
- * its blocks; a sequence admitted with a shared prompt copies its partly filled last block and
- * its logits instead, engine_prefix.ts), one decode step of the running
+ * sequences admitted without one (together, into a left-padded contiguous cache whose rows are
+ * copied into their blocks; a sequence admitted with a shared prompt copies its partly filled
+ * last block and the prompt's logits instead, engine_prefix.ts), one decode step of the running
  * sequences over the paged cache, one sampling pass over all their logits with each row's own
- * (request seed, token index), and the readback of the sampled tokens and their log-probs, issued
- * at once so that the next step can be recorded and run while it travels. A decoding row's input
- * token is the one its sequence sampled in the previous step: copied on the GPU from that step's
- * outputs when the host has not read it yet.
+ * (request seed, token index), and the readback of the sampled tokens and their log-probs,
+ * issued at once so that the next steps can be recorded and run while it travels. A decoding
+ * row's input token is the one its sequence sampled in the previous step: copied on the GPU from
+ * that step's outputs when the host has not read it yet (several steps may be in flight).
  */
 import { gpu } from "../gpu/mod.ts";
 import type { CausalLM, KvDtype, PagedKvCache, PagedSequence } from "../nn/mod.ts";
@@ -62,17 +62,35 @@ function context(s: StepSequence): Int32Array {
   return out;
 }
 
-/** Prefills `ids` into the blocks of `seq`; logits [1, V] of its last position. */
-function prefillInto(input: StepInput, ids: Int32Array, seq: PagedSequence): Tensor {
-  const C = ids.length;
-  const ones = new Int32Array(C).fill(1);
-  const kv = input.model.createCache(1, C, ones, { dtype: input.kvDtype });
+/** Token ids to prefill into the blocks of `cache`. */
+interface PrefillTarget {
+  ids: Int32Array;
+  cache: PagedSequence;
+}
+
+/**
+ * Prefills `targets` together, left-padded to the longest, and copies each one's positions into
+ * its blocks; logits [n, V] of each one's last position.
+ */
+function prefill(input: StepInput, targets: PrefillTarget[]): Tensor {
+  const contexts = targets.map((t) => t.ids);
+  const n = targets.length, C = Math.max(...contexts.map((c) => c.length));
+  const ids = new Int32Array(n * C), mask = new Int32Array(n * C), pos = new Int32Array(n * C);
+  contexts.forEach((c, b) => {
+    const pad = C - c.length;
+    ids.set(c, b * C + pad);
+    mask.fill(1, b * C + pad, (b + 1) * C);
+    for (let i = 0; i < c.length; i++) pos[b * C + pad + i] = i;
+  });
+  const kv = input.model.createCache(n, C, mask, { dtype: input.kvDtype });
   try {
-    const logits = input.model.prefill(kv, Tensor.from(ids, [1, C], "i32"), {
-      positionIds: Tensor.from(Int32Array.from({ length: C }, (_, i) => i), [1, C], "i32"),
-      attentionMask: Tensor.from(ones, [1, C], "i32"),
+    const logits = input.model.prefill(kv, Tensor.from(ids, [n, C], "i32"), {
+      positionIds: Tensor.from(pos, [n, C], "i32"),
+      attentionMask: Tensor.from(mask, [n, C], "i32"),
     });
-    input.cache.writePrefill(seq, kv, C);
+    contexts.forEach((c, b) => {
+      input.cache.writePrefill(targets[b].cache, kv, c.length, { row: b, from: C - c.length });
+    });
     return logits;
   } finally {
     kv.dispose();
@@ -115,7 +133,7 @@ function decode(input: StepInput, rows: StepSequence[]): Tensor {
   };
   rows.forEach((s, i) => {
     if (s.tokens.length === s.sampled) return flush();
-    if (!input.previous || input.previous.rows[s.row] !== s || s.sampled - s.tokens.length !== 1) {
+    if (!input.previous || input.previous.rows[s.row] !== s) {
       throw new Error(
         "engine: a running sequence's last token is neither read nor in the last step",
       );
@@ -147,14 +165,24 @@ export function recordStep(input: StepInput): InFlightStep {
   const n = rows.length;
   const V = input.model.config.vocabSize;
   const bufs = scope(() => {
-    for (const e of input.prefixes) e.logits = prefillInto(input, e.ids, e.cache).keep();
     const logits = Tensor.empty([n, V], "f32", "engine.logits");
     const g = gpu();
+    // The new shared prompts and the admitted without one, prefilled together.
+    const plain = input.admitted.filter((s) => !s.prefix);
+    const targets = [
+      ...input.prefixes.map((e) => ({ ids: e.ids, cache: e.cache })),
+      ...plain.map((s) => ({ ids: context(s), cache: s.cache })),
+    ];
+    const pre = targets.length > 0 ? prefill(input, targets) : null;
+    input.prefixes.forEach((e, k) => {
+      e.logits = Tensor.empty([1, V], "f32", "engine.prefix_logits").keep();
+      g.copy(pre!.buffer, k * V * 4, e.logits.buffer, 0, V * 4);
+    });
+    let k = input.prefixes.length;
     input.admitted.forEach((s, i) => {
-      const l = s.prefix
-        ? startShared(input, s, s.prefix)
-        : prefillInto(input, context(s), s.cache);
-      g.copy(l.buffer, 0, logits.buffer, i * V * 4, V * 4);
+      if (s.prefix) {
+        g.copy(startShared(input, s, s.prefix).buffer, 0, logits.buffer, i * V * 4, V * 4);
+      } else g.copy(pre!.buffer, k++ * V * 4, logits.buffer, i * V * 4, V * 4);
     });
     if (input.decoding.length > 0) {
       const l = decode(input, input.decoding);

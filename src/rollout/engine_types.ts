@@ -13,6 +13,12 @@ export interface EngineOptions {
   kvDtype?: KvDtype;
   eosTokenIds: number[];
   padTokenId: number;
+  /**
+   * Steps recorded before the oldest one's tokens are read (default 3): a readback's latency
+   * (milliseconds in Deno) then overlaps the steps behind it; an EOS is seen up to this many
+   * steps late, and the tokens sampled meanwhile are dropped.
+   */
+  stepsInFlight?: number;
   /** One setting for every request (default: temperature 1, no top-k / top-p, sampling on). */
   sampling?: Partial<SamplingOptions>;
   /**

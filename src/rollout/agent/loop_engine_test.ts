@@ -7,9 +7,14 @@ import { type AgentLoopOptions, runAgentLoop, type TurnGenerator } from "./loop.
 import { agentTokenizer } from "./test_agent.ts";
 import { StatefulTool, type ToolResult } from "./types.ts";
 
-/** A tool that answers "ok" after `ms` milliseconds, and notes when each call ended. */
-class SleepTool extends StatefulTool<null> {
-  readonly ended: { sample: string; at: number }[] = [];
+/**
+ * A tool that answers "ok"; for `who: "1"` only once `gate` opens (or after 20 s), noting
+ * whether the gate opened and when the call ended.
+ */
+class GateTool extends StatefulTool<null> {
+  readonly ended: { sample: string; at: number; opened: boolean }[] = [];
+  open!: () => void;
+  readonly #gate = new Promise<boolean>((ok) => (this.open = () => ok(true)));
   constructor() {
     super({
       type: "function",
@@ -17,8 +22,8 @@ class SleepTool extends StatefulTool<null> {
         name: "sleep",
         parameters: {
           type: "object",
-          properties: { ms: { type: "integer" }, who: { type: "string" } },
-          required: ["ms", "who"],
+          properties: { who: { type: "string" } },
+          required: ["who"],
         },
       },
     });
@@ -27,14 +32,19 @@ class SleepTool extends StatefulTool<null> {
     return null;
   }
   protected async run(_: null, args: Record<string, unknown>): Promise<ToolResult> {
-    await new Promise((ok) => setTimeout(ok, Number(args.ms)));
-    this.ended.push({ sample: String(args.who), at: performance.now() });
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const opened = args.who !== "1" || await Promise.race([
+      this.#gate,
+      new Promise<boolean>((ok) => (timer = setTimeout(() => ok(false), 20_000))),
+    ]);
+    clearTimeout(timer);
+    this.ended.push({ sample: String(args.who), at: performance.now(), opened });
     return { text: "ok" };
   }
 }
 
-const call = (ms: number, who: number) =>
-  `<tool_call>{"name": "sleep", "arguments": {"ms": ${ms}, "who": "${who}"}}</tool_call>`;
+const call = (who: number) =>
+  `<tool_call>{"name": "sleep", "arguments": {"who": "${who}"}}</tool_call>`;
 
 gpuTest(
   "agent loop through the engine: conversations end at different turns, a slow tool holds no other",
@@ -54,10 +64,11 @@ gpuTest(
       padTokenId: tok.padTokenId,
       sampling: { doSample: false },
     });
-    const sleep = new SleepTool();
-    // Sample k's first k turns are scripted calls (sample 1's tool takes 400 ms); its next turn
-    // is the model's own, 6 tokens at most: a random model writes no call, so it ends there.
-    const scripted = [[], [call(400, 1)], [call(1, 2), call(1, 2)]];
+    const sleep = new GateTool();
+    // Sample k's first k turns are scripted calls (sample 1's returns only once samples 0 and 2
+    // have had their last turn: were it holding them, it would time out); its next turn is the
+    // model's own, 6 tokens at most: a random model writes no call, so it ends there.
+    const scripted = [[], [call(1)], [call(2), call(2)]];
     const sampled: number[][] = [[], [], []];
     const doneAt: number[] = [];
     const model_ = engineTurns(engine, { seed: 3, returnLogProbs: true });
@@ -70,6 +81,7 @@ gpuTest(
       const out = await model_({ ...req, maxTokens: Math.min(req.maxTokens, 6) });
       sampled[req.sample].push(...Array.from(out.tokens));
       doneAt[req.sample] = performance.now();
+      if (doneAt[0] !== undefined && doneAt[2] !== undefined) sleep.open();
       return out;
     };
     const options: AgentLoopOptions = {
@@ -95,9 +107,9 @@ gpuTest(
     assert.deepEqual(trajectories.map((t) => t.numTurns), [2, 4, 6]);
     assert.equal(metrics["tool_calls/sleep/count"], 3);
     // Sample 0's and sample 2's engine turns ended while sample 1's tool was still sleeping.
-    const slow = sleep.ended.find((e) => e.sample === "1")!.at;
-    assert.ok(doneAt[0] < slow && doneAt[2] < slow, `${doneAt} vs ${slow}`);
-    assert.ok(doneAt[1] > slow);
+    const slow = sleep.ended.find((e) => e.sample === "1")!;
+    assert.ok(slow.opened, "sample 1's tool call held the other conversations");
+    assert.ok(doneAt[0] <= slow.at && doneAt[2] <= slow.at && doneAt[1] > slow.at, `${doneAt}`);
     trajectories.forEach((t, k) => {
       assert.equal(t.responseMask.length, t.responseIds.length);
       // The last turn's tokens are the engine's, mask 1, with their log-probs.

@@ -176,6 +176,7 @@ export class CausalLM extends DecoderTrunk {
       ["attentionMask", options.attentionMask],
     ]);
     if (cache.length !== 0) throw new Error(`prefill: the cache already holds ${cache.length}`);
+    if (options.packing) throw new Error("prefill: packed sequences are for the training passes");
     return noGrad(() => {
       const h = this.trunk(inputIds, options.positionIds, (l) => ({
         rotate: (qkv, rope) => cache.ropeAppend(l, qkv, rope),

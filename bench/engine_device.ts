@@ -15,7 +15,7 @@
  * engine's pool (default: --max-seqs sequences of prompt + max-new positions, no preemption);
  * fewer blocks cap its KV memory, and it preempts when they run out. --block N: positions per
  * block (default 16). --mode engine | generate | both (default both). --sample greedy | topp.
- * --in-flight N: engine steps recorded before the oldest is read (default 3).
+ * --in-flight N: engine steps recorded before the oldest is read (default 8).
  */
 import { gpu, initGpu } from "../src/gpu/mod.ts";
 import { CausalLM, type KvDtype } from "../src/nn/mod.ts";
@@ -70,7 +70,7 @@ async function runEngine(n: number, blocks = numBlocks) {
     eosTokenIds: [],
     padTokenId: 0,
     sampling,
-    stepsInFlight: Number(arg("in-flight", "3")),
+    stepsInFlight: Number(arg("in-flight", "8")),
   });
   await Promise.all(
     prompts.slice(0, n).map((p, r) =>
@@ -141,6 +141,9 @@ for (const m of mode === "both" ? ["engine", "generate"] : [mode]) {
         preemptions: stats.preemptions,
         dropped: stats.dropped,
         peak_blocks: stats.peakBlocks,
+        steps_in_flight: Number(arg("in-flight", "8")),
+        record_s: +stats.recordSeconds.toFixed(3),
+        wait_s: +stats.waitSeconds.toFixed(3),
       }
       : { batches: Math.ceil(N / B) }),
     seconds: +s.toFixed(3),

@@ -31,9 +31,10 @@ export interface EngineOptions {
   eosTokenIds: number[];
   padTokenId: number;
   /**
-   * Steps recorded before the oldest one's tokens are read (default 3): a readback's latency
-   * (milliseconds in Deno) then overlaps the steps behind it; an EOS is seen up to this many
-   * steps late, and the tokens sampled meanwhile are dropped.
+   * Steps recorded before their tokens are read, together (default 8): Deno answers a read
+   * only once the GPU queue is idle, so the GPU runs each step while the host records the next
+   * and waits once per this many steps; an EOS is seen up to this many steps late, and the
+   * tokens sampled meanwhile are dropped.
    */
   stepsInFlight?: number;
   /** One setting for every request (default: temperature 1, no top-k / top-p, sampling on). */
@@ -66,6 +67,9 @@ export interface EngineStats {
   tokens: number;
   /** Tokens sampled for a sequence whose EOS had not been read yet (the step it ran late). */
   dropped: number;
+  /** Host seconds spent recording steps, and waiting for their tokens. */
+  recordSeconds: number;
+  waitSeconds: number;
   numBlocks: number;
   freeBlocks: number;
   /** Most blocks held at once. */
@@ -98,6 +102,8 @@ export class Engine {
     tokens: 0,
     dropped: 0,
     peakBlocks: 0,
+    recordSeconds: 0,
+    waitSeconds: 0,
   };
 
   constructor(readonly model: CausalLM, readonly options: EngineOptions) {
@@ -187,7 +193,7 @@ export class Engine {
   }
 
   async #run(): Promise<void> {
-    const depth = this.options.stepsInFlight ?? 3;
+    const depth = this.options.stepsInFlight ?? 8;
     const inFlight: InFlightStep[] = [];
     try {
       await null; // requests submitted in the same tick start together
@@ -197,8 +203,6 @@ export class Engine {
         else if (inFlight.length === 0) {
           throw new Error("Engine: no step can run (a scheduling fault)");
         }
-        // Deno answers a read only once the queue is idle: reading the steps in flight together
-        // lets the GPU run each step while the host records the next.
         if (!next || inFlight.length >= depth) {
           while (inFlight.length > 0) await this.#collect(inFlight.shift()!);
         }
@@ -255,7 +259,8 @@ export class Engine {
     this.#stats.peakBlocks = Math.max(this.#stats.peakBlocks, cache.numBlocks - cache.freeBlocks);
     this.#stats.steps++;
     this.#stats.prefills += admitted.length;
-    return recordStep({
+    const t0 = performance.now();
+    const step = recordStep({
       model: this.model,
       cache,
       kvDtype: this.options.kvDtype ?? "f32",
@@ -264,13 +269,17 @@ export class Engine {
       decoding,
       previous,
     });
+    this.#stats.recordSeconds += (performance.now() - t0) / 1000;
+    return step;
   }
 
   /** Reads a step's tokens back and finishes the sequences that ended. */
   async #collect(step: InFlightStep): Promise<void> {
     let data;
     try {
+      const t0 = performance.now();
       data = await step.read;
+      this.#stats.waitSeconds += (performance.now() - t0) / 1000;
     } finally {
       step.bufs.dispose();
     }

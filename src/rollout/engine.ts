@@ -208,7 +208,10 @@ export class Engine {
         }
       }
     } catch (e) {
-      for (const step of inFlight) step.bufs.dispose();
+      for (const step of inFlight) {
+        step.open();
+        step.bufs.dispose();
+      }
       for (const s of [...this.#running, ...this.#waiting]) {
         this.#cache.release(s.cache);
         s.reject(e);
@@ -278,6 +281,7 @@ export class Engine {
     let data;
     try {
       const t0 = performance.now();
+      step.open();
       data = await step.read;
       this.#stats.waitSeconds += (performance.now() - t0) / 1000;
     } finally {

@@ -1,7 +1,7 @@
 import { BufferPool } from "./buffer_pool.ts";
 import { formatBytes, GpuError } from "./errors.ts";
 import { type KernelSpec, PipelineCache } from "./pipelines.ts";
-import { KernelProfiler, type ReadOptions, Recorder } from "./recorder.ts";
+import { KernelProfiler, Recorder } from "./recorder.ts";
 import type { Binding } from "./types.ts";
 
 export interface GpuOptions {
@@ -155,10 +155,9 @@ export class Gpu {
   /** Reads byte ranges of several buffers back in one round trip. */
   async read(
     ranges: { buffer: GPUBuffer; offset?: number; size: number }[],
-    options: ReadOptions = {},
   ): Promise<ArrayBuffer[]> {
     this.throwIfFailed();
-    const out = await this.recorder.read(ranges, options);
+    const out = await this.recorder.read(ranges);
     this.throwIfFailed();
     return out;
   }

@@ -2,7 +2,6 @@ export type { Binding } from "./types.ts";
 export { type DispatchOptions, Gpu, gpu, type GpuOptions, initGpu, packParams } from "./device.ts";
 export { formatBytes, GpuError } from "./errors.ts";
 export { BufferPool } from "./buffer_pool.ts";
-export type { ReadOptions } from "./recorder.ts";
 export { kernelKey, type KernelSpec, PipelineCache } from "./pipelines.ts";
 export {
   type Defines,

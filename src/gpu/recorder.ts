@@ -9,15 +9,6 @@ const SLOT = 256; // minUniformBufferOffsetAlignment on every adapter we target
  * Uniform parameters of all dispatches in a submit share one arena buffer written just before the
  * submit, so a kernel launch allocates nothing. Bind groups are cached by pipeline and buffers.
  */
-export interface ReadOptions {
-  /**
-   * The copies are recorded and submitted at once, the staging buffer mapped only once this
-   * resolves: Deno's mapAsync holds the thread until the GPU queue is idle, so a read issued
-   * while more work is to be recorded should map later.
-   */
-  mapAfter?: Promise<unknown>;
-}
-
 export class Recorder {
   #encoder: GPUCommandEncoder | null = null;
   #pass: GPUComputePassEncoder | null = null;
@@ -172,7 +163,6 @@ export class Recorder {
 
   async read(
     ranges: { buffer: GPUBuffer; offset?: number; size: number }[],
-    options: ReadOptions = {},
   ): Promise<ArrayBuffer[]> {
     let total = 0;
     const offsets = ranges.map((r) => {
@@ -189,7 +179,6 @@ export class Recorder {
     );
     this.flush();
     try {
-      await options.mapAfter;
       await Promise.race([staging.mapAsync(GPUMapMode.READ), this.#lostSignal]);
       this.check();
       const all = staging.getMappedRange();

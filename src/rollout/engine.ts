@@ -208,10 +208,7 @@ export class Engine {
         }
       }
     } catch (e) {
-      for (const step of inFlight) {
-        step.open();
-        step.bufs.dispose();
-      }
+      for (const step of inFlight) step.bufs.dispose();
       for (const s of [...this.#running, ...this.#waiting]) {
         this.#cache.release(s.cache);
         s.reject(e);
@@ -281,7 +278,6 @@ export class Engine {
     let data;
     try {
       const t0 = performance.now();
-      step.open();
       data = await step.read;
       this.#stats.waitSeconds += (performance.now() - t0) / 1000;
     } finally {

@@ -38,15 +38,11 @@ export interface StepInput {
   previous: InFlightStep | null;
 }
 
-/**
- * A recorded step: its rows (admitted, then decoding) and its readback, copied and submitted
- * but mapped only once `open()` is called (mapping holds Deno's thread until the GPU is idle).
- */
+/** A recorded step: its rows (admitted, then decoding) and the readback under way. */
 export interface InFlightStep {
   rows: StepSequence[];
   bufs: SampleBuffers;
   read: Promise<ArrayBuffer[]>;
-  open: () => void;
 }
 
 function context(s: StepSequence): Int32Array {
@@ -167,13 +163,11 @@ export function recordStep(input: StepInput): InFlightStep {
     s.sampled++;
     s.row = i;
   });
-  let open = () => {};
-  const mapAfter = new Promise<void>((resolve) => (open = resolve));
   const read = gpu().read([
     { buffer: bufs.responses.buffer, size: 4 * n },
     { buffer: bufs.logProbs.buffer, size: 4 * n },
-  ], { mapAfter });
-  // Awaited after the next steps are recorded; a failure meanwhile is not an unhandled one.
+  ]);
+  // Awaited after the next step is recorded; a failure meanwhile is not an unhandled one.
   read.catch(() => {});
-  return { rows, bufs, read, open };
+  return { rows, bufs, read };
 }

@@ -178,5 +178,6 @@ export function recordStep(input: StepInput): InFlightStep {
   const at = 8 * slot * stride;
   gpu().copy(bufs.responses.buffer, 0, ring.buffer, at, 4 * n);
   gpu().copy(bufs.logProbs.buffer, 0, ring.buffer, at + 4 * stride, 4 * n);
+  gpu().flush(); // the GPU runs this step while the host records the next
   return { rows, bufs };
 }

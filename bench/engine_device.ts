@@ -15,7 +15,7 @@
  * engine's pool (default: --max-seqs sequences of prompt + max-new positions, no preemption);
  * fewer blocks cap its KV memory, and it preempts when they run out. --block N: positions per
  * block (default 16). --mode engine | generate | both (default both). --sample greedy | topp.
- * --in-flight N: engine steps recorded between reads (default 8). --profile N: GPU time per kernel
+ * --in-flight N: engine steps recorded between reads (default 16). --profile N: GPU time per kernel
  * of N requests through each mode.
  */
 import { gpu, initGpu } from "../src/gpu/mod.ts";
@@ -71,7 +71,7 @@ async function runEngine(n: number, blocks = numBlocks) {
     eosTokenIds: [],
     padTokenId: 0,
     sampling,
-    stepsInFlight: Number(arg("in-flight", "8")),
+    stepsInFlight: Number(arg("in-flight", "16")),
   });
   await Promise.all(
     prompts.slice(0, n).map((p, r) =>
@@ -142,7 +142,7 @@ for (const m of mode === "both" ? ["engine", "generate"] : [mode]) {
         preemptions: stats.preemptions,
         dropped: stats.dropped,
         peak_blocks: stats.peakBlocks,
-        steps_in_flight: Number(arg("in-flight", "8")),
+        steps_in_flight: Number(arg("in-flight", "16")),
         record_s: +stats.recordSeconds.toFixed(3),
         wait_s: +stats.waitSeconds.toFixed(3),
       }

@@ -199,7 +199,7 @@ export class Engine {
   }
 
   async #run(): Promise<void> {
-    const depth = this.options.stepsInFlight ?? 8;
+    const depth = this.options.stepsInFlight ?? 16;
     const inFlight: InFlightStep[] = [];
     const stride = this.options.maxSeqs;
     const ring = Tensor.empty([depth * 2 * stride], "i32", "engine.readback").keep();

@@ -37,7 +37,7 @@ export interface EngineOptions {
   eosTokenIds: number[];
   padTokenId: number;
   /**
-   * Steps recorded before their tokens are read, together (default 8): Deno answers a read
+   * Steps recorded before their tokens are read, together (default 16): Deno answers a read
    * only once the GPU queue is idle, so the GPU runs each step while the host records the next
    * and waits once per this many steps; an EOS is seen up to this many steps late, and the
    * tokens sampled meanwhile are dropped.

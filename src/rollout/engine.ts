@@ -7,19 +7,33 @@
  * waiting requests are admitted into free slots while blocks allow (unless this step preempted),
  * then one GPU step (engine_step.ts) prefills the admitted, decodes the running and samples a
  * token for each; sequences that sample EOS or reach maxTokens finish, their slot and blocks
- * free for the next step. The sampled tokens come back in one small read per step, which travels
- * while the next steps are recorded and run (a readback costs about as much latency in Deno as a
- * decode step takes on a GPU): the host schedules up to `stepsInFlight` steps ahead of what it
- * has read. Lengths and maxTokens are known without the tokens, so only an EOS is seen late: that
- * sequence's tokens of the steps already recorded are dropped (stats.dropped) and its blocks are
- * freed once the EOS is read. Requests with identical prompt ids (the n samples of a prompt)
- * share one prefill of it and its full blocks (engine_prefix.ts; `sharePrefixes`).
+ * free for the next step. The sampled tokens come back in one small read per `stepsInFlight`
+ * steps (a read costs about a decode step's GPU time of latency in Deno, and waits for the queue
+ * to empty), so the GPU runs each step while the host records the next. Lengths and maxTokens
+ * are known without the tokens, so only an EOS is seen late: that sequence's tokens of the steps
+ * already recorded are dropped (stats.dropped) and its blocks are freed once the EOS is read.
+ * Requests with identical prompt ids (the n samples of a prompt) share one prefill of it and its
+ * full blocks (engine_prefix.ts; `sharePrefixes`).
  */
 import type { CausalLM } from "../nn/mod.ts";
 import { PagedKvCache } from "../nn/mod.ts";
+import { gpu } from "../gpu/mod.ts";
+import { Tensor } from "../tensor/mod.ts";
 import { prefixKey, PrefixTable } from "./engine_prefix.ts";
-import { type InFlightStep, recordStep, type StepSequence } from "./engine_step.ts";
-import type { EngineOptions, EngineRequest, EngineResult, EngineStats } from "./engine_types.ts";
+import {
+  type InFlightStep,
+  recordStep,
+  type StepReadback,
+  type StepSequence,
+} from "./engine_step.ts";
+import {
+  type EngineOptions,
+  type EngineRequest,
+  type EngineResult,
+  type EngineStats,
+  requestProblem,
+  samplerConfig,
+} from "./engine_types.ts";
 import { MAX_EOS_IDS, type SamplerConfig } from "./sampler.ts";
 
 export type { EngineOptions, EngineRequest, EngineResult, EngineStats };
@@ -39,8 +53,6 @@ export class Engine {
   readonly #sampler: SamplerConfig;
   readonly #eos: Set<number>;
   readonly #waiting: Sequence[] = [];
-  /** Fresh (never admitted) waiting requests per prompt key. */
-  readonly #waitingKeys = new Map<string, number>();
   readonly #prefixes: PrefixTable;
   readonly #share: boolean;
   /** In admission order: the last is the first preempted. */
@@ -56,6 +68,8 @@ export class Engine {
     tokens: 0,
     dropped: 0,
     peakBlocks: 0,
+    recordSeconds: 0,
+    waitSeconds: 0,
   };
 
   constructor(readonly model: CausalLM, readonly options: EngineOptions) {
@@ -76,16 +90,7 @@ export class Engine {
       headDim: c.headDim,
       dtype: options.kvDtype,
     });
-    const s = options.sampling ?? {};
-    this.#sampler = {
-      temperature: s.temperature ?? 1,
-      topK: s.topK ?? 0,
-      topP: s.topP ?? 1,
-      doSample: s.doSample ?? true,
-      seed: 0, // each row brings its own (seed, token index)
-      eosTokenIds: options.eosTokenIds,
-      padTokenId: options.padTokenId,
-    };
+    this.#sampler = samplerConfig(options);
     this.#eos = new Set(options.eosTokenIds);
     this.#prefixes = new PrefixTable(this.#cache);
     this.#share = options.sharePrefixes ?? true;
@@ -95,24 +100,15 @@ export class Engine {
   submit(request: EngineRequest): Promise<EngineResult> {
     if (this.#closed) return Promise.reject(new Error("Engine: submit after close"));
     const prompt = Int32Array.from(request.promptIds);
-    const V = this.model.config.vocabSize;
-    const fail = (why: string) => Promise.reject(new Error(`Engine.submit: ${why}`));
-    if (prompt.length === 0) return fail("empty prompt");
-    const bad = prompt.findIndex((t) => t < 0 || t >= V);
-    if (bad >= 0) return fail(`token id ${prompt[bad]} at ${bad} is outside [0, ${V})`);
-    if (!(Number.isInteger(request.maxTokens) && request.maxTokens > 0)) {
-      return fail(`maxTokens ${request.maxTokens} must be a positive integer`);
-    }
-    const need = this.#cache.blocksFor(prompt.length + request.maxTokens);
-    if (need > this.#cache.numBlocks) {
-      return fail(
-        `prompt ${prompt.length} + maxTokens ${request.maxTokens} needs ${need} blocks of ` +
-          `${this.#cache.blockSize}, the pool has ${this.#cache.numBlocks}`,
-      );
-    }
+    const problem = requestProblem(prompt, request, {
+      vocab: this.model.config.vocabSize,
+      blockSize: this.#cache.blockSize,
+      numBlocks: this.#cache.numBlocks,
+    });
+    if (problem) return Promise.reject(new Error(`Engine.submit: ${problem}`));
     const key = this.#share ? prefixKey(prompt) : "";
     return new Promise<EngineResult>((resolve, reject) => {
-      this.#waitingKeys.set(key, (this.#waitingKeys.get(key) ?? 0) + 1);
+      if (this.#share) this.#prefixes.wait(key);
       this.#waiting.push({
         prompt,
         key,
@@ -151,21 +147,20 @@ export class Engine {
   }
 
   async #run(): Promise<void> {
-    const depth = this.options.stepsInFlight ?? 3;
+    const depth = this.options.stepsInFlight ?? 16;
     const inFlight: InFlightStep[] = [];
+    const stride = this.options.maxSeqs;
+    const ring = Tensor.empty([depth * 2 * stride], "i32", "engine.readback").keep();
     try {
       await null; // requests submitted in the same tick start together
       while (this.#waiting.length > 0 || this.#running.length > 0) {
-        const next = this.#record(inFlight.at(-1) ?? null);
+        const readback = { ring, slot: inFlight.length, stride };
+        const next = this.#record(inFlight.at(-1) ?? null, readback);
         if (next) inFlight.push(next);
         else if (inFlight.length === 0) {
           throw new Error("Engine: no step can run (a scheduling fault)");
         }
-        // Deno answers a read only once the queue is idle: reading the steps in flight together
-        // lets the GPU run each step while the host records the next.
-        if (!next || inFlight.length >= depth) {
-          while (inFlight.length > 0) await this.#collect(inFlight.shift()!);
-        }
+        if (!next || inFlight.length >= depth) await this.#collect(inFlight.splice(0), readback);
       }
     } catch (e) {
       for (const step of inFlight) step.bufs.dispose();
@@ -177,8 +172,8 @@ export class Engine {
       this.#prefixes.clear();
       this.#running.length = 0;
       this.#waiting.length = 0;
-      this.#waitingKeys.clear();
     } finally {
+      ring.dispose();
       this.#loop = null;
     }
   }
@@ -193,7 +188,7 @@ export class Engine {
   }
 
   /** Schedules and records the next step; null when no sequence can take a step now. */
-  #record(previous: InFlightStep | null): InFlightStep | null {
+  #record(previous: InFlightStep | null, readback: StepReadback): InFlightStep | null {
     const cache = this.#cache;
     let preempted = false;
     // Sequences at maxTokens only wait for their last token to be read.
@@ -214,11 +209,10 @@ export class Engine {
       if (s.tokens.length !== s.sampled) break;
       const fresh = s.tokens.length === 0, C = s.prompt.length + s.tokens.length;
       // A fresh request shares its prompt with others of the same prompt, running or waiting.
-      const share = fresh && this.#share &&
-        (this.#prefixes.has(s.key) || this.#waitingKeys.get(s.key)! > 1);
+      const share = fresh && this.#share && this.#prefixes.shares(s.key);
       // Its context and the first token it samples (appended by the next step).
       if (share ? !this.#prefixes.join(s, s.key) : !cache.reserve(s.cache, C + 1)) break;
-      if (fresh) this.#unwait(s.key);
+      if (fresh && this.#share) this.#prefixes.admitted(s.key);
       this.#waiting.shift();
       this.#running.push(s);
       admitted.push(s);
@@ -230,7 +224,8 @@ export class Engine {
     for (const e of prefixes) this.#count(e.ids.length);
     this.#stats.peakBlocks = Math.max(this.#stats.peakBlocks, cache.numBlocks - cache.freeBlocks);
     this.#stats.steps++;
-    return recordStep({
+    const t0 = performance.now();
+    const step = recordStep({
       prefixes,
       model: this.model,
       cache,
@@ -239,7 +234,10 @@ export class Engine {
       admitted,
       decoding,
       previous,
+      readback,
     });
+    this.#stats.recordSeconds += (performance.now() - t0) / 1000;
+    return step;
   }
 
   /** One prefill of `tokens` context tokens. */
@@ -248,38 +246,38 @@ export class Engine {
     this.#stats.prefillTokens += tokens;
   }
 
-  #unwait(key: string): void {
-    const left = this.#waitingKeys.get(key)! - 1;
-    if (left > 0) this.#waitingKeys.set(key, left);
-    else this.#waitingKeys.delete(key);
-  }
-
   /** Frees `s`'s blocks and its hold on a shared prompt. */
   #release(s: Sequence): void {
     this.#cache.release(s.cache);
     this.#prefixes.leave(s);
   }
 
-  /** Reads a step's tokens back and finishes the sequences that ended. */
-  async #collect(step: InFlightStep): Promise<void> {
+  /** Reads the steps' tokens back at once and finishes the sequences that ended. */
+  async #collect(steps: InFlightStep[], readback: StepReadback): Promise<void> {
+    const words = 2 * readback.stride;
     let data;
     try {
-      data = await step.read;
+      const t0 = performance.now();
+      [data] = await gpu().read([{ buffer: readback.ring.buffer, size: 4 * words * steps.length }]);
+      this.#stats.waitSeconds += (performance.now() - t0) / 1000;
     } finally {
-      step.bufs.dispose();
+      for (const step of steps) step.bufs.dispose();
     }
-    const tokens = new Int32Array(data[0]), logProbs = new Float32Array(data[1]);
-    step.rows.forEach((row, i) => {
-      const s = row as Sequence;
-      if (s.done) {
-        this.#stats.dropped++;
-        return;
-      }
-      s.tokens.push(tokens[i]);
-      s.logProbs.push(logProbs[i]);
-      this.#stats.tokens++;
-      if (this.#eos.has(tokens[i])) this.#finish(s, "stop");
-      else if (s.tokens.length >= s.request.maxTokens) this.#finish(s, "length");
+    steps.forEach((step, k) => {
+      const tokens = new Int32Array(data, 4 * words * k, step.rows.length);
+      const logProbs = new Float32Array(data, 4 * (words * k + readback.stride), step.rows.length);
+      step.rows.forEach((row, i) => {
+        const s = row as Sequence;
+        if (s.done) {
+          this.#stats.dropped++;
+          return;
+        }
+        s.tokens.push(tokens[i]);
+        s.logProbs.push(logProbs[i]);
+        this.#stats.tokens++;
+        if (this.#eos.has(tokens[i])) this.#finish(s, "stop");
+        else if (s.tokens.length >= s.request.maxTokens) this.#finish(s, "length");
+      });
     });
   }
 

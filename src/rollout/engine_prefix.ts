@@ -37,13 +37,28 @@ export function prefixKey(prompt: Int32Array): string {
 
 export class PrefixTable {
   readonly #entries = new Map<string, PrefixEntry>();
+  /** Fresh (never admitted) waiting requests per prompt key. */
+  readonly #waiting = new Map<string, number>();
   /** Entries created since the last `takeCreated`: their prefill is still to be recorded. */
   #created: PrefixEntry[] = [];
 
   constructor(readonly cache: PagedKvCache) {}
 
-  has(key: string): boolean {
-    return this.#entries.has(key);
+  /** A fresh request with prompt `key` waits. */
+  wait(key: string): void {
+    this.#waiting.set(key, (this.#waiting.get(key) ?? 0) + 1);
+  }
+
+  /** A fresh request with prompt `key` was admitted. */
+  admitted(key: string): void {
+    const left = this.#waiting.get(key)! - 1;
+    if (left > 0) this.#waiting.set(key, left);
+    else this.#waiting.delete(key);
+  }
+
+  /** Whether a fresh request with prompt `key` shares it: its entry lives, or another waits. */
+  shares(key: string): boolean {
+    return this.#entries.has(key) || this.#waiting.get(key)! > 1;
   }
 
   /**
@@ -90,13 +105,14 @@ export class PrefixTable {
     return out;
   }
 
-  /** Frees every entry (the engine failed). */
+  /** Frees every entry and forgets the waiting (the engine failed). */
   clear(): void {
     for (const e of this.#entries.values()) {
       this.cache.release(e.cache);
       e.logits?.dispose();
     }
     this.#entries.clear();
+    this.#waiting.clear();
     this.#created = [];
   }
 }

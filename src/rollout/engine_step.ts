@@ -4,10 +4,11 @@
  * copied into their blocks; a sequence admitted with a shared prompt copies its partly filled
  * last block and the prompt's logits instead, engine_prefix.ts), one decode step of the running
  * sequences over the paged cache, one sampling pass over all their logits with each row's own
- * (request seed, token index), and the readback of the sampled tokens and their log-probs,
- * issued at once so that the next steps can be recorded and run while it travels. A decoding
- * row's input token is the one its sequence sampled in the previous step: copied on the GPU from
- * that step's outputs when the host has not read it yet (several steps may be in flight).
+ * (request seed, token index), and a copy of the sampled tokens and their log-probs into the
+ * engine's readback ring, read once for several steps (a read's latency in Deno is about a
+ * decode step's GPU time, and it waits for the queue to empty). A decoding row's input token is
+ * the one its sequence sampled in the previous step: copied on the GPU from that step's outputs
+ * when the host has not read it yet (several steps may be in flight).
  */
 import { gpu } from "../gpu/mod.ts";
 import type { CausalLM, KvDtype, PagedKvCache, PagedSequence } from "../nn/mod.ts";
@@ -46,13 +47,23 @@ export interface StepInput {
   decoding: StepSequence[];
   /** The step before, whose outputs hold the tokens not read yet. */
   previous: InFlightStep | null;
+  readback: StepReadback;
 }
 
-/** A recorded step: its rows (admitted, then decoding) and the readback under way. */
+/** A recorded step: its rows (admitted, then decoding) and its sampling buffers. */
 export interface InFlightStep {
   rows: StepSequence[];
   bufs: SampleBuffers;
-  read: Promise<ArrayBuffer[]>;
+}
+
+/**
+ * Where a step leaves its tokens and log-probs for the host: slot `slot` of an i32 ring of
+ * [slots, 2, stride] words (tokens, then the log-probs' f32 bits), read once for several steps.
+ */
+export interface StepReadback {
+  ring: Tensor;
+  slot: number;
+  stride: number;
 }
 
 function context(s: StepSequence): Int32Array {
@@ -203,11 +214,10 @@ export function recordStep(input: StepInput): InFlightStep {
     s.sampled++;
     s.row = i;
   });
-  const read = gpu().read([
-    { buffer: bufs.responses.buffer, size: 4 * n },
-    { buffer: bufs.logProbs.buffer, size: 4 * n },
-  ]);
-  // Awaited after the next step is recorded; a failure meanwhile is not an unhandled one.
-  read.catch(() => {});
-  return { rows, bufs, read };
+  const { ring, slot, stride } = input.readback;
+  const at = 8 * slot * stride;
+  gpu().copy(bufs.responses.buffer, 0, ring.buffer, at, 4 * n);
+  gpu().copy(bufs.logProbs.buffer, 0, ring.buffer, at + 4 * stride, 4 * n);
+  gpu().flush(); // the GPU runs this step while the host records the next
+  return { rows, bufs };
 }

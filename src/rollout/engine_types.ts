@@ -1,6 +1,6 @@
-/** The engine's request, result, options and stats (engine.ts). */
+/** The engine's request (and its checks), result, options, stats and sampler settings (engine.ts). */
 import type { KvDtype } from "../nn/mod.ts";
-import type { SamplingOptions } from "./sampler.ts";
+import type { SamplerConfig, SamplingOptions } from "./sampler.ts";
 
 export interface EngineOptions {
   /** Sequences decoded together at most (verl's rollout.max_num_seqs). */
@@ -14,9 +14,10 @@ export interface EngineOptions {
   eosTokenIds: number[];
   padTokenId: number;
   /**
-   * Steps recorded before the oldest one's tokens are read (default 3): a readback's latency
-   * (milliseconds in Deno) then overlaps the steps behind it; an EOS is seen up to this many
-   * steps late, and the tokens sampled meanwhile are dropped.
+   * Steps recorded before their tokens are read, together (default 16): Deno answers a read
+   * only once the GPU queue is idle, so the GPU runs each step while the host records the next
+   * and waits once per this many steps; an EOS is seen up to this many steps late, and the
+   * tokens sampled meanwhile are dropped.
    */
   stepsInFlight?: number;
   /** One setting for every request (default: temperature 1, no top-k / top-p, sampling on). */
@@ -61,10 +62,45 @@ export interface EngineStats {
   tokens: number;
   /** Tokens sampled for a sequence whose EOS had not been read yet (the step it ran late). */
   dropped: number;
+  /** Host seconds spent recording steps, and waiting for their tokens. */
+  recordSeconds: number;
+  waitSeconds: number;
   numBlocks: number;
   freeBlocks: number;
   /** Most blocks held at once. */
   peakBlocks: number;
   running: number;
   waiting: number;
+}
+
+/** Why `request` (prompt ids `prompt`) cannot run on an engine's vocabulary and pool; null if it can. */
+export function requestProblem(
+  prompt: Int32Array,
+  request: EngineRequest,
+  o: { vocab: number; blockSize: number; numBlocks: number },
+): string | null {
+  if (prompt.length === 0) return "empty prompt";
+  const bad = prompt.findIndex((t) => t < 0 || t >= o.vocab);
+  if (bad >= 0) return `token id ${prompt[bad]} at ${bad} is outside [0, ${o.vocab})`;
+  if (!(Number.isInteger(request.maxTokens) && request.maxTokens > 0)) {
+    return `maxTokens ${request.maxTokens} must be a positive integer`;
+  }
+  const need = Math.ceil((prompt.length + request.maxTokens) / o.blockSize);
+  if (need <= o.numBlocks) return null;
+  return `prompt ${prompt.length} + maxTokens ${request.maxTokens} needs ${need} blocks of ` +
+    `${o.blockSize}, the pool has ${o.numBlocks}`;
+}
+
+/** The sampler settings of every row (each row brings its own seed and token index). */
+export function samplerConfig(options: EngineOptions): SamplerConfig {
+  const s = options.sampling ?? {};
+  return {
+    temperature: s.temperature ?? 1,
+    topK: s.topK ?? 0,
+    topP: s.topP ?? 1,
+    doSample: s.doSample ?? true,
+    seed: 0,
+    eosTokenIds: options.eosTokenIds,
+    padTokenId: options.padTokenId,
+  };
 }

@@ -93,12 +93,12 @@ gpuTest(
   "engine prefixes: a sample admitted after its siblings started still shares; a lone prompt does not",
   async () => {
     const { model, prompts } = setup();
-    // Room for 2 sequences: the third sample waits until the first (3 tokens) ends, while the
-    // second (10) still runs.
+    // Room for 2 sequences: the third sample waits until the first (3 tokens) ends and is read
+    // (one step between reads), while the second (10) still runs.
     const lengths = (j: number) => [3, 10, 10][j];
-    const one = prompts.slice(0, 1);
-    const plain = await run(model, one, opts({ sharePrefixes: false, maxSeqs: 2 }), lengths);
-    const shared = await run(model, one, opts({ maxSeqs: 2 }), lengths);
+    const one = prompts.slice(0, 1), o = { maxSeqs: 2, stepsInFlight: 1 };
+    const plain = await run(model, one, opts({ ...o, sharePrefixes: false }), lengths);
+    const shared = await run(model, one, opts(o), lengths);
     assertSame(shared.results, plain.results);
     assert.equal(shared.stats.prefillTokens, 9, JSON.stringify(shared.stats));
     assert.equal(shared.stats.freeBlocks, shared.stats.numBlocks);

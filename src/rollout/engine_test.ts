@@ -97,7 +97,8 @@ gpuTest("engine: requests submitted while others run; EOS stops one", async () =
   const s = setup();
   const R = 10;
   const want = await reference(s, R);
-  const engine = new Engine(s.model, greedy({ maxSeqs: 3 }));
+  // One step between reads: request 0's end is read while request 1 still has steps to run.
+  const engine = new Engine(s.model, greedy({ maxSeqs: 3, stepsInFlight: 1 }));
   const first = submitAll(engine, s.prompts.slice(0, 2), (b) => [2, 10][b]);
   await first[0]; // request 1 is mid-sequence now
   assert.ok(engine.stats().running >= 1, `request 1 still runs: ${JSON.stringify(engine.stats())}`);

@@ -2,7 +2,9 @@
 // (q, O, dO: R = T with G query heads per kv head; k, v: R = S with G = 1), and the one its GEMM
 // path multiplies, [nb, G * n, D] over the (batch, kv head) pairs bh = c0 .. c0 + nb - 1 (bh =
 // b * Hkv + hk): row g * n + r holds position r of head hk * G + g. `pack` reads positions r < n;
-// `unpack` writes all R positions of its pairs, zero at r >= n (keys past kvLength).
+// `unpack` writes all R positions of its pairs, zero at r >= n (keys past kvLength), each the sum
+// over `parts` partial results laid out [nb, parts, G * n, D] (the key side of the backward,
+// computed per query head, sums its G heads here).
 
 #include "grid.wgsl"
 
@@ -16,7 +18,7 @@ struct Params {
   n: u32, // positions per head in the packed layout
   r: u32, // positions per head in the op layout (dim 1)
   d: u32,
-  _pad: u32,
+  parts: u32, // unpack: partial results summed per element
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -61,6 +63,10 @@ fn unpack(
   let r = x % p.r;
   let j = x / p.r;
   var val = 0.0;
-  if (r < p.n) { val = src[((j * p.g + g) * p.n + r) * p.d + col]; }
+  if (r < p.n) {
+    for (var q = 0u; q < p.parts; q++) {
+      val += src[(((j * p.parts + q) * p.g + g) * p.n + r) * p.d + col];
+    }
+  }
   dst[wide(p.c0 + j, g, r, col)] = val;
 }

@@ -42,6 +42,12 @@ export const attentionPolicy = {
   gemm: "auto" as AttentionGemm,
   /** Bytes one chunk's score matrix [pairs, G * T, L] may take (also capped by the device). */
   budgetBytes: 256 * 2 ** 20,
+  /**
+   * The GEMM backward's dK and dV as one product per query head (T rows each, B * Hq products,
+   * summed while unpacking) rather than per kv head (G * T rows, B * Hkv products): G times the
+   * workgroups for the same work, which a large GPU needs when B * Hkv is small.
+   */
+  keySidePerHead: true,
 };
 
 /** Pairs per chunk of the GEMM path for this call, 0 for the row kernels. */
@@ -194,7 +200,10 @@ export function attention(q: Tensor, k: Tensor, v: Tensor, options: AttentionOpt
   }
   return record("attention", [q, k, v], out, (dout) => {
     const grads = chunk > 0
-      ? gemmBackward(g, { q, k, v, out, lse: stats }, dout, chunk)
+      ? gemmBackward(g, { q, k, v, out, lse: stats }, dout, {
+        chunk,
+        perHead: attentionPolicy.keySidePerHead,
+      })
       : dispatchBackward(g, { q, k, v, out, stats }, dout);
     stats.dispose();
     return grads;

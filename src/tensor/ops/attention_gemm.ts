@@ -19,9 +19,9 @@ import {
 } from "./attention_gemm_kernels.ts";
 import { type Gemm, gemm } from "./matmul_kernel.ts";
 
-/** Bytes of the largest per-pair scratch matrix (scores, or Qg when L < D). */
+/** Bytes of the largest per-pair scratch matrix: scores, Qg or the per-head dK partials. */
 export function bytesPerPair(g: Geometry): number {
-  return g.G * g.T * Math.max(g.L, g.D) * 4;
+  return g.G * Math.max(g.T * g.L, g.T * g.D, g.L * g.D) * 4;
 }
 
 /** Pairs per chunk whose scratch fits `capBytes`, at most B * Hkv (0: not even one fits). */
@@ -48,10 +48,14 @@ function planOf(g: Geometry, chunk: number): Plan {
   };
 }
 
-/** Products over nb pairs: [rows, D] x [L, D]^T, [rows, L] x [L, D], [rows, L]^T x [rows, D]. */
-function products(g: Geometry, rows: number, nb: number) {
+/**
+ * Products over nb pairs: [rows, D] x [L, D]^T, [rows, L] x [L, D], and the key side [rows, L]^T x
+ * [rows, D], the latter over `parts` equal slices of the rows (partial sums, [nb, parts, L, D]).
+ */
+function products(g: Geometry, rows: number, nb: number, parts: number) {
   const { L, D } = g;
   const base = { batch: nb, transA: false, transB: false };
+  const kr = rows / parts;
   const scores: Gemm = {
     ...base,
     m: rows,
@@ -64,12 +68,13 @@ function products(g: Geometry, rows: number, nb: number) {
   const byKeys: Gemm = { ...base, m: rows, n: D, k: L, strideA: rows * L, strideB: L * D };
   const keySide: Gemm = {
     ...base,
+    batch: nb * parts,
     m: L,
     n: D,
-    k: rows,
+    k: kr,
     transA: true,
-    strideA: rows * L,
-    strideB: rows * D,
+    strideA: kr * L,
+    strideB: kr * D,
   };
   return { scores, byKeys, keySide };
 }
@@ -100,7 +105,7 @@ export function gemmForward(
   const og = Tensor.empty([chunk, p.rows, g.D], "f32", "attention.og");
   for (const c of chunks(p)) {
     const qp = p.qPack(c.c0, c.nb), kp = p.kvPack(c.c0, c.nb);
-    const d = products(g, p.rows, c.nb);
+    const d = products(g, p.rows, c.nb, 1);
     packHeads(x.q, qg, qp);
     packHeads(x.k, kg, kp);
     packHeads(x.v, vg, kp);
@@ -112,31 +117,37 @@ export function gemmForward(
   for (const t of [qg, kg, vg, sc, og]) t.dispose();
 }
 
-/** dq, dk, dv of sum(out * dout), recomputing P from the saved lse, `chunk` pairs at a time. */
+/**
+ * dq, dk, dv of sum(out * dout), recomputing P from the saved lse, `chunk` pairs at a time. With
+ * `perHead`, dK and dV are G products of T rows per pair (more, shorter GEMMs) summed while
+ * unpacking, rather than one product over the pair's G * T rows.
+ */
 export function gemmBackward(
   g: Geometry,
   saved: { q: Tensor; k: Tensor; v: Tensor; out: Tensor; lse: Tensor },
   dout: Tensor,
-  chunk: number,
+  options: { chunk: number; perHead: boolean },
 ): [Tensor, Tensor, Tensor] {
   const { q, k, v } = saved;
+  const chunk = options.chunk, parts = options.perHead ? g.G : 1;
   const p = planOf(g, chunk);
   const dq = Tensor.empty(q.shape, "f32", "attention.dq");
   const dk = Tensor.empty(k.shape, "f32", "attention.dk");
   const dv = Tensor.empty(v.shape, "f32", "attention.dv");
   const rowsD = [chunk, p.rows, g.D], keysD = [chunk, g.L, g.D], scoreShape = [chunk, p.rows, g.L];
+  const partsD = [chunk, parts, g.L, g.D];
   const qg = Tensor.empty(rowsD, "f32", "attention.qg");
   const dog = Tensor.empty(rowsD, "f32", "attention.dog");
   const dqg = Tensor.empty(rowsD, "f32", "attention.dqg");
   const kg = Tensor.empty(keysD, "f32", "attention.kg");
   const vg = Tensor.empty(keysD, "f32", "attention.vg");
-  const dkg = Tensor.empty(keysD, "f32", "attention.dkg");
-  const dvg = Tensor.empty(keysD, "f32", "attention.dvg");
+  const dkg = Tensor.empty(partsD, "f32", "attention.dkg");
+  const dvg = Tensor.empty(partsD, "f32", "attention.dvg");
   const sc = Tensor.empty(scoreShape, "f32", "attention.scores");
   const dp = Tensor.empty(scoreShape, "f32", "attention.dp");
   for (const c of chunks(p)) {
     const qp = p.qPack(c.c0, c.nb), kp = p.kvPack(c.c0, c.nb);
-    const d = products(g, p.rows, c.nb);
+    const d = products(g, p.rows, c.nb, parts);
     packHeads(q, qg, qp);
     packHeads(dout, dog, qp);
     packHeads(k, kg, kp);
@@ -148,8 +159,8 @@ export function gemmBackward(
     gemm(dp, qg, dkg, d.keySide);
     gemm(dp, kg, dqg, d.byKeys);
     unpackHeads(dqg, dq, qp);
-    unpackHeads(dkg, dk, kp);
-    unpackHeads(dvg, dv, kp);
+    unpackHeads(dkg, dk, { ...kp, parts });
+    unpackHeads(dvg, dv, { ...kp, parts });
   }
   for (const t of [qg, dog, dqg, kg, vg, dkg, dvg, sc, dp]) t.dispose();
   return [dq, dk, dv];

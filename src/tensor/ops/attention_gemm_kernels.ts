@@ -22,12 +22,14 @@ export interface HeadPacking {
   n: number;
   R: number;
   D: number;
+  /** unpack: the source holds this many partial results per element, [nb, parts, G * n, D]. */
+  parts?: number;
 }
 
 function packDispatch(entry: "pack" | "unpack", src: Tensor, dst: Tensor, h: HeadPacking) {
   const count = h.nb * h.G * (entry === "pack" ? h.n : h.R) * h.D;
   gpu().dispatch({ shader: "attention_gemm_pack", entry, defines: { WG: PACK_WG } }, {
-    params: packParams([h.c0, h.nb, h.Hkv, h.G, h.n, h.R, h.D, 0]),
+    params: packParams([h.c0, h.nb, h.Hkv, h.G, h.n, h.R, h.D, h.parts ?? 1]),
     buffers: [src.buffer, dst.buffer],
     workgroups: grid1d(count, PACK_WG),
   });
@@ -38,7 +40,10 @@ export function packHeads(src: Tensor, dst: Tensor, h: HeadPacking): void {
   packDispatch("pack", src, dst, h);
 }
 
-/** The pairs' heads of dst [B, R, H, D] <- src [nb, G * n, D]; positions n .. R - 1 get zeros. */
+/**
+ * The pairs' heads of dst [B, R, H, D] <- src [nb, G * n, D] (summed over `parts` partials when
+ * src is [nb, parts, G * n, D]); positions n .. R - 1 get zeros.
+ */
 export function unpackHeads(src: Tensor, dst: Tensor, h: HeadPacking): void {
   packDispatch("unpack", src, dst, h);
 }

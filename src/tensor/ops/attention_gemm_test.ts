@@ -10,7 +10,7 @@ import {
   softmaxGradRef,
   unpackHeadsRef,
 } from "../ref/attention_gemm.ts";
-import { type AttentionGemm, attentionPolicy } from "./attention.ts";
+import { attentionPolicy } from "./attention.ts";
 import { attention } from "./attention.ts";
 import { validate } from "./attention_common.ts";
 import { gemmForward } from "./attention_gemm.ts";
@@ -41,8 +41,8 @@ function inputs(c: Case, seed: number) {
   };
 }
 
-/** Output and gradients of `attention` under a policy (and score budget). */
-async function run(c: Case, seed: number, gemm: AttentionGemm, budgetBytes = 256 * 2 ** 20) {
+/** Output and gradients of `attention` under a policy (the rest of it as by default). */
+async function run(c: Case, seed: number, policy: Partial<typeof attentionPolicy>) {
   const { B, T, S, Hq, Hkv, D } = c.dims;
   const x = inputs(c, seed);
   const q = Tensor.from(x.q, [B, T, Hq, D]);
@@ -50,7 +50,7 @@ async function run(c: Case, seed: number, gemm: AttentionGemm, budgetBytes = 256
   const v = Tensor.from(x.v, [B, S, Hkv, D]);
   for (const t of [q, k, v]) t.requiresGrad = true;
   const saved = { ...attentionPolicy };
-  Object.assign(attentionPolicy, { gemm, budgetBytes });
+  Object.assign(attentionPolicy, policy);
   try {
     const out = attention(q, k, v, {
       causal: c.causal,
@@ -79,8 +79,9 @@ const CASES: Case[] = [
 gpuTest("attention GEMM path matches the reference and the flash kernels", async () => {
   for (const [i, c] of CASES.entries()) {
     const label = JSON.stringify(c);
-    const gemm = await run(c, 10 * i + 1, "always");
-    const flash = await run(c, 10 * i + 1, "never");
+    const gemm = await run(c, 10 * i + 1, { gemm: "always" });
+    const flash = await run(c, 10 * i + 1, { gemm: "never" });
+    const perKv = await run(c, 10 * i + 1, { gemm: "always", keySidePerHead: false });
     const { q, k, v, dout, mask } = gemm.x;
     const opts = {
       causal: c.causal,
@@ -96,6 +97,11 @@ gpuTest("attention GEMM path matches the reference and the flash kernels", async
     assertClose(gemm.dk, g.dk, { ...tol, label: `dk ${label}` });
     assertClose(gemm.dv, g.dv, { ...tol, label: `dv ${label}` });
     for (const key of ["out", "dq", "dk", "dv"] as const) {
+      assertClose(perKv[key], gemm[key], {
+        atol: 1e-6,
+        rtol: 1e-5,
+        label: `${key} per kv ${label}`,
+      });
       assertClose(gemm[key], flash[key], {
         atol: 2e-5,
         rtol: 1e-4,
@@ -135,21 +141,25 @@ gpuTest(
     // Through the op: a budget of one pair's scores (several chunks) gives what one chunk gives.
     const big: Case = { dims: { B: 2, T: 10, S: 10, Hq: 6, Hkv: 3, D: 4 }, pads: [3, 0] };
     const onePair = 2 * 10 * 10 * 4;
-    const one = await run(big, 3, "always");
-    const many = await run(big, 3, "always", onePair);
+    const one = await run(big, 3, { gemm: "always" });
+    const many = await run(big, 3, { gemm: "always", budgetBytes: onePair });
     for (const key of ["out", "dq", "dk", "dv"] as const) {
       assertClose(many[key], one[key], { atol: 1e-6, rtol: 1e-6, label: `${key} chunked` });
     }
     // Too small a budget for one pair: "always" says so, "auto" falls back to the flash kernels.
-    await assert.rejects(() => run(big, 3, "always", onePair - 4), /GEMM path does not apply/);
-    const auto = await run(big, 3, "auto", onePair - 4);
+    const tooSmall = onePair - 4;
+    await assert.rejects(
+      () => run(big, 3, { gemm: "always", budgetBytes: tooSmall }),
+      /GEMM path does not apply/,
+    );
+    const auto = await run(big, 3, { gemm: "auto", budgetBytes: tooSmall });
     assertClose(auto.out, one.out, { atol: 2e-5, rtol: 1e-4, label: "auto fallback" });
   },
 );
 
 gpuTest("attention GEMM path gradients match finite differences of the reference", async () => {
   const c: Case = { dims: { B: 1, T: 4, S: 5, Hq: 2, Hkv: 1, D: 3 }, pads: [1], queryOffset: 1 };
-  const r = await run(c, 42, "always");
+  const r = await run(c, 42, { gemm: "always" });
   const { q, k, v, dout, mask } = r.x;
   const opts = { keyMask: mask, queryOffset: 1 };
   const loss = (qq: ArrayLike<number>, kk: ArrayLike<number>, vv: ArrayLike<number>) =>
@@ -173,6 +183,11 @@ gpuTest(
     unpackHeads(packed, dst, p);
     const back = unpackHeadsRef(packHeadsRef(src, p), base, p);
     assertClose(await dst.toArray(), back, { atol: 0, rtol: 0, label: "unpack" });
+    // Two partial results per element, summed while unpacking.
+    const partial = randomArray(2 * packed.size, 8);
+    unpackHeads(Tensor.from(partial, [p.nb, 2, p.G * p.n, p.D]), dst, { ...p, parts: 2 });
+    const summed = unpackHeadsRef(partial, back, { ...p, parts: 2 });
+    assertClose(await dst.toArray(), summed, { atol: 1e-6, rtol: 1e-6, label: "unpack parts" });
 
     // Rows of pairs 1..2 of B 2, Hkv 2, G 2, T 3 over L 5 keys, causal offset 1, left padding.
     const B = 2, Hkv = 2, G = 2, T = 3, L = 5, D = 4;

@@ -13,6 +13,8 @@ export interface PackRefDims {
   n: number;
   R: number;
   D: number;
+  /** unpack: partial results per element in the packed source, [nb, parts, G * n, D]. */
+  parts?: number;
 }
 
 function wide(p: PackRefDims, bh: number, g: number, r: number, col: number): number {
@@ -35,7 +37,10 @@ export function packHeadsRef(src: ArrayLike<number>, p: PackRefDims): Float32Arr
   return out;
 }
 
-/** `dst` (the op layout) with the pairs' heads replaced by `packed`, zero at positions >= n. */
+/**
+ * `dst` (the op layout) with the pairs' heads replaced by `packed` (summed over its `parts`
+ * partials), zero at positions >= n.
+ */
 export function unpackHeadsRef(
   packed: ArrayLike<number>,
   dst: ArrayLike<number>,
@@ -46,7 +51,10 @@ export function unpackHeadsRef(
     for (let g = 0; g < p.G; g++) {
       for (let r = 0; r < p.R; r++) {
         for (let c = 0; c < p.D; c++) {
-          const v = r < p.n ? packed[((j * p.G + g) * p.n + r) * p.D + c] : 0;
+          let v = 0;
+          for (let q = 0; r < p.n && q < (p.parts ?? 1); q++) {
+            v += packed[(((j * (p.parts ?? 1) + q) * p.G + g) * p.n + r) * p.D + c];
+          }
           out[wide(p, p.c0 + j, g, r, c)] = v;
         }
       }

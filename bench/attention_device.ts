@@ -3,7 +3,7 @@
  * (`attentionPolicy.gemm` "always" / "never") on the same inputs in one process, one JSON line per
  * measurement (a third path runs the GEMM backward's dK and dV per kv head, `keySidePerHead`
  * false):
- *   deno run -A bench/attention_device.ts [--shapes=16x384,6x1024] [--reps=5] [--per-span=10]
+ *   deno run -A bench/attention_device.ts [--shapes=16x384,16x1024] [--reps=5] [--per-span=10]
  *     [--pads=40] [--budget-mib=256] [--profile]
  * Each shape is B x T with Hq 14, Hkv 2, D 64 (Qwen2.5-0.5B), causal, every fourth batch row left-
  * padded by `pads` keys. Times are GPU timestamps (wall time around a sync without them), the
@@ -19,7 +19,7 @@ import { randomArray } from "../src/testing/mod.ts";
 import { timeGpu } from "./gpu_timer.ts";
 
 const args = new Map(Deno.args.map((a) => a.replace(/^--/, "").split("=") as [string, string]));
-const shapes = (args.get("shapes") ?? "16x384,6x1024").split(",").map((s) =>
+const shapes = (args.get("shapes") ?? "16x384,16x1024").split(",").map((s) =>
   s.split("x").map(Number)
 );
 const reps = Number(args.get("reps") ?? 5);

@@ -36,11 +36,14 @@ export const attentionPolicy = {
   /**
    * auto: the GEMM path (attention_gemm.ts) wherever one (batch, kv head) pair's [G * T, L] score
    * matrix fits the budget, else the flash-style row kernels; always: the GEMM path or an error;
-   * never: the row kernels. Decode-shaped no-grad calls take attention_decode either way. On an
-   * H100 the row kernels ran at 0.8-1.7 TFLOP/s, the tiled GEMM at 15-23.
+   * never: the row kernels. Decode-shaped no-grad calls take attention_decode either way. Why:
+   * on an H100 the row kernels ran at 0.8-1.7 TFLOP/s where the tiled GEMM reaches 15-23.
    */
   gemm: "auto" as AttentionGemm,
-  /** Bytes one chunk's score matrix [pairs, G * T, L] may take (also capped by the device). */
+  /**
+   * Bytes one chunk's score matrix [pairs, G * T, L] may take (also capped by the device's
+   * binding size); the backward holds two of them.
+   */
   budgetBytes: 256 * 2 ** 20,
   /**
    * The GEMM backward's dK and dV as one product per query head (T rows each, B * Hq products,

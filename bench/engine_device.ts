@@ -15,6 +15,8 @@
  * engine's pool (default: --max-seqs sequences of prompt + max-new positions, no preemption);
  * fewer blocks cap its KV memory, and it preempts when they run out. --block N: positions per
  * block (default 16). --mode engine | generate | both (default both). --sample greedy | topp.
+ * --in-flight N: engine steps recorded between reads (default 16). --profile N: GPU time per kernel
+ * of N requests through each mode.
  */
 import { gpu, initGpu } from "../src/gpu/mod.ts";
 import { CausalLM, type KvDtype } from "../src/nn/mod.ts";
@@ -69,6 +71,7 @@ async function runEngine(n: number, blocks = numBlocks) {
     eosTokenIds: [],
     padTokenId: 0,
     sampling,
+    stepsInFlight: Number(arg("in-flight", "16")),
   });
   await Promise.all(
     prompts.slice(0, n).map((p, r) =>
@@ -139,6 +142,9 @@ for (const m of mode === "both" ? ["engine", "generate"] : [mode]) {
         preemptions: stats.preemptions,
         dropped: stats.dropped,
         peak_blocks: stats.peakBlocks,
+        steps_in_flight: Number(arg("in-flight", "16")),
+        record_s: +stats.recordSeconds.toFixed(3),
+        wait_s: +stats.waitSeconds.toFixed(3),
       }
       : { batches: Math.ceil(N / B) }),
     seconds: +s.toFixed(3),
@@ -146,4 +152,17 @@ for (const m of mode === "both" ? ["engine", "generate"] : [mode]) {
     peak_gib: +(g.pool.peakBytes / 2 ** 30).toFixed(3),
   }));
 }
+// --profile N: GPU time per kernel of N requests through each mode (timestamp queries).
+const profiled = Number(arg("profile", "0"));
+for (const m of profiled > 0 ? ["engine", "generate"] : []) {
+  const rows = await g.profile(async () => {
+    if (m === "engine") await runEngine(profiled);
+    else await runGenerate(profiled);
+  }, { byPipeline: true });
+  const total = rows.reduce((a, r) => a + r.ms, 0);
+  const top = rows.sort((a, b) => b.ms - a.ms).slice(0, 12)
+    .map((r) => ({ kernel: r.kernel, ms: +r.ms.toFixed(1), count: r.count }));
+  console.log(JSON.stringify({ bench: "engine_profile", mode: m, gpu_ms: Math.round(total), top }));
+}
+
 model.dispose();

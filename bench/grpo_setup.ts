@@ -9,7 +9,7 @@ import { RewardManager } from "../src/reward/mod.ts";
 import type { PromptItem } from "../src/data/mod.ts";
 import { gpu } from "../src/gpu/mod.ts";
 import type { PpoConfig } from "../src/config/mod.ts";
-import { buildTrainerParts, type TrainerParts } from "../src/trainer/mod.ts";
+import { buildTrainerParts, type RolloutFn, type TrainerParts } from "../src/trainer/mod.ts";
 
 export const QWEN25_VOCAB = 151936;
 
@@ -126,4 +126,21 @@ export function benchParts(o: {
     peakMemoryBytes: () => pool.peakBytes,
     peakReservedBytes: () => pool.peakReservedBytes,
   });
+}
+
+/**
+ * A rollout whose responses end at a random EOS: each row keeps a length drawn from [1, R] and
+ * the rest becomes padding (mask 0, id 0), so the passes after gen see a ragged batch.
+ */
+export function cutAtRandomEos(rollout: RolloutFn, rand: () => number): RolloutFn {
+  return async (prompts, o) => {
+    const out = await rollout(prompts, o);
+    const R = o.responseLength, rows = out.responseMask.length / R;
+    for (let b = 0; b < rows; b++) {
+      const keep = 1 + Math.floor(rand() * R);
+      out.responseMask.fill(0, b * R + keep, b * R + R);
+      out.responses.fill(0, b * R + keep, b * R + R);
+    }
+    return out;
+  };
 }

@@ -5,9 +5,13 @@
  * perf/max_memory_allocated_gb and perf/max_memory_reserved_gb) as JSON lines. For a GPU machine:
  * `deno run -A bench/grpo_step_device.ts [--shape=0.5b|1.5b] [--prompts=8] [--n=8]
  * [--prompt-len=128] [--response-len=256] [--micro=8] [--layers=N] [--vocab=151936]
- * [--checkpointing=1] [--max-tokens=N]`: --checkpointing turns on
+ * [--checkpointing=1] [--max-tokens=N] [--rmpad=1] [--ragged=1]`: --checkpointing turns on
  * enable_gradient_checkpointing, --max-tokens turns on use_dynamic_bsz with that token budget
- * (ppo_max_token_len_per_gpu, also the log-prob passes'). bench/README.md has the commands.
+ * (ppo_max_token_len_per_gpu, also the log-prob passes'), --rmpad turns on
+ * actor_rollout_ref.model.use_remove_padding (packed sequences), --ragged makes the batch ragged:
+ * prompt lengths drawn from [P/4, P] (left-padded) and each response cut at a random EOS, a length
+ * drawn from [1, R] (the decode still runs R steps: gen's time is not ragged, the passes after it
+ * are). bench/README.md has the commands.
  */
 import { initGpu } from "../src/gpu/mod.ts";
 import { initWeights, weightShapes } from "../src/nn/mod.ts";
@@ -16,6 +20,7 @@ import { trainStep } from "../src/trainer/mod.ts";
 import {
   benchParts,
   coinFlipReward,
+  cutAtRandomEos,
   grpoStepOverrides,
   isQwen25Shape,
   lcg,
@@ -37,6 +42,7 @@ const steps = arg("steps", 2),
   vocab = arg("vocab", 151936),
   hidden = arg("hidden", shape.hiddenSize);
 const checkpointing = arg("checkpointing", 0) !== 0, maxTokens = arg("max-tokens", 0);
+const rmpad = arg("rmpad", 0) !== 0, ragged = arg("ragged", 0) !== 0;
 
 const g = await initGpu();
 const config = qwen25Config(shapeName, {
@@ -48,6 +54,9 @@ const tensors = initWeights(weightShapes(config), { seed: 0 });
 const rand = lcg(1);
 const ids: [number, number] = [0, Math.min(150000, vocab - 1)];
 const items = randomPrompts(prompts * 4, { promptLength: P, ids, rand });
+if (ragged) {
+  for (const it of items) it.inputIds.length = Math.max(1, Math.ceil(P * (0.25 + 0.75 * rand())));
+}
 const reward = coinFlipReward(rand);
 const cfg = loadConfig("ppo_trainer", {
   skipPathChecks: true,
@@ -55,6 +64,7 @@ const cfg = loadConfig("ppo_trainer", {
     ...grpoStepOverrides({ prompts, n, promptLength: P, responseLength: R, micro }),
     "actor_rollout_ref.actor.use_kl_loss=false",
     `actor_rollout_ref.model.enable_gradient_checkpointing=${checkpointing}`,
+    `actor_rollout_ref.model.use_remove_padding=${rmpad}`,
     ...(maxTokens > 0
       ? [
         "actor_rollout_ref.actor.use_dynamic_bsz=true",
@@ -63,7 +73,8 @@ const cfg = loadConfig("ppo_trainer", {
       : []),
   ],
 });
-const parts = benchParts({ config: cfg, model: config, tensors, items, reward });
+const built = benchParts({ config: cfg, model: config, tensors, items, reward });
+const parts = ragged ? { ...built, rollout: cutAtRandomEos(built.rollout, lcg(7)) } : built;
 console.log(JSON.stringify({
   adapter: g.adapterName,
   shape: shapeName,
@@ -77,12 +88,15 @@ console.log(JSON.stringify({
   micro,
   checkpointing,
   max_tokens: maxTokens || null,
+  rmpad,
+  ragged,
 }));
 for (let step = 1; step <= steps; step++) {
   const m = await trainStep(parts, step, parts.trainLoader.next()!);
   const pick = Object.fromEntries(
     Object.entries(m).filter(([k]) =>
       k.startsWith("timing_s/") || k.startsWith("perf/") || k === "response_length/mean" ||
+      k === "prompt_length/mean" ||
       k === "actor/grad_norm"
     ).map(([k, v]) => [k, Math.round(v * 1000) / 1000]),
   );

@@ -60,9 +60,9 @@ Deno.test("an unsupported key set to another value is refused, naming it and wha
     );
   refuse(
     "ppo_trainer",
-    "actor_rollout_ref.model.use_remove_padding=true",
-    "actor_rollout_ref.model.use_remove_padding",
-    /use_remove_padding"=true is not supported: sequences run padded.*leave it at false/,
+    "actor_rollout_ref.model.dtype=float16",
+    "actor_rollout_ref.model.dtype",
+    /dtype"="float16" is not supported.*float32/,
   );
   refuse(
     "ppo_trainer",
@@ -73,7 +73,7 @@ Deno.test("an unsupported key set to another value is refused, naming it and wha
   refuse("sft_trainer", "model.dtype=float16", "model.dtype", /float32/);
   // At its default the key is accepted.
   loadConfig("ppo_trainer", {
-    overrides: ["actor_rollout_ref.model.use_remove_padding=false"],
+    overrides: ["actor_rollout_ref.model.dtype=float32"],
     skipPathChecks: true,
   });
 });

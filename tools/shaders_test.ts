@@ -112,6 +112,7 @@ export const COVERAGE: Record<string, Coverage> = {
   rope_qk_cache: tensorOp("rope_cache", "rope", "rope_cache_test"),
   sampling,
   sampling_chunks: sampling,
+  select_rows: tensorOp("select_rows"),
   softmax: tensorOp("softmax"),
   swiglu: tensorOp("swiglu"),
 };

@@ -33,8 +33,12 @@ const model = section("The policy model (a Hugging Face folder).", {
   dtype: oneOf(["float32", "float16"], "float32", "Parameter dtype on the GPU.").unsupported(
     "the trainer keeps float32 weights",
   ),
-  use_remove_padding: bool(false, "Skip pad tokens in forward passes by packing sequences.")
-    .unsupported("sequences run padded (packing is not available; the results are the same)"),
+  use_remove_padding: bool(
+    false,
+    "Pack each micro-batch's real tokens (no pads) for the embedding, norms, linear layers and " +
+      "the LM head in the actor, rollout log-prob and reference passes; attention runs padded. " +
+      "The same results up to f32 rounding, less work on ragged batches.",
+  ),
   enable_gradient_checkpointing: bool(
     false,
     "Keep only each decoder layer's input for the backward pass, which runs the layer again: " +

@@ -16,8 +16,12 @@ export const ppoCritic = section("The value model (PPO with GAE).", {
       false,
       "Recompute each decoder layer's activations in the backward pass (less GPU memory).",
     ),
-    use_remove_padding: bool(false, "Skip pad tokens in forward passes by packing sequences.")
-      .unsupported("sequences run padded (packing is not available; the results are the same)"),
+    use_remove_padding: bool(
+      false,
+      "Pack each micro-batch's real tokens (no pads) for the embedding, norms, linear layers and " +
+        "the value head in the critic's passes; attention runs padded. The same results up to " +
+        "f32 rounding, less work on ragged batches.",
+    ),
     ...loraFields(", with the value head (score) trained in full as PEFT's modules_to_save"),
   }),
   ppo_mini_batch_size: int(

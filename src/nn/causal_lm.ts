@@ -11,6 +11,7 @@ import { KvCache, type KvDtype, lastStep } from "./kv_cache.ts";
 import { type LoraPair, mergedWeight } from "./lora.ts";
 import { initWeights, weightShapes } from "./weights.ts";
 import type { LayerAttention } from "./layers.ts";
+import { pack, unpack } from "./packing.ts";
 import {
   DecoderTrunk,
   EMBED,
@@ -129,13 +130,18 @@ export class CausalLM extends DecoderTrunk {
    */
   tokenLogProbs(inputIds: Tensor, options: TokenLogProbOptions): LmHeadLogprobResult {
     const { targets, temperature, withEntropy, withSumPiSquared, chunkBytes, ...forward } = options;
-    const h = this.hidden(inputIds, forward); // [B, T, C]
-    return lmHeadLogprob(h, this.#head, targets, {
-      temperature,
-      withEntropy,
-      withSumPiSquared,
-      chunkBytes,
-    });
+    const head = { temperature, withEntropy, withSumPiSquared, chunkBytes };
+    const p = forward.packing;
+    const h = this.hiddenRows(inputIds, forward); // [N, C] packed, else [B, T, C]
+    if (!p) return lmHeadLogprob(h, this.#head, targets, head);
+    // packed: the head runs on the N real tokens; pads get 0 in every output
+    const r = lmHeadLogprob(h, this.#head, pack(targets.reshape([p.batch, p.length]), p), head);
+    const back = (t: Tensor | null) => t && unpack(t, p).reshape(targets.shape);
+    return {
+      logProbs: back(r.logProbs)!,
+      entropy: back(r.entropy),
+      sumPiSquared: back(r.sumPiSquared),
+    };
   }
 
   /**
@@ -170,6 +176,7 @@ export class CausalLM extends DecoderTrunk {
       ["attentionMask", options.attentionMask],
     ]);
     if (cache.length !== 0) throw new Error(`prefill: the cache already holds ${cache.length}`);
+    if (options.packing) throw new Error("prefill: packed sequences are for the training passes");
     return noGrad(() => {
       const h = this.trunk(inputIds, options.positionIds, (l) => ({
         rotate: (qkv, rope) => cache.ropeAppend(l, qkv, rope),

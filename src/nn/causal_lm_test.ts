@@ -38,7 +38,6 @@ gpuTest("forRollout: the model itself when nothing changes; f16 weights need sha
 gpuTest(
   "the f16 rollout copy is an f16 upload's model, LoRA merged in, source intact",
   async () => {
-    if (!gpu().hasF16) return;
     for (const family of [TINY_QWEN2, TINY_LLAMA]) {
       const config = tinyModelConfig({ ...family, numHiddenLayers: 2 });
       const base = tinyWeights(config, { seed: 11, init: "varied" });
@@ -87,4 +86,5 @@ gpuTest(
       }
     }
   },
+  { f16: true },
 );

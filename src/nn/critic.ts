@@ -8,6 +8,7 @@ import { linear, normalSampler } from "../tensor/mod.ts";
 import type { Tensor } from "../tensor/mod.ts";
 import { DecoderTrunk, type ForwardOptions, type LoadOptions, uploadWeights } from "./decoder.ts";
 import { view } from "./layers.ts";
+import { unpack } from "./packing.ts";
 import { criticWeightShapes, initWeights, VALUE_HEAD_BIAS, VALUE_HEAD_WEIGHT } from "./weights.ts";
 
 export class Critic extends DecoderTrunk {
@@ -76,11 +77,12 @@ export class Critic extends DecoderTrunk {
     return Critic.fromTensors(config, w);
   }
 
-  /** Values [B, T] of a padded batch through autograd. */
+  /** Values [B, T] of a padded batch through autograd (0 at the padding with `packing`). */
   values(inputIds: Tensor, options: ForwardOptions): Tensor {
-    const h = this.hidden(inputIds, options);
+    const h = this.hiddenRows(inputIds, options); // [N, C] packed, else [B, T, C]
     const [B, T] = inputIds.shape;
     const w = this.weights;
-    return view(linear(h, w.get(VALUE_HEAD_WEIGHT)!, w.get(VALUE_HEAD_BIAS)!), [B, T]);
+    const v = linear(h, w.get(VALUE_HEAD_WEIGHT)!, w.get(VALUE_HEAD_BIAS)!); // [..., 1]
+    return view(options.packing ? unpack(v, options.packing) : v, [B, T]);
   }
 }

@@ -28,6 +28,7 @@ import {
 import { ropeFrequencies } from "./rope_scaling.ts";
 import { LoraAdapters } from "./lora.ts";
 import { checkWeights, tensorsIn } from "./weights.ts";
+import { checkPacking, pack, packedAttend, type Packing, unpack } from "./packing.ts";
 
 export interface ForwardOptions {
   /** i32 [B, T] rotary positions (left padding: cumsum(mask) - 1, clipped at 0). */
@@ -36,6 +37,11 @@ export interface ForwardOptions {
   attentionMask: Tensor;
   /** Run the base weights alone, LoRA adapters off (the reference policy of a LoRA actor). */
   disableAdapters?: boolean;
+  /**
+   * use_remove_padding: run the token-wise work on the real tokens only (packingOf the mask);
+   * the results at real tokens equal the padded pass's up to f32 rounding.
+   */
+  packing?: Packing;
 }
 
 /** What {@link CausalLM.tokenLogProbs} computes, besides the forward's inputs. */
@@ -214,21 +220,39 @@ export class DecoderTrunk {
     return rmsNorm(h, this.weights.get("model.norm.weight")!, { eps: this.config.rmsNormEps });
   }
 
-  /** Final-norm hidden states [B, T, C] of a padded batch (training forward, on the tape). */
+  /**
+   * Final-norm hidden states [B, T, C] of a padded batch (training forward, on the tape); with
+   * `packing`, zeros at the padding.
+   */
   hidden(inputIds: Tensor, options: ForwardOptions): Tensor {
+    const h = this.hiddenRows(inputIds, options);
+    return options.packing ? unpack(h, options.packing) : h;
+  }
+
+  /** Final-norm hidden states: [N, C] of the real tokens with `packing`, else [B, T, C]. */
+  protected hiddenRows(inputIds: Tensor, options: ForwardOptions): Tensor {
     this.checkIds("hidden", inputIds, [
       ["positionIds", options.positionIds],
       ["attentionMask", options.attentionMask],
     ]);
-    return this.trunk(
-      inputIds,
-      options.positionIds,
-      () => ({
-        attend: (q, k, v) => attention(q, k, v, { keyMask: options.attentionMask, causal: true }),
-      }),
-      inputIds.shape[1],
-      !options.disableAdapters,
-    );
+    const p = options.packing, keyMask = options.attentionMask, adapters = !options.disableAdapters;
+    if (!p) {
+      return this.trunk(
+        inputIds,
+        options.positionIds,
+        () => ({
+          attend: (q, k, v) => attention(q, k, v, { keyMask, causal: true }),
+        }),
+        inputIds.shape[1],
+        adapters,
+      );
+    }
+    checkPacking(p, inputIds);
+    const ids = pack(inputIds, p).reshape([1, p.tokens]); // [1, N]
+    const positions = pack(options.positionIds, p).reshape([1, p.tokens]); // [1, N]
+    const attend = packedAttend(p, keyMask);
+    const h = this.trunk(ids, positions, () => ({ attend }), inputIds.shape[1], adapters);
+    return h.reshape([p.tokens, this.config.hiddenSize]); // [N, C]
   }
 
   dispose(): void {

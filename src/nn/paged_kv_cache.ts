@@ -92,31 +92,39 @@ export class PagedKvCache {
   }
 
   /**
-   * Copies the first `length` positions of row 0 of a contiguous cache (a batch-1 prefill) into
-   * the blocks of `seq` (reserved beforehand), one buffer copy per block and layer, and sets its
-   * length. A block's positions are contiguous in both layouts, so no kernel is needed.
+   * Copies `length` positions of one row of a contiguous cache (a prefill), starting at
+   * position `from` of row `row` (left padding skipped), into the blocks of `seq` (reserved
+   * beforehand), one buffer copy per block and layer, and sets its length. A block's positions
+   * are contiguous in both layouts, so no kernel is needed.
    */
-  writePrefill(seq: PagedSequence, kv: KvCache, length: number): void {
-    if (kv.batch !== 1 || kv.keys.length !== this.keys.length || kv.keys[0].dtype !== this.dtype) {
+  writePrefill(
+    seq: PagedSequence,
+    kv: KvCache,
+    length: number,
+    options: { row?: number; from?: number } = {},
+  ): void {
+    const { row: r = 0, from = 0 } = options;
+    if (kv.keys.length !== this.keys.length || kv.keys[0].dtype !== this.dtype || r >= kv.batch) {
       throw new Error(
-        `PagedKvCache.writePrefill: expected a batch-1 ${this.dtype} cache of ` +
-          `${this.keys.length} layers, got batch ${kv.batch}, ${kv.keys.length} layers ` +
+        `PagedKvCache.writePrefill: expected a ${this.dtype} cache of ${this.keys.length} ` +
+          `layers with a row ${r}, got batch ${kv.batch}, ${kv.keys.length} layers ` +
           `${kv.keys[0]?.dtype}`,
       );
     }
-    if (length > kv.length || this.blocksFor(length) > seq.blocks.length) {
+    if (from + length > kv.length || this.blocksFor(length) > seq.blocks.length) {
       throw new Error(
-        `PagedKvCache.writePrefill: ${length} positions, the cache holds ${kv.length} and the ` +
-          `sequence ${seq.blocks.length} blocks of ${this.blockSize}`,
+        `PagedKvCache.writePrefill: ${length} positions from ${from}, the cache holds ` +
+          `${kv.length} and the sequence ${seq.blocks.length} blocks of ${this.blockSize}`,
       );
     }
     const g = gpu(), bs = this.blockSize, row = this.rowBytes;
+    const base = (r * kv.maxLength + from) * row;
     for (let l = 0; l < this.keys.length; l++) {
       for (let j = 0; j * bs < length; j++) {
         const n = Math.min(bs, length - j * bs);
         const dst = seq.blocks[j] * bs * row;
-        g.copy(kv.keys[l].buffer, j * bs * row, this.keys[l].buffer, dst, n * row);
-        g.copy(kv.values[l].buffer, j * bs * row, this.values[l].buffer, dst, n * row);
+        g.copy(kv.keys[l].buffer, base + j * bs * row, this.keys[l].buffer, dst, n * row);
+        g.copy(kv.values[l].buffer, base + j * bs * row, this.values[l].buffer, dst, n * row);
       }
     }
     seq.length = length;

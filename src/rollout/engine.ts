@@ -7,15 +7,22 @@
  * waiting requests are admitted into free slots while blocks allow (unless this step preempted),
  * then one GPU step (engine_step.ts) prefills the admitted, decodes the running and samples a
  * token for each; sequences that sample EOS or reach maxTokens finish, their slot and blocks
- * free for the next step. The sampled tokens come back in one small read per step, which travels
- * while the next step is recorded and runs (a readback costs milliseconds of latency in Deno):
- * the host schedules one step behind the GPU. Lengths and maxTokens are known without the
- * tokens, so only an EOS is seen a step late: that sequence's token of the step already running
- * is dropped (stats.dropped) and its blocks are freed once the EOS is read.
+ * free for the next step. The sampled tokens come back in one small read per `stepsInFlight`
+ * steps (a read costs about a decode step's GPU time of latency in Deno, and waits for the queue
+ * to empty), so the GPU runs each step while the host records the next. Lengths and maxTokens are known without the tokens, so only an EOS is seen late: that
+ * sequence's tokens of the steps already recorded are dropped (stats.dropped) and its blocks are
+ * freed once the EOS is read.
  */
 import type { CausalLM, KvDtype } from "../nn/mod.ts";
 import { PagedKvCache } from "../nn/mod.ts";
-import { type InFlightStep, recordStep, type StepSequence } from "./engine_step.ts";
+import { gpu } from "../gpu/mod.ts";
+import { Tensor } from "../tensor/mod.ts";
+import {
+  type InFlightStep,
+  recordStep,
+  type StepReadback,
+  type StepSequence,
+} from "./engine_step.ts";
 import { MAX_EOS_IDS, type SamplerConfig, type SamplingOptions } from "./sampler.ts";
 
 export interface EngineOptions {
@@ -29,6 +36,13 @@ export interface EngineOptions {
   kvDtype?: KvDtype;
   eosTokenIds: number[];
   padTokenId: number;
+  /**
+   * Steps recorded before their tokens are read, together (default 16): Deno answers a read
+   * only once the GPU queue is idle, so the GPU runs each step while the host records the next
+   * and waits once per this many steps; an EOS is seen up to this many steps late, and the
+   * tokens sampled meanwhile are dropped.
+   */
+  stepsInFlight?: number;
   /** One setting for every request (default: temperature 1, no top-k / top-p, sampling on). */
   sampling?: Partial<SamplingOptions>;
 }
@@ -59,6 +73,9 @@ export interface EngineStats {
   tokens: number;
   /** Tokens sampled for a sequence whose EOS had not been read yet (the step it ran late). */
   dropped: number;
+  /** Host seconds spent recording steps, and waiting for their tokens. */
+  recordSeconds: number;
+  waitSeconds: number;
   numBlocks: number;
   freeBlocks: number;
   /** Most blocks held at once. */
@@ -91,6 +108,8 @@ export class Engine {
     tokens: 0,
     dropped: 0,
     peakBlocks: 0,
+    recordSeconds: 0,
+    waitSeconds: 0,
   };
 
   constructor(readonly model: CausalLM, readonly options: EngineOptions) {
@@ -180,16 +199,23 @@ export class Engine {
   }
 
   async #run(): Promise<void> {
-    let inFlight: InFlightStep | null = null;
+    const depth = this.options.stepsInFlight ?? 16;
+    const inFlight: InFlightStep[] = [];
+    const stride = this.options.maxSeqs;
+    const ring = Tensor.empty([depth * 2 * stride], "i32", "engine.readback").keep();
     try {
+      await null; // requests submitted in the same tick start together
       while (this.#waiting.length > 0 || this.#running.length > 0) {
-        const next = this.#record(inFlight);
-        if (!next && !inFlight) throw new Error("Engine: no step can run (a scheduling fault)");
-        if (inFlight) await this.#collect(inFlight);
-        inFlight = next;
+        const readback = { ring, slot: inFlight.length, stride };
+        const next = this.#record(inFlight.at(-1) ?? null, readback);
+        if (next) inFlight.push(next);
+        else if (inFlight.length === 0) {
+          throw new Error("Engine: no step can run (a scheduling fault)");
+        }
+        if (!next || inFlight.length >= depth) await this.#collect(inFlight.splice(0), readback);
       }
     } catch (e) {
-      if (inFlight) inFlight.bufs.dispose();
+      for (const step of inFlight) step.bufs.dispose();
       for (const s of [...this.#running, ...this.#waiting]) {
         this.#cache.release(s.cache);
         s.reject(e);
@@ -197,6 +223,7 @@ export class Engine {
       this.#running.length = 0;
       this.#waiting.length = 0;
     } finally {
+      ring.dispose();
       this.#loop = null;
     }
   }
@@ -211,7 +238,7 @@ export class Engine {
   }
 
   /** Schedules and records the next step; null when no sequence can take a step now. */
-  #record(previous: InFlightStep | null): InFlightStep | null {
+  #record(previous: InFlightStep | null, readback: StepReadback): InFlightStep | null {
     const cache = this.#cache;
     let preempted = false;
     // Sequences at maxTokens only wait for their last token to be read.
@@ -240,7 +267,8 @@ export class Engine {
     this.#stats.peakBlocks = Math.max(this.#stats.peakBlocks, cache.numBlocks - cache.freeBlocks);
     this.#stats.steps++;
     this.#stats.prefills += admitted.length;
-    return recordStep({
+    const t0 = performance.now();
+    const step = recordStep({
       model: this.model,
       cache,
       kvDtype: this.options.kvDtype ?? "f32",
@@ -248,29 +276,38 @@ export class Engine {
       admitted,
       decoding,
       previous,
+      readback,
     });
+    this.#stats.recordSeconds += (performance.now() - t0) / 1000;
+    return step;
   }
 
-  /** Reads a step's tokens back and finishes the sequences that ended. */
-  async #collect(step: InFlightStep): Promise<void> {
+  /** Reads the steps' tokens back at once and finishes the sequences that ended. */
+  async #collect(steps: InFlightStep[], readback: StepReadback): Promise<void> {
+    const words = 2 * readback.stride;
     let data;
     try {
-      data = await step.read;
+      const t0 = performance.now();
+      [data] = await gpu().read([{ buffer: readback.ring.buffer, size: 4 * words * steps.length }]);
+      this.#stats.waitSeconds += (performance.now() - t0) / 1000;
     } finally {
-      step.bufs.dispose();
+      for (const step of steps) step.bufs.dispose();
     }
-    const tokens = new Int32Array(data[0]), logProbs = new Float32Array(data[1]);
-    step.rows.forEach((row, i) => {
-      const s = row as Sequence;
-      if (s.done) {
-        this.#stats.dropped++;
-        return;
-      }
-      s.tokens.push(tokens[i]);
-      s.logProbs.push(logProbs[i]);
-      this.#stats.tokens++;
-      if (this.#eos.has(tokens[i])) this.#finish(s, "stop");
-      else if (s.tokens.length >= s.request.maxTokens) this.#finish(s, "length");
+    steps.forEach((step, k) => {
+      const tokens = new Int32Array(data, 4 * words * k, step.rows.length);
+      const logProbs = new Float32Array(data, 4 * (words * k + readback.stride), step.rows.length);
+      step.rows.forEach((row, i) => {
+        const s = row as Sequence;
+        if (s.done) {
+          this.#stats.dropped++;
+          return;
+        }
+        s.tokens.push(tokens[i]);
+        s.logProbs.push(logProbs[i]);
+        this.#stats.tokens++;
+        if (this.#eos.has(tokens[i])) this.#finish(s, "stop");
+        else if (s.tokens.length >= s.request.maxTokens) this.#finish(s, "length");
+      });
     });
   }
 

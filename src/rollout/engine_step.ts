@@ -1,11 +1,12 @@
 /**
- * One step of the engine on the GPU: prefill of the sequences admitted this step (each into a
- * batch-1 contiguous cache whose rows are copied into its blocks), one decode step of the running
- * sequences over the paged cache, one sampling pass over all their logits with each row's own
- * (request seed, token index), and the readback of the sampled tokens and their log-probs, issued
- * at once so that the next step can be recorded and run while it travels. A decoding row's input
- * token is the one its sequence sampled in the previous step: copied on the GPU from that step's
- * outputs when the host has not read it yet.
+ * One step of the engine on the GPU: prefill of the sequences admitted this step (together, into
+ * a left-padded contiguous cache whose rows are copied into their blocks), one decode step of the
+ * running sequences over the paged cache, one sampling pass over all their logits with each
+ * row's own (request seed, token index), and a copy of the sampled tokens and their log-probs
+ * into the engine's readback ring, read once for several steps (a read's latency in Deno is about
+ * a decode step's GPU time, and it waits for the queue to empty). A decoding row's input token is
+ * the one its sequence sampled in the previous step: copied on the GPU from that step's outputs
+ * when the host has not read it yet (several steps may be in flight).
  */
 import { gpu } from "../gpu/mod.ts";
 import type { CausalLM, KvDtype, PagedKvCache, PagedSequence } from "../nn/mod.ts";
@@ -36,13 +37,23 @@ export interface StepInput {
   decoding: StepSequence[];
   /** The step before, whose outputs hold the tokens not read yet. */
   previous: InFlightStep | null;
+  readback: StepReadback;
 }
 
-/** A recorded step: its rows (admitted, then decoding) and the readback under way. */
+/** A recorded step: its rows (admitted, then decoding) and its sampling buffers. */
 export interface InFlightStep {
   rows: StepSequence[];
   bufs: SampleBuffers;
-  read: Promise<ArrayBuffer[]>;
+}
+
+/**
+ * Where a step leaves its tokens and log-probs for the host: slot `slot` of an i32 ring of
+ * [slots, 2, stride] words (tokens, then the log-probs' f32 bits), read once for several steps.
+ */
+export interface StepReadback {
+  ring: Tensor;
+  slot: number;
+  stride: number;
 }
 
 function context(s: StepSequence): Int32Array {
@@ -52,18 +63,29 @@ function context(s: StepSequence): Int32Array {
   return out;
 }
 
-/** Prefills `s` into its blocks; logits [1, V] of its last position. */
-function prefillOne(input: StepInput, s: StepSequence): Tensor {
-  const ids = context(s);
-  const C = ids.length;
-  const ones = new Int32Array(C).fill(1);
-  const kv = input.model.createCache(1, C, ones, { dtype: input.kvDtype });
+/**
+ * Prefills the admitted sequences together, left-padded to the longest context, and copies each
+ * one's positions into its blocks; logits [n, V] of each one's last position.
+ */
+function prefill(input: StepInput, seqs: StepSequence[]): Tensor {
+  const contexts = seqs.map(context);
+  const n = seqs.length, C = Math.max(...contexts.map((c) => c.length));
+  const ids = new Int32Array(n * C), mask = new Int32Array(n * C), pos = new Int32Array(n * C);
+  contexts.forEach((c, b) => {
+    const pad = C - c.length;
+    ids.set(c, b * C + pad);
+    mask.fill(1, b * C + pad, (b + 1) * C);
+    for (let i = 0; i < c.length; i++) pos[b * C + pad + i] = i;
+  });
+  const kv = input.model.createCache(n, C, mask, { dtype: input.kvDtype });
   try {
-    const logits = input.model.prefill(kv, Tensor.from(ids, [1, C], "i32"), {
-      positionIds: Tensor.from(Int32Array.from({ length: C }, (_, i) => i), [1, C], "i32"),
-      attentionMask: Tensor.from(ones, [1, C], "i32"),
+    const logits = input.model.prefill(kv, Tensor.from(ids, [n, C], "i32"), {
+      positionIds: Tensor.from(pos, [n, C], "i32"),
+      attentionMask: Tensor.from(mask, [n, C], "i32"),
     });
-    input.cache.writePrefill(s.cache, kv, C);
+    contexts.forEach((c, b) => {
+      input.cache.writePrefill(seqs[b].cache, kv, c.length, { row: b, from: C - c.length });
+    });
     return logits;
   } finally {
     kv.dispose();
@@ -95,7 +117,7 @@ function decode(input: StepInput, rows: StepSequence[]): Tensor {
   };
   rows.forEach((s, i) => {
     if (s.tokens.length === s.sampled) return flush();
-    if (!input.previous || input.previous.rows[s.row] !== s || s.sampled - s.tokens.length !== 1) {
+    if (!input.previous || input.previous.rows[s.row] !== s) {
       throw new Error(
         "engine: a running sequence's last token is neither read nor in the last step",
       );
@@ -129,10 +151,10 @@ export function recordStep(input: StepInput): InFlightStep {
   const bufs = scope(() => {
     const logits = Tensor.empty([n, V], "f32", "engine.logits");
     const g = gpu();
-    input.admitted.forEach((s, i) => {
-      const l = prefillOne(input, s);
-      g.copy(l.buffer, 0, logits.buffer, i * V * 4, V * 4);
-    });
+    if (input.admitted.length > 0) {
+      const l = prefill(input, input.admitted);
+      g.copy(l.buffer, 0, logits.buffer, 0, input.admitted.length * V * 4);
+    }
     if (input.decoding.length > 0) {
       const l = decode(input, input.decoding);
       const at = input.admitted.length * V * 4;
@@ -152,11 +174,10 @@ export function recordStep(input: StepInput): InFlightStep {
     s.sampled++;
     s.row = i;
   });
-  const read = gpu().read([
-    { buffer: bufs.responses.buffer, size: 4 * n },
-    { buffer: bufs.logProbs.buffer, size: 4 * n },
-  ]);
-  // Awaited after the next step is recorded; a failure meanwhile is not an unhandled one.
-  read.catch(() => {});
-  return { rows, bufs, read };
+  const { ring, slot, stride } = input.readback;
+  const at = 8 * slot * stride;
+  gpu().copy(bufs.responses.buffer, 0, ring.buffer, at, 4 * n);
+  gpu().copy(bufs.logProbs.buffer, 0, ring.buffer, at + 4 * stride, 4 * n);
+  gpu().flush(); // the GPU runs this step while the host records the next
+  return { rows, bufs };
 }

@@ -54,6 +54,8 @@ export { attention, type AttentionGemm, attentionPolicy } from "./ops/attention.
 export { pagedAttention, type PagedAttentionOptions } from "./ops/paged_attention.ts";
 export { type PagedCacheWrite, pagedRopeQKIntoCache } from "./ops/paged_rope_cache.ts";
 export { embedding } from "./ops/embedding.ts";
+export { selectRows, type SelectRowsOptions } from "./ops/select_rows.ts";
+export { inverseIndexRef, selectRowsRef } from "./ref/select_rows.ts";
 export { sum } from "./ops/reduce.ts";
 export { softmax } from "./ops/softmax.ts";
 export { adamwStep } from "./ops/adamw.ts";

@@ -5,10 +5,30 @@
 import { initGpu } from "../gpu/mod.ts";
 import { mulberry32, scopeAsync, uniformArray } from "../tensor/mod.ts";
 
+/**
+ * Whether this machine's adapter has shader-f16, known before any test registers: f16-only
+ * tests are then reported as ignored where it is missing, not as passed.
+ */
+const adapterHasF16 = await (async () => {
+  const nav = (globalThis as { navigator?: Navigator }).navigator;
+  const adapter = await nav?.gpu?.requestAdapter();
+  return adapter?.features.has("shader-f16") ?? false;
+})();
+
+export interface GpuTestOptions {
+  /** The test needs shader-f16: ignored on adapters without it (the CPU adapter in CI). */
+  f16?: boolean;
+}
+
 /** Registers a Deno test that runs on the GPU (the CPU adapter in CI). */
-export function gpuTest(name: string, fn: () => Promise<void> | void): void {
+export function gpuTest(
+  name: string,
+  fn: () => Promise<void> | void,
+  options: GpuTestOptions = {},
+): void {
   Deno.test({
     name,
+    ignore: options.f16 === true && !adapterHasF16,
     sanitizeOps: false,
     sanitizeResources: false,
     fn: async () => {

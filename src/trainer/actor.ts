@@ -6,7 +6,7 @@
  */
 import { gpuPolicyLoss } from "../algos/mod.ts";
 import { gpu } from "../gpu/mod.ts";
-import type { LoraAdapters } from "../nn/mod.ts";
+import { type LoraAdapters, type Packing, packingOf } from "../nn/mod.ts";
 import { backward, type LmHeadLogprobResult, noGrad, scope, Tensor } from "../tensor/mod.ts";
 import { type Batch, range, responseSlice, sequenceInputs } from "./batch.ts";
 import { microBatches, type MicroBatching } from "./dynamic_bsz.ts";
@@ -31,7 +31,7 @@ export interface TrainableModel {
 export interface CausalModel extends TrainableModel {
   forward(
     inputIds: Tensor,
-    options: { positionIds: Tensor; attentionMask: Tensor },
+    options: { positionIds: Tensor; attentionMask: Tensor; packing?: Packing },
   ): Tensor; // logits [B, T, V]
   /** Per-position statistics of `targets` without [B, T, V] logits (see CausalLM). */
   tokenLogProbs(
@@ -39,6 +39,8 @@ export interface CausalModel extends TrainableModel {
     options: {
       positionIds: Tensor;
       attentionMask: Tensor;
+      /** use_remove_padding: the real tokens only (outputs 0 at the padding) */
+      packing?: Packing;
       targets: Tensor;
       temperature?: number;
       withEntropy?: boolean;
@@ -52,17 +54,24 @@ export interface SequenceTensors {
   mask: Tensor; // [b, T] i32
   pos: Tensor; // [b, T] i32
   targets: Tensor; // [b * T] i32, -100 off the response
+  /** Where the real tokens sit, when the pass runs packed (use_remove_padding). */
+  packing?: Packing;
 }
 
-/** Uploads prompt + response rows as model inputs. */
-export function uploadSequences(batch: Batch, rows: readonly number[]): SequenceTensors {
+/** Uploads prompt + response rows as model inputs, with their packing when `removePadding`. */
+export function uploadSequences(
+  batch: Batch,
+  rows: readonly number[],
+  options: { removePadding?: boolean } = {},
+): SequenceTensors {
   const s = sequenceInputs(batch, rows);
-  const shape = [s.rows, s.length];
+  const shape = [s.rows, s.length] as const;
   return {
     ids: Tensor.from(s.inputIds, shape, "i32", "input_ids"),
     mask: Tensor.from(s.attentionMask, shape, "i32", "attention_mask"),
     pos: Tensor.from(s.positionIds, shape, "i32", "position_ids"),
     targets: Tensor.from(s.targets, [s.rows * s.length], "i32", "targets"),
+    packing: options.removePadding ? packingOf(s.attentionMask, shape) : undefined,
   };
 }
 
@@ -88,10 +97,11 @@ export async function computeLogProbs(
   noGrad(() => {
     for (const rows of microBatches(batch, range(batch.size), options)) {
       const kept = scope(() => {
-        const t = uploadSequences(batch, rows);
+        const t = uploadSequences(batch, rows, options);
         const lp = model.tokenLogProbs(t.ids, {
           positionIds: t.pos,
           attentionMask: t.mask,
+          packing: t.packing,
           targets: t.targets,
           withEntropy: options.withEntropy,
           withSumPiSquared: options.withSumPiSquared,
@@ -151,11 +161,12 @@ export async function updateActor(
     { ...o, stream: 17 },
     { gradNorm: "actor/grad_norm", stats: actorStatNames(o.loss) },
     (mb) => {
-      const t = uploadSequences(batch, mb.rows);
+      const t = uploadSequences(batch, mb.rows, o);
       // [n, T] targets give [n, T] log-probs and entropies, the layout the loss takes
       const out = model.tokenLogProbs(t.ids, {
         positionIds: t.pos,
         attentionMask: t.mask,
+        packing: t.packing,
         targets: t.targets.reshape([mb.rows.length, T]),
         withEntropy,
         temperature: o.temperature,

@@ -6,6 +6,7 @@
  */
 import type { LossAggMode } from "../algos/mod.ts";
 import { gpu } from "../gpu/mod.ts";
+import type { Packing } from "../nn/mod.ts";
 import { backward, noGrad, scope, type Tensor } from "../tensor/mod.ts";
 import { type TrainableModel, uploadSequences } from "./actor.ts";
 import { type Batch, range, responseSlice } from "./batch.ts";
@@ -17,8 +18,8 @@ import { CRITIC_STAT_NAMES, criticMicroLoss } from "./ppo_micro_loss.ts";
 export interface ValueModel extends TrainableModel {
   forward(
     inputIds: Tensor,
-    options: { positionIds: Tensor; attentionMask: Tensor },
-  ): Tensor; // values [B, T]
+    options: { positionIds: Tensor; attentionMask: Tensor; packing?: Packing },
+  ): Tensor; // values [B, T] (0 at the padding when packed)
 }
 
 /** Values at the positions that predict each response token, `[B, R]`. */
@@ -32,8 +33,12 @@ export async function computeValues(
   noGrad(() => {
     for (const rows of microBatches(batch, range(batch.size), options)) {
       const v = scope(() => {
-        const t = uploadSequences(batch, rows);
-        return critic.forward(t.ids, { positionIds: t.pos, attentionMask: t.mask });
+        const t = uploadSequences(batch, rows, options);
+        return critic.forward(t.ids, {
+          positionIds: t.pos,
+          attentionMask: t.mask,
+          packing: t.packing,
+        });
       });
       parts.push({ rows, v: v.keep() });
     }
@@ -70,8 +75,9 @@ export async function updateCritic(
     { ...o, stream: 29 },
     { gradNorm: "critic/grad_norm", stats: CRITIC_STAT_NAMES },
     (mb) => {
-      const t = uploadSequences(batch, mb.rows);
-      const vpreds = critic.forward(t.ids, { positionIds: t.pos, attentionMask: t.mask }); // [n, T]
+      const t = uploadSequences(batch, mb.rows, o);
+      const f = { positionIds: t.pos, attentionMask: t.mask, packing: t.packing };
+      const vpreds = critic.forward(t.ids, f); // [n, T]
       const res = criticMicroLoss(vpreds, batch, mb, o);
       backward(res.loss);
       return res.stats;

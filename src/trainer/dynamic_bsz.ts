@@ -11,9 +11,14 @@
  */
 import { type Batch, chunks } from "./batch.ts";
 
-/** How a pass splits its rows: a fixed count, or a token budget when `maxTokenLen` is set. */
+/**
+ * How a pass splits its rows: a fixed count, or a token budget when `maxTokenLen` is set; and
+ * whether each micro-batch runs packed.
+ */
 export interface MicroBatching {
   microBatchSize: number;
+  /** use_remove_padding: the model's token-wise work runs on the real tokens only. */
+  removePadding?: boolean;
   /** Tokens per micro-batch (use_dynamic_bsz); null: `microBatchSize` rows each. */
   maxTokenLen?: number | null;
   /** The config key of the budget, for errors. */

@@ -140,11 +140,18 @@ gpuTest(
     const f16 = await b.built.rollout(b.prompts, b.sampling);
     const again = await b.built.rollout(b.prompts, b.sampling);
     assert.deepEqual(again.logProbs, f16.logProbs, "a rollout copy per call decodes the same");
-    // Greedy ties aside, the same tokens: compare the log-probs where the responses agree.
-    const same = f16.responses.every((t, i) => t === want.responses[i]);
-    assert.ok(same, "f16 rounding flipped a sampled token of this tiny model");
-    assert.notDeepEqual(f16.logProbs, want.logProbs, "keys and values were rounded to halves");
-    assertClose(f16.logProbs!, want.logProbs!, { atol: 1e-2, rtol: 1e-2, label: "f16 log-probs" });
+    // Rounding may flip a sampled token (f16 weights too where the GPU has shader-f16): each
+    // row is compared up to its first differing token, and most tokens must agree.
+    const got: number[] = [], ref: number[] = [];
+    for (let row = 0; row * R < want.responses.length; row++) {
+      for (let t = row * R; t < (row + 1) * R && f16.responses[t] === want.responses[t]; t++) {
+        got.push(f16.logProbs![t]);
+        ref.push(want.logProbs![t]);
+      }
+    }
+    assert.ok(got.length * 2 >= want.responses.length, `only ${got.length} tokens agree`);
+    assert.notDeepEqual(got, ref, "keys and values were rounded to halves");
+    assertClose(got, ref, { atol: 1e-2, rtol: 1e-2, label: "f16 log-probs" });
     assert.deepEqual(f32Lines.filter((l) => l.includes(KEY)), []);
     // One notice, at build, however many rollouts run; none where f16 weights are possible.
     assert.equal(f16Lines.filter((l) => l.includes(KEY)).length, gpu().hasF16 ? 0 : 1);

@@ -76,14 +76,22 @@ export function microBatchSize(cfg: PpoConfig, pass: "actor" | "ref" | "rollout"
   return a.rollout.log_prob_micro_batch_size_per_gpu ?? 8;
 }
 
+type Pass = "actor" | "ref" | "rollout" | "critic" | "values";
+
 /**
- * How a pass splits its rows: the micro-batch size, and the token budget when the pass's
- * use_dynamic_bsz key is on (verl's `*_max_token_len_per_gpu`).
+ * How a pass runs its micro-batches: the micro-batch size, the token budget when the pass's
+ * use_dynamic_bsz key is on (verl's `*_max_token_len_per_gpu`), and packed sequences when its
+ * model's use_remove_padding is on (actor_rollout_ref.model for the actor, rollout and ref;
+ * critic.model for the critic).
  */
-export function microBatching(
-  cfg: PpoConfig,
-  pass: "actor" | "ref" | "rollout" | "critic" | "values",
-): MicroBatching {
+export function microBatching(cfg: PpoConfig, pass: Pass): MicroBatching {
+  const model = pass === "critic" || pass === "values"
+    ? cfg.critic.model
+    : cfg.actor_rollout_ref.model;
+  return { ...split(cfg, pass), removePadding: model.use_remove_padding };
+}
+
+function split(cfg: PpoConfig, pass: Pass): MicroBatching {
   const a = cfg.actor_rollout_ref, c = cfg.critic;
   const budget = (on: boolean, tokens: number, key: string) =>
     on ? { maxTokenLen: tokens, budgetKey: key } : {};

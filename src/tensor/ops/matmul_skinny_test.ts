@@ -59,10 +59,9 @@ gpuTest("skinny matmul adds the bias, with one split and with split K", async ()
 });
 
 gpuTest("skinny matmul with an f16 weight (skipped without shader-f16)", async () => {
-  if (!gpu().hasF16) return;
   await check(5, 130, 36, { f16: true, bias: true });
   await check(64, 37, 100, { f16: true, splits: 3 });
-});
+}, { f16: true });
 
 gpuTest("skinny split policy: few output blocks split K, many do not", () => {
   const c = skinnyConfig(64);

@@ -157,7 +157,6 @@ gpuTest("linear forward and backward, with and without bias", async () => {
 });
 
 gpuTest("f16 weights (only where the GPU has shader-f16)", async () => {
-  if (!gpu().hasF16) return; // the CPU adapter has no f16; the GPU machine runs this
   const [rows, inF, outF] = [9, 33, 17];
   const x = randomArray(rows * inF, 41), w = randomArray(outF * inF, 42);
   const bias = randomArray(outF, 43);
@@ -169,7 +168,7 @@ gpuTest("f16 weights (only where the GPU has shader-f16)", async () => {
   const C = matmul(A, W, { transB: true });
   const d = { batch: 1, m: rows, n: outF, k: inF, transB: true };
   assertClose(await C.toArray(), ref.matmul(ar, wr, d), { atol: 1e-3 });
-});
+}, { f16: true });
 
 gpuTest("bad inputs throw errors naming the op, shapes and dtypes", () => {
   const t = (shape: number[], dtype: "f32" | "i32" = "f32") =>

@@ -1,5 +1,4 @@
 import assert from "node:assert/strict";
-import { gpu } from "../../gpu/mod.ts";
 import { assertClose, gpuTest, randomArray } from "../../testing/mod.ts";
 import { linear } from "../ref/matmul.ts";
 import { Tensor } from "../tensor.ts";
@@ -55,10 +54,9 @@ gpuTest("qkvLinear adds the three biases", async () => {
 });
 
 gpuTest("qkvLinear with f16 weights (skipped without shader-f16)", async () => {
-  if (!gpu().hasF16) return;
   await check(2, [37, 9, 9], 36, { f16: true });
   await check(3, [9, 5, 5], 20, { f16: true, bias: true });
-});
+}, { f16: true });
 
 gpuTest("qkvLinear refuses a recorded gradient and bad operands; applies only without one", () => {
   const X = Tensor.from(randomArray(8, 1), [2, 4]);

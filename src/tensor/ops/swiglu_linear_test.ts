@@ -1,5 +1,4 @@
 import assert from "node:assert/strict";
-import { gpu } from "../../gpu/mod.ts";
 import { assertClose, gpuTest, randomArray } from "../../testing/mod.ts";
 import { swigluLinearRef } from "../ref/swiglu.ts";
 import { Tensor } from "../tensor.ts";
@@ -46,10 +45,9 @@ gpuTest("swigluLinear adds both biases, or one alone", async () => {
 });
 
 gpuTest("swigluLinear with f16 weights (skipped without shader-f16)", async () => {
-  if (!gpu().hasF16) return;
   await check(2, 37, 36, { f16: true });
   await check(3, 9, 20, { f16: true, bias: "both" });
-});
+}, { f16: true });
 
 gpuTest("swigluLinear refuses a recorded gradient and bad shapes; applies only without one", () => {
   const X = Tensor.from(randomArray(8, 1), [2, 4]);

@@ -41,6 +41,7 @@ const tensorOp = (op: string, ref = op, test = `${op}_test`): Coverage => ({
   test: `${T}ops/${test}.ts`,
 });
 const attention = tensorOp("attention");
+const attentionGemm = tensorOp("attention_gemm_kernels", "attention_gemm", "attention_gemm_test");
 const basic: Coverage = { ...tensorOp("basic"), test: `${T}autograd_test.ts` };
 const gradNorm = tensorOp("grad_norm");
 const matmul = tensorOp("matmul");
@@ -70,6 +71,9 @@ export const COVERAGE: Record<string, Coverage> = {
   attention_combine: attention,
   attention_decode: { ...attention, test: `${T}ops/attention_decode_test.ts` },
   attention_fwd: attention,
+  attention_gemm_grad: attentionGemm,
+  attention_gemm_pack: attentionGemm,
+  attention_gemm_softmax: attentionGemm,
   axpy: basic,
   basic,
   cross_entropy: tensorOp("cross_entropy"),

@@ -12,13 +12,15 @@ import {
   validate,
 } from "./attention_common.ts";
 import { decodeApplies, dispatchDecode } from "./attention_decode.ts";
+import { gemmBackward, gemmForward, pairsPerChunk } from "./attention_gemm.ts";
 
 export type { AttentionOptions };
 
 registerOp(
   "attention",
   "grouped-query scaled dot-product attention (causal, key padding mask, kv-length views); " +
-    "flash-style forward saving the row logsumexp, recompute backward for q, k and v",
+    "batched GEMMs over (batch, kv head) chunks or flash-style row kernels, saving the row " +
+    "logsumexp; recompute backward for q, k and v",
 );
 
 // Aim for at least this many workgroups before splitting the key range of a forward pass.
@@ -26,6 +28,45 @@ const TARGET_WORKGROUPS = 1024;
 const MIN_SPLIT_KEYS = 64;
 const FWD_BK = 16;
 const BWD_TPR = 4; // threads per query row (dq) or key (dkv) in both backward kernels
+
+export type AttentionGemm = "auto" | "always" | "never";
+
+/** Which kernels `attention` runs for training and prefill calls. Mutable for benchmarks and tests. */
+export const attentionPolicy = {
+  /**
+   * auto: the GEMM path (attention_gemm.ts) wherever one (batch, kv head) pair's [G * T, L] score
+   * matrix fits the budget, else the flash-style row kernels; always: the GEMM path or an error;
+   * never: the row kernels. Decode-shaped no-grad calls take attention_decode either way. Why:
+   * on an H100 the row kernels ran at 0.8-1.7 TFLOP/s where the tiled GEMM reaches 15-23.
+   */
+  gemm: "auto" as AttentionGemm,
+  /**
+   * Bytes one chunk's score matrix [pairs, G * T, L] may take (also capped by the device's
+   * binding size); the backward holds two of them.
+   */
+  budgetBytes: 256 * 2 ** 20,
+  /**
+   * The GEMM backward's dK and dV as one product per query head (T rows each, B * Hq products,
+   * summed while unpacking) rather than per kv head (G * T rows, B * Hkv products): G times the
+   * workgroups for the same work, which a large GPU needs when B * Hkv is small.
+   */
+  keySidePerHead: true,
+};
+
+/** Pairs per chunk of the GEMM path for this call, 0 for the row kernels. */
+function gemmChunk(g: Geometry): number {
+  if (attentionPolicy.gemm === "never") return 0;
+  const cap = Math.min(gpu().limits.maxStorageBufferBindingSize, attentionPolicy.budgetBytes);
+  const chunk = g.packed || g.T === 0 || g.L === 0 ? 0 : pairsPerChunk(g, cap);
+  if (chunk === 0 && attentionPolicy.gemm === "always") {
+    throw new Error(
+      `attention: the GEMM path does not apply (B ${g.B}, T ${g.T}, kvLength ${g.L}, Hq ${g.Hq}, ` +
+        `Hkv ${g.Hkv}, D ${g.D}, ${g.packed ? "f16" : "f32"} k/v, budget ${cap} bytes); set ` +
+        `attentionPolicy.gemm to "auto" or "never"`,
+    );
+  }
+  return chunk;
+}
 
 interface Tile {
   bq: number;
@@ -143,7 +184,7 @@ function dispatchBackward(
  * reads kv head floor(h / (Hq / Hkv)). A query row that sees no key (left padding under a causal
  * mask) outputs zeros and gets zero gradients. k/v may be views of a larger cache (`kvLength`).
  * The saved row statistics live until backward or the end of the enclosing scope: run the
- * backward inside the scope that ran the forward.
+ * backward inside the scope that ran the forward. `attentionPolicy` picks the kernels.
  */
 export function attention(q: Tensor, k: Tensor, v: Tensor, options: AttentionOptions = {}): Tensor {
   const g = validate(q, k, v, options);
@@ -151,15 +192,22 @@ export function attention(q: Tensor, k: Tensor, v: Tensor, options: AttentionOpt
   // The forward's row logsumexp, then room for the backward's delta = dO . O per row.
   const stats = Tensor.empty([2, g.B, g.Hq, g.T], "f32", "attention.stats");
   const noGrad = !isGradEnabled() || ![q, k, v].some((t) => t.requiresGrad);
-  if (decodeApplies(g, noGrad, options.decodeKernel)) {
-    dispatchDecode(g, q, k, v, { out, lse: stats });
-  } else dispatchForward(g, q, k, v, out, stats);
+  const decode = decodeApplies(g, noGrad, options.decodeKernel);
+  const chunk = decode ? 0 : gemmChunk(g);
+  if (decode) dispatchDecode(g, q, k, v, { out, lse: stats });
+  else if (chunk > 0) gemmForward(g, { q, k, v }, { out, lse: stats }, chunk);
+  else dispatchForward(g, q, k, v, out, stats);
   if (noGrad) {
     stats.dispose();
     return out;
   }
   return record("attention", [q, k, v], out, (dout) => {
-    const grads = dispatchBackward(g, { q, k, v, out, stats }, dout);
+    const grads = chunk > 0
+      ? gemmBackward(g, { q, k, v, out, lse: stats }, dout, {
+        chunk,
+        perHead: attentionPolicy.keySidePerHead,
+      })
+      : dispatchBackward(g, { q, k, v, out, stats }, dout);
     stats.dispose();
     return grads;
   });

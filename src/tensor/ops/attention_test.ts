@@ -8,7 +8,7 @@ import {
   attentionRef,
   type AttentionRefOptions,
 } from "../ref/attention.ts";
-import { attention } from "./attention.ts";
+import { attention, attentionPolicy } from "./attention.ts";
 
 /** Left padding: row b has pads[b] masked keys at the start of a [B, S] mask. */
 function leftPadMask(B: number, S: number, pads: number[]): Int32Array {
@@ -27,7 +27,19 @@ interface Case {
   grad?: boolean;
 }
 
+/** Runs a case on the flash-style row kernels and on the default choice (the GEMM path). */
 async function check(c: Case, seed: number): Promise<Float32Array> {
+  const saved = attentionPolicy.gemm;
+  try {
+    attentionPolicy.gemm = "never";
+    await checkOnce(c, seed);
+  } finally {
+    attentionPolicy.gemm = saved;
+  }
+  return await checkOnce(c, seed);
+}
+
+async function checkOnce(c: Case, seed: number): Promise<Float32Array> {
   const { B, T, S, Hq, Hkv, D } = c.dims;
   const qa = randomArray(B * T * Hq * D, seed);
   const ka = randomArray(B * S * Hkv * D, seed + 1);
@@ -53,7 +65,7 @@ async function check(c: Case, seed: number): Promise<Float32Array> {
   });
   const want = attentionRef(c.dims, qa, ka, va, ref);
   const got = await out.toArray() as Float32Array;
-  const label = JSON.stringify(c);
+  const label = `${JSON.stringify(c)} ${attentionPolicy.gemm}`;
   assertClose(got, want.out, { atol: 2e-5, rtol: 1e-4, label: `out ${label}` });
   if (!c.grad) return got;
   const da = randomArray(B * T * Hq * D, seed + 3);

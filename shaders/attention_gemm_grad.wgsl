@@ -1,0 +1,43 @@
+// Backward row kernel of the GEMM attention path (recompute): from the scores S = Qg K^T, the
+// forward's lse and dP = dOg V^T of one row it writes P = exp(scale * S - lse) (masked) over S
+// and dS = scale * P * (dP - delta) over dP, with delta = dO . O of the row's query (read in the
+// op layout [B, T, Hq, D]). A row that saw no key (lse at or below MASKED) gets P = dS = 0.
+
+#include "attention_gemm_rows.wgsl"
+
+@group(0) @binding(1) var<storage, read_write> s: array<f32>; // [nb, G * T, L]: S in, P out
+@group(0) @binding(2) var<storage, read_write> dp: array<f32>; // [nb, G * T, L]: dP in, dS out
+@group(0) @binding(3) var<storage, read> lse: array<f32>; // [B, Hq, T] (first of the stats)
+@group(0) @binding(5) var<storage, read> o: array<f32>; // [B, T, Hq, D]
+@group(0) @binding(6) var<storage, read> dout: array<f32>; // [B, T, Hq, D]
+
+@compute @workgroup_size(WG)
+fn main(
+  @builtin(workgroup_id) wid: vec3u,
+  @builtin(num_workgroups) nwg: vec3u,
+  @builtin(local_invocation_index) tid: u32,
+) {
+  let row = flat_group(wid, nwg);
+  if (row >= p.rows) { return; }
+  let r = row_of(row);
+  let b = r.bh / p.hkv;
+  let h = (r.bh % p.hkv) * p.g + r.g;
+  let ob = ((b * p.t + r.t) * p.hkv * p.g + h) * p.d;
+  var part = 0.0;
+  for (var c = tid; c < p.d; c += WG) { part += o[ob + c] * dout[ob + c]; }
+  red_a[tid] = part;
+  for (var w = WG / 2u; w > 0u; w /= 2u) {
+    workgroupBarrier();
+    if (tid < w) { red_a[tid] += red_a[tid + w]; }
+  }
+  workgroupBarrier();
+  let delta = red_a[0];
+  let l = lse[r.lse_at];
+  let seen = l > MASKED;
+  for (var c = tid; c < p.l; c += WG) {
+    var pr = 0.0;
+    if (seen && visible(r, c)) { pr = exp(s[r.base + c] * p.scale - l); }
+    s[r.base + c] = pr;
+    dp[r.base + c] = pr * (dp[r.base + c] - delta) * p.scale;
+  }
+}

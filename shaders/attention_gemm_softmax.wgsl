@@ -1,0 +1,50 @@
+// Forward row kernel of the GEMM attention path: the scores S = Qg K^T of one row become, in
+// place, the masked softmax of scale * S, and the row's logsumexp goes to lse. A row that sees no
+// key becomes zeros with lse NEG, as in attention_fwd. Each thread keeps an online (max, sum)
+// over the columns it strides; the workgroup merges them.
+
+#include "attention_gemm_rows.wgsl"
+
+@group(0) @binding(1) var<storage, read_write> s: array<f32>; // [nb, G * T, L]
+@group(0) @binding(3) var<storage, read_write> lse: array<f32>; // [B, Hq, T] (binding 2 unused)
+
+@compute @workgroup_size(WG)
+fn main(
+  @builtin(workgroup_id) wid: vec3u,
+  @builtin(num_workgroups) nwg: vec3u,
+  @builtin(local_invocation_index) tid: u32,
+) {
+  let row = flat_group(wid, nwg);
+  if (row >= p.rows) { return; }
+  let r = row_of(row);
+  var m = NEG;
+  var sum = 0.0;
+  for (var c = tid; c < p.l; c += WG) {
+    if (visible(r, c)) {
+      let x = s[r.base + c] * p.scale;
+      let mn = max(m, x);
+      sum = sum * exp(m - mn) + exp(x - mn);
+      m = mn;
+    }
+  }
+  red_a[tid] = m;
+  red_b[tid] = sum;
+  for (var w = WG / 2u; w > 0u; w /= 2u) {
+    workgroupBarrier();
+    if (tid < w) {
+      let m2 = red_a[tid + w];
+      let mn = max(red_a[tid], m2);
+      red_b[tid] = red_b[tid] * exp(red_a[tid] - mn) + red_b[tid + w] * exp(m2 - mn);
+      red_a[tid] = mn;
+    }
+  }
+  workgroupBarrier();
+  let total = red_b[0];
+  let l = select(NEG, red_a[0] + log(total), total > 0.0);
+  for (var c = tid; c < p.l; c += WG) {
+    var pr = 0.0;
+    if (total > 0.0 && visible(r, c)) { pr = exp(s[r.base + c] * p.scale - l); }
+    s[r.base + c] = pr;
+  }
+  if (tid == 0u) { lse[r.lse_at] = l; }
+}

@@ -1,0 +1,167 @@
+/**
+ * Attention through batched GEMMs (the training and prefill path of `attention`, chosen in
+ * attention.ts). The G query heads sharing a kv head form one matrix Qg [G * T, D] per (batch,
+ * kv head) pair; over chunks of pairs:
+ *   forward:  S = Qg K^T, P = masked softmax(scale * S) in place (lse saved), O = P V;
+ *   backward: S = Qg K^T, dP = dOg V^T, then P and dS = scale * P * (dP - delta) in place
+ *             (delta = dO . O), dV = P^T dOg, dK = dS^T Qg, dQ = dS K.
+ * P is never kept between forward and backward; the [nb, G * T, L] score buffers live only inside
+ * one call. Operands are packed into and out of the GEMM layout by attention_gemm_pack.
+ */
+import { Tensor } from "../tensor.ts";
+import type { Geometry } from "./attention_common.ts";
+import {
+  type HeadPacking,
+  maskedSoftmax,
+  packHeads,
+  softmaxGrad,
+  unpackHeads,
+} from "./attention_gemm_kernels.ts";
+import { type Gemm, gemm } from "./matmul_kernel.ts";
+
+/** Bytes of the largest per-pair scratch matrix: scores, Qg or the per-head dK partials. */
+export function bytesPerPair(g: Geometry): number {
+  return g.G * Math.max(g.T * g.L, g.T * g.D, g.L * g.D) * 4;
+}
+
+/** Pairs per chunk whose scratch fits `capBytes`, at most B * Hkv (0: not even one fits). */
+export function pairsPerChunk(g: Geometry, capBytes: number): number {
+  return Math.min(g.B * g.Hkv, Math.floor(capBytes / bytesPerPair(g)));
+}
+
+interface Plan {
+  rows: number; // G * T
+  chunk: number; // pairs per chunk
+  total: number; // B * Hkv
+  qPack: (c0: number, nb: number) => HeadPacking;
+  kvPack: (c0: number, nb: number) => HeadPacking;
+}
+
+function planOf(g: Geometry, chunk: number): Plan {
+  const { Hkv, G, T, S, L, D } = g;
+  return {
+    rows: G * T,
+    chunk,
+    total: g.B * Hkv,
+    qPack: (c0, nb) => ({ c0, nb, Hkv, G, n: T, R: T, D }),
+    kvPack: (c0, nb) => ({ c0, nb, Hkv, G: 1, n: L, R: S, D }),
+  };
+}
+
+/**
+ * Products over nb pairs: [rows, D] x [L, D]^T, [rows, L] x [L, D], and the key side [rows, L]^T x
+ * [rows, D], the latter over `parts` equal slices of the rows (partial sums, [nb, parts, L, D]).
+ */
+function products(g: Geometry, rows: number, nb: number, parts: number) {
+  const { L, D } = g;
+  const base = { batch: nb, transA: false, transB: false };
+  const kr = rows / parts;
+  const scores: Gemm = {
+    ...base,
+    m: rows,
+    n: L,
+    k: D,
+    transB: true,
+    strideA: rows * D,
+    strideB: L * D,
+  };
+  const byKeys: Gemm = { ...base, m: rows, n: D, k: L, strideA: rows * L, strideB: L * D };
+  const keySide: Gemm = {
+    ...base,
+    batch: nb * parts,
+    m: L,
+    n: D,
+    k: kr,
+    transA: true,
+    strideA: kr * L,
+    strideB: kr * D,
+  };
+  return { scores, byKeys, keySide };
+}
+
+function chunks(p: Plan): { c0: number; nb: number }[] {
+  const out = [];
+  for (let c0 = 0; c0 < p.total; c0 += p.chunk) {
+    out.push({ c0, nb: Math.min(p.chunk, p.total - c0) });
+  }
+  return out;
+}
+
+/**
+ * out [B, T, Hq, D] and lse (the first B * Hq * T floats of `lse`) of q [B, T, Hq, D] and k, v
+ * [B, S, Hkv, D], `chunk` pairs at a time.
+ */
+export function gemmForward(
+  g: Geometry,
+  x: { q: Tensor; k: Tensor; v: Tensor },
+  res: { out: Tensor; lse: Tensor },
+  chunk: number,
+): void {
+  const p = planOf(g, chunk);
+  const qg = Tensor.empty([chunk, p.rows, g.D], "f32", "attention.qg");
+  const kg = Tensor.empty([chunk, g.L, g.D], "f32", "attention.kg");
+  const vg = Tensor.empty([chunk, g.L, g.D], "f32", "attention.vg");
+  const sc = Tensor.empty([chunk, p.rows, g.L], "f32", "attention.scores");
+  const og = Tensor.empty([chunk, p.rows, g.D], "f32", "attention.og");
+  for (const c of chunks(p)) {
+    const qp = p.qPack(c.c0, c.nb), kp = p.kvPack(c.c0, c.nb);
+    const d = products(g, p.rows, c.nb, 1);
+    packHeads(x.q, qg, qp);
+    packHeads(x.k, kg, kp);
+    packHeads(x.v, vg, kp);
+    gemm(qg, kg, sc, d.scores);
+    maskedSoftmax(g, c, { scores: sc, lse: res.lse, dummy: x.k });
+    gemm(sc, vg, og, d.byKeys);
+    unpackHeads(og, res.out, qp);
+  }
+  for (const t of [qg, kg, vg, sc, og]) t.dispose();
+}
+
+/**
+ * dq, dk, dv of sum(out * dout), recomputing P from the saved lse, `chunk` pairs at a time. With
+ * `perHead`, dK and dV are G products of T rows per pair (more, shorter GEMMs) summed while
+ * unpacking, rather than one product over the pair's G * T rows.
+ */
+export function gemmBackward(
+  g: Geometry,
+  saved: { q: Tensor; k: Tensor; v: Tensor; out: Tensor; lse: Tensor },
+  dout: Tensor,
+  options: { chunk: number; perHead: boolean },
+): [Tensor, Tensor, Tensor] {
+  const { q, k, v } = saved;
+  const chunk = options.chunk, parts = options.perHead ? g.G : 1;
+  const p = planOf(g, chunk);
+  const dq = Tensor.empty(q.shape, "f32", "attention.dq");
+  const dk = Tensor.empty(k.shape, "f32", "attention.dk");
+  const dv = Tensor.empty(v.shape, "f32", "attention.dv");
+  const rowsD = [chunk, p.rows, g.D], keysD = [chunk, g.L, g.D], scoreShape = [chunk, p.rows, g.L];
+  const partsD = [chunk, parts, g.L, g.D];
+  const qg = Tensor.empty(rowsD, "f32", "attention.qg");
+  const dog = Tensor.empty(rowsD, "f32", "attention.dog");
+  const dqg = Tensor.empty(rowsD, "f32", "attention.dqg");
+  const kg = Tensor.empty(keysD, "f32", "attention.kg");
+  const vg = Tensor.empty(keysD, "f32", "attention.vg");
+  const dkg = Tensor.empty(partsD, "f32", "attention.dkg");
+  const dvg = Tensor.empty(partsD, "f32", "attention.dvg");
+  const sc = Tensor.empty(scoreShape, "f32", "attention.scores");
+  const dp = Tensor.empty(scoreShape, "f32", "attention.dp");
+  for (const c of chunks(p)) {
+    const qp = p.qPack(c.c0, c.nb), kp = p.kvPack(c.c0, c.nb);
+    const d = products(g, p.rows, c.nb, parts);
+    packHeads(q, qg, qp);
+    packHeads(dout, dog, qp);
+    packHeads(k, kg, kp);
+    packHeads(v, vg, kp);
+    gemm(qg, kg, sc, d.scores);
+    gemm(dog, vg, dp, d.scores);
+    softmaxGrad(g, c, { scores: sc, dp, lse: saved.lse, out: saved.out, dout, dummy: k });
+    gemm(sc, dog, dvg, d.keySide);
+    gemm(dp, qg, dkg, d.keySide);
+    gemm(dp, kg, dqg, d.byKeys);
+    unpackHeads(dqg, dq, qp);
+    unpackHeads(dkg, dk, { ...kp, parts });
+    unpackHeads(dvg, dv, { ...kp, parts });
+  }
+  for (const t of [qg, dog, dqg, kg, vg, dkg, dvg, sc, dp]) t.dispose();
+  return [dq, dk, dv];
+}

@@ -5,7 +5,9 @@
  * perf/max_memory_allocated_gb and perf/max_memory_reserved_gb) as JSON lines. For a GPU machine:
  * `deno run -A bench/grpo_step_device.ts [--shape=0.5b|1.5b] [--prompts=8] [--n=8]
  * [--prompt-len=128] [--response-len=256] [--micro=8] [--layers=N] [--vocab=151936]
- * [--checkpointing=1] [--max-tokens=N] [--rmpad=1] [--ragged=1]`: --checkpointing turns on
+ * [--checkpointing=1] [--max-tokens=N] [--rmpad=1] [--ragged=1] [--rollout=engine|generate]`:
+ * --rollout picks gen's decoding: the continuous-batching engine (the trainer's default) or
+ * `generate`'s lock-step batch; --checkpointing turns on
  * enable_gradient_checkpointing, --max-tokens turns on use_dynamic_bsz with that token budget
  * (ppo_max_token_len_per_gpu, also the log-prob passes'), --rmpad turns on
  * actor_rollout_ref.model.use_remove_padding (packed sequences), --ragged makes the batch ragged:
@@ -14,9 +16,10 @@
  * are). bench/README.md has the commands.
  */
 import { initGpu } from "../src/gpu/mod.ts";
-import { initWeights, weightShapes } from "../src/nn/mod.ts";
+import { type CausalLM, initWeights, weightShapes } from "../src/nn/mod.ts";
+import { charTokenizer } from "../src/io/mod.ts";
 import { loadConfig } from "../src/config/mod.ts";
-import { trainStep } from "../src/trainer/mod.ts";
+import { rolloutFor, rolloutPrecision, trainStep } from "../src/trainer/mod.ts";
 import {
   benchParts,
   coinFlipReward,
@@ -43,6 +46,10 @@ const steps = arg("steps", 2),
   hidden = arg("hidden", shape.hiddenSize);
 const checkpointing = arg("checkpointing", 0) !== 0, maxTokens = arg("max-tokens", 0);
 const rmpad = arg("rmpad", 0) !== 0, ragged = arg("ragged", 0) !== 0;
+const rolloutMode = raw("rollout") ?? "engine";
+if (rolloutMode !== "engine" && rolloutMode !== "generate") {
+  throw new Error(`--rollout=${rolloutMode}: use engine or generate`);
+}
 
 const g = await initGpu();
 const config = qwen25Config(shapeName, {
@@ -74,10 +81,19 @@ const cfg = loadConfig("ppo_trainer", {
   ],
 });
 const built = benchParts({ config: cfg, model: config, tensors, items, reward });
+if (rolloutMode === "generate") {
+  const precision = rolloutPrecision(cfg.actor_rollout_ref.rollout.dtype, {
+    key: "actor_rollout_ref.rollout.dtype",
+    notice: console.warn,
+  });
+  const model = built.actor.model as CausalLM;
+  built.rollout = rolloutFor(model, charTokenizer(), undefined, { engine: null, precision });
+}
 const parts = ragged ? { ...built, rollout: cutAtRandomEos(built.rollout, lcg(7)) } : built;
 console.log(JSON.stringify({
   adapter: g.adapterName,
   shape: shapeName,
+  rollout: rolloutMode,
   hidden,
   layers,
   vocab,

@@ -55,11 +55,12 @@ const PATHS: Record<string, Policy> = {
   gemm_key_side_per_kv_head: { gemm: "always", keySidePerHead: false },
 };
 
-function withPolicy<R>(policy: Policy, fn: () => R): R {
+/** Runs `fn` under `policy`, restored once its promise settles (not when it first yields). */
+async function withPolicy<R>(policy: Policy, fn: () => R | Promise<R>): Promise<R> {
   const saved = { ...attentionPolicy };
   Object.assign(attentionPolicy, policy);
   try {
-    return fn();
+    return await fn();
   } finally {
     Object.assign(attentionPolicy, saved);
   }
@@ -81,7 +82,7 @@ function train(x: Inputs): Tensor[] {
 }
 
 async function results(x: Inputs, policy: Policy): Promise<Float32Array[]> {
-  const ts = withPolicy(policy, () => scope(() => train(x).map((t) => t.keep())));
+  const ts = await withPolicy(policy, () => scope(() => train(x).map((t) => t.keep())));
   const arrays = await Promise.all(ts.map((t) => t.toArray() as Promise<Float32Array>));
   for (const t of ts) t.dispose();
   return arrays;

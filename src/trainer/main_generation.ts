@@ -8,13 +8,7 @@ import { initGpu } from "../gpu/mod.ts";
 import { charTokenizer } from "../io/mod.ts";
 import type { Tokenizer } from "../io/mod.ts";
 import { CausalLM, type KvDtype } from "../nn/mod.ts";
-import {
-  checkContextLength,
-  ConfigError,
-  ENGINE_BLOCK_SIZE,
-  enginePoolBlocks,
-  type GenerationConfig,
-} from "../config/mod.ts";
+import { checkContextLength, ConfigError, type GenerationConfig } from "../config/mod.ts";
 import {
   DataError,
   parseChatMessages,
@@ -27,8 +21,12 @@ import {
   writeParquet,
 } from "../data/mod.ts";
 import { tinyModelConfig } from "../nn/mod.ts";
-import { Engine, submitPrompts } from "../rollout/mod.ts";
-import { generateConversations, type GenerationModel } from "./main_generation_agent.ts";
+import { submitPrompts } from "../rollout/mod.ts";
+import {
+  generateConversations,
+  type GenerationModel,
+  generatorEngine,
+} from "./main_generation_agent.ts";
 import { checkAgentUsed } from "./agent.ts";
 import { checkHalfCache, rolloutPrecision } from "./build.ts";
 
@@ -243,20 +241,12 @@ export async function runGeneration(
       promptLabel: `the longest prompt (${ids[longest].length} tokens, row ${longest} of ` +
         `${cfg.data.path})`,
     });
-    const engine = new Engine(model, {
-      maxSeqs: r.max_num_seqs,
-      blockSize: ENGINE_BLOCK_SIZE,
-      numBlocks: enginePoolBlocks({
-        maxNumSeqs: r.max_num_seqs,
-        kvCacheTokens: r.kv_cache_tokens,
-        sequences: cfg.data.batch_size * n,
-        longest: ids[longest].length + r.response_length,
-        key: "rollout.kv_cache_tokens",
-      }),
-      eosTokenIds: r.ignore_eos ? [] : eosTokenIds,
+    const engine = generatorEngine(model, cfg, {
+      sequences: cfg.data.batch_size * n,
+      longest: ids[longest].length + r.response_length,
+      eosTokenIds,
       padTokenId: tokenizer.padTokenId,
       kvDtype,
-      sampling: { temperature: r.temperature, topK: r.top_k, topP: r.top_p, doSample: r.do_sample },
     });
     start = performance.now();
     try {

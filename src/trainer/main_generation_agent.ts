@@ -107,20 +107,12 @@ export async function generateConversations(
       eosTokenIds: r.ignore_eos ? [] : m.eosTokenIds,
       log: o.print,
     });
-    const engine = new Engine(m.network, {
-      maxSeqs: r.max_num_seqs,
-      blockSize: ENGINE_BLOCK_SIZE,
-      numBlocks: enginePoolBlocks({
-        maxNumSeqs: r.max_num_seqs,
-        kvCacheTokens: r.kv_cache_tokens,
-        sequences: cfg.data.batch_size * n,
-        longest: out.longest.length + r.response_length,
-        key: "rollout.kv_cache_tokens",
-      }),
-      kvDtype: o.kvDtype,
-      eosTokenIds: r.ignore_eos ? [] : m.eosTokenIds,
+    const engine = generatorEngine(m.network, cfg, {
+      sequences: cfg.data.batch_size * n,
+      longest: out.longest.length + r.response_length,
+      eosTokenIds: m.eosTokenIds,
       padTokenId: m.tokenizer.padTokenId,
-      sampling: { temperature: r.temperature, topK: r.top_k, topP: r.top_p, doSample: r.do_sample },
+      kvDtype: o.kvDtype,
     });
     try {
       for (let at = 0, batch = 0; at < rows.length; at += cfg.data.batch_size, batch++) {
@@ -154,4 +146,37 @@ export async function generateConversations(
   } finally {
     closeAgentEnv(env);
   }
+}
+
+/**
+ * The generator's engine: `rollout.*` sampling, `max_num_seqs`, and a pool for `sequences` of up
+ * to `longest` positions (enginePoolBlocks, `rollout.kv_cache_tokens`).
+ */
+export function generatorEngine(
+  model: CausalLM,
+  cfg: GenerationConfig,
+  o: {
+    sequences: number;
+    longest: number;
+    eosTokenIds: number[];
+    padTokenId: number;
+    kvDtype?: KvDtype;
+  },
+): Engine {
+  const r = cfg.rollout;
+  return new Engine(model, {
+    maxSeqs: r.max_num_seqs,
+    blockSize: ENGINE_BLOCK_SIZE,
+    numBlocks: enginePoolBlocks({
+      maxNumSeqs: r.max_num_seqs,
+      kvCacheTokens: r.kv_cache_tokens,
+      sequences: o.sequences,
+      longest: o.longest,
+      key: "rollout.kv_cache_tokens",
+    }),
+    kvDtype: o.kvDtype,
+    eosTokenIds: r.ignore_eos ? [] : o.eosTokenIds,
+    padTokenId: o.padTokenId,
+    sampling: { temperature: r.temperature, topK: r.top_k, topP: r.top_p, doSample: r.do_sample },
+  });
 }

@@ -9,11 +9,8 @@ import { mulberry32, scopeAsync, uniformArray } from "../tensor/mod.ts";
  * Whether this machine's adapter has shader-f16, known before any test registers: f16-only
  * tests are then reported as ignored where it is missing, not as passed.
  */
-const adapterHasF16 = await (async () => {
-  const nav = (globalThis as { navigator?: Navigator }).navigator;
-  const adapter = await nav?.gpu?.requestAdapter();
-  return adapter?.features.has("shader-f16") ?? false;
-})();
+const adapter = await (globalThis as { navigator?: Navigator }).navigator?.gpu?.requestAdapter();
+const adapterHasF16 = adapter?.features.has("shader-f16") ?? false;
 
 export interface GpuTestOptions {
   /** The test needs shader-f16: ignored on adapters without it (the CPU adapter in CI). */
@@ -32,7 +29,7 @@ export function gpuTest(
     sanitizeOps: false,
     sanitizeResources: false,
     fn: async () => {
-      await initGpu();
+      await initGpu({ adapter: adapter ?? undefined }); // the adapter probed above: one per process
       await scopeAsync(async () => {
         await fn();
       });

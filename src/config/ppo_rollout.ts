@@ -24,6 +24,8 @@ const ROLLOUT_DTYPE_DOC = "What the rollout decodes with: float16 is an f16 KV c
 
 /** Positions per block of the engine's KV cache (vLLM's default). */
 export const ENGINE_BLOCK_SIZE = 16;
+/** `rollout.max_num_seqs` by default (verl's). */
+export const ENGINE_MAX_NUM_SEQS = 1024;
 
 /**
  * The engine's pool keys, `max_num_seqs` and `kv_cache_tokens`, shared by the trainer's and the
@@ -32,7 +34,7 @@ export const ENGINE_BLOCK_SIZE = 16;
 export function enginePoolKeys(batch: string) {
   return {
     max_num_seqs: int(
-      1024,
+      ENGINE_MAX_NUM_SEQS,
       "Sequences decoded together by the engine: a finished one's slot goes to the next " +
         "waiting response at once (a multi-turn conversation's turn is one request).",
       { min: 1 },

@@ -14,7 +14,7 @@
  */
 import type { Tokenizer } from "../io/mod.ts";
 import type { CausalLM, KvDtype } from "../nn/mod.ts";
-import { ENGINE_BLOCK_SIZE, enginePoolBlocks } from "../config/mod.ts";
+import { ENGINE_BLOCK_SIZE, ENGINE_MAX_NUM_SEQS, enginePoolBlocks } from "../config/mod.ts";
 import { Engine, engineTurns, generate, submitPrompts } from "../rollout/mod.ts";
 import { ConfigError } from "../config/mod.ts";
 import { gpu } from "../gpu/mod.ts";
@@ -80,7 +80,7 @@ export interface RolloutForOptions {
 }
 
 const DEFAULT_POOL: EnginePool = {
-  maxNumSeqs: 1024,
+  maxNumSeqs: ENGINE_MAX_NUM_SEQS,
   kvCacheTokens: null,
   key: "actor_rollout_ref.rollout.kv_cache_tokens",
 };

@@ -6,6 +6,8 @@
  */
 import { gpu, packParams } from "../../gpu/mod.ts";
 import { shapeSize, Tensor } from "../tensor.ts";
+import { grid1d } from "./grid.ts";
+import { skinnyPolicy } from "./matmul_skinny.ts";
 import {
   checkFusedConfig,
   checkFusedOperands,
@@ -18,8 +20,11 @@ import {
 /** Threads along N (wgX, 4 weight rows each) and M (wgY, tm rows of x each), K per stage. */
 export type QkvLinearConfig = FusedSkinnyConfig;
 
-/** Whether `decoderLayer` fuses the q, k and v projections. Mutable for benchmarks (before/after). */
-export const qkvLinearPolicy = { enabled: true };
+/**
+ * Whether `decoderLayer` fuses the q, k and v projections, and whether a fused product of few
+ * blocks splits K. Mutable for benchmarks (before/after).
+ */
+export const qkvLinearPolicy = { enabled: true, splitK: true };
 
 /** The three weights [N*, K] (f32 or f16, one dtype), in the order q, k, v. */
 export type QkvWeights = readonly [Tensor, Tensor, Tensor];
@@ -28,6 +33,8 @@ export type QkvBiases = readonly [Tensor | null, Tensor | null, Tensor | null];
 
 export interface QkvLinearOptions {
   config?: QkvLinearConfig;
+  /** K splits (tests force them); default: enough blocks to fill the GPU (`qkvSplits`). */
+  splits?: number;
 }
 
 /** Storage buffers the biased entry binds: x, three weights, three outputs, three biases. */
@@ -108,12 +115,51 @@ export function qkvLinear(
     w: w[0],
     bias: b[0],
   });
-  const buffers = [x.buffer, ...w.map((t) => t.buffer), ...outs.map((t) => t.buffer)];
-  for (const t of b) if (t) buffers.push(t.buffer);
-  gpu().dispatch(spec, {
-    params: packParams([m, k / 4, nq, nk, nv, gq, gk, 0]),
-    buffers,
-    workgroups: [gq + gk + gv, Math.ceil(m / (c.wgY * c.tm)), 1],
+  const k4 = k / 4, rowBlocks = Math.ceil(m / (c.wgY * c.tm));
+  const wanted = options.splits ?? qkvSplits(k, c, (gq + gk + gv) * rowBlocks);
+  // Whole stages per split, and no empty split.
+  const split4 = Math.ceil(Math.ceil(k4 / wanted) / (c.bk / 4)) * (c.bk / 4);
+  const splits = Math.ceil(k4 / split4);
+  const grid: [number, number, number] = [gq + gk + gv, rowBlocks, splits];
+  const params = packParams([m, k4, nq, nk, nv, gq, gk, splits > 1 ? split4 : k4]);
+  const weights = w.map((t) => t.buffer);
+  if (splits === 1) {
+    const buffers = [x.buffer, ...weights, ...outs.map((t) => t.buffer)];
+    for (const t of b) if (t) buffers.push(t.buffer);
+    gpu().dispatch(spec, { params, buffers, workgroups: grid });
+    return [q, kk, v];
+  }
+  const part = Tensor.empty([splits, m, nq + nk + nv], "f32", "qkv_linear.partial");
+  gpu().dispatch({ ...spec, entry: "main_split" }, {
+    params,
+    buffers: [x.buffer, ...weights, part.buffer],
+    workgroups: grid,
   });
+  const buffers = [part.buffer, ...outs.map((t) => t.buffer)];
+  for (const t of b) if (t) buffers.push(t.buffer);
+  gpu().dispatch({
+    shader: "qkv_split_sum",
+    entry: nb ? "main_bias" : "main",
+    f16: b[0]?.dtype === "f16",
+    defines: { WG: SUM_WG, BIAS_T: b[0]?.dtype ?? "f32" },
+  }, {
+    params: packParams([m, nq, nk, nv, splits, 0, 0, 0]),
+    buffers,
+    workgroups: grid1d(m * (nq + nk + nv), SUM_WG),
+  });
+  part.dispose();
   return [q, kk, v];
+}
+
+const SUM_WG = 256;
+
+/**
+ * K splits that bring `blocks` workgroups near the skinny kernel's target, keeping at least its
+ * fewest stages per split; one on a CPU adapter (few workgroups run at once there). One row of a
+ * Qwen2.5-0.5B layer makes 18 blocks of 64 columns, each walking all of K without a split.
+ */
+export function qkvSplits(k: number, c: QkvLinearConfig, blocks: number): number {
+  if (gpu().isCpuAdapter || !qkvLinearPolicy.splitK) return 1;
+  const most = Math.max(1, Math.floor(Math.ceil(k / c.bk) / skinnyPolicy.minStages));
+  return Math.max(1, Math.min(Math.ceil(skinnyPolicy.targetGroups / blocks), most));
 }

@@ -96,6 +96,7 @@ export const COVERAGE: Record<string, Coverage> = {
   matmul_skinny_qkv: tensorOp("qkv_linear", "matmul"),
   qkv_split_sum: tensorOp("qkv_linear", "matmul"),
   matmul_skinny_swiglu: tensorOp("swiglu_linear", "swiglu"),
+  swiglu_split_sum: tensorOp("swiglu_linear", "swiglu"),
   matmul_splitk: skinny,
   paged_rope_qk_cache: tensorOp("paged_rope_cache", "paged", "paged_attention_test"),
   ppo_loss: ppo("ppo_loss", "actor_loss"),

@@ -7,7 +7,6 @@
 import { gpu, packParams } from "../../gpu/mod.ts";
 import { shapeSize, Tensor } from "../tensor.ts";
 import { grid1d } from "./grid.ts";
-import { skinnyPolicy } from "./matmul_skinny.ts";
 import {
   checkFusedConfig,
   checkFusedOperands,
@@ -15,6 +14,7 @@ import {
   type FusedSkinnyConfig,
   fusedSkinnyConfig,
   fusedSkinnySpec,
+  fusedSplitK,
 } from "./skinny_fused.ts";
 
 /** Threads along N (wgX, 4 weight rows each) and M (wgY, tm rows of x each), K per stage. */
@@ -33,7 +33,7 @@ export type QkvBiases = readonly [Tensor | null, Tensor | null, Tensor | null];
 
 export interface QkvLinearOptions {
   config?: QkvLinearConfig;
-  /** K splits (tests force them); default: enough blocks to fill the GPU (`qkvSplits`). */
+  /** K splits (tests force them); default: enough blocks to fill the GPU (`fusedSplitK`). */
   splits?: number;
 }
 
@@ -116,10 +116,11 @@ export function qkvLinear(
     bias: b[0],
   });
   const k4 = k / 4, rowBlocks = Math.ceil(m / (c.wgY * c.tm));
-  const wanted = options.splits ?? qkvSplits(k, c, (gq + gk + gv) * rowBlocks);
-  // Whole stages per split, and no empty split.
-  const split4 = Math.ceil(Math.ceil(k4 / wanted) / (c.bk / 4)) * (c.bk / 4);
-  const splits = Math.ceil(k4 / split4);
+  const { splits, split4 } = fusedSplitK(k, c, {
+    blocks: (gq + gk + gv) * rowBlocks,
+    auto: qkvLinearPolicy.splitK,
+    forced: options.splits,
+  });
   const grid: [number, number, number] = [gq + gk + gv, rowBlocks, splits];
   const params = packParams([m, k4, nq, nk, nv, gq, gk, splits > 1 ? split4 : k4]);
   const weights = w.map((t) => t.buffer);
@@ -152,14 +153,3 @@ export function qkvLinear(
 }
 
 const SUM_WG = 256;
-
-/**
- * K splits that bring `blocks` workgroups near the skinny kernel's target, keeping at least its
- * fewest stages per split; one on a CPU adapter (few workgroups run at once there). One row of a
- * Qwen2.5-0.5B layer makes 18 blocks of 64 columns, each walking all of K without a split.
- */
-export function qkvSplits(k: number, c: QkvLinearConfig, blocks: number): number {
-  if (gpu().isCpuAdapter || !qkvLinearPolicy.splitK) return 1;
-  const most = Math.max(1, Math.floor(Math.ceil(k / c.bk) / skinnyPolicy.minStages));
-  return Math.max(1, Math.min(Math.ceil(skinnyPolicy.targetGroups / blocks), most));
-}

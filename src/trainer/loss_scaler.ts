@@ -16,7 +16,7 @@ export const LOSS_SCALER_DEFAULTS = {
   growthInterval: 2000,
 } as const;
 
-export type LossScalerOptions = Partial<typeof LOSS_SCALER_DEFAULTS>;
+export type LossScalerOptions = { [K in keyof typeof LOSS_SCALER_DEFAULTS]?: number };
 
 /** What a checkpoint keeps of a scaler (GradScaler's state_dict: scale and growth tracker). */
 export interface LossScalerState {

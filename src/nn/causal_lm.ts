@@ -16,8 +16,8 @@ import {
   DecoderTrunk,
   EMBED,
   type ForwardOptions,
-  isMatrix,
   type LoadOptions,
+  storedHalf,
   type TokenLogProbOptions,
   uploadWeights,
 } from "./decoder.ts";
@@ -39,7 +39,7 @@ export class CausalLM extends DecoderTrunk {
       this.ownedWeights = view.owned;
     } else if (!config.tieWordEmbeddings) this.#head = weights.get("lm_head.weight")!;
     else if (weights.get(EMBED)!.dtype === "f32" && this.#f16Linear()) {
-      // f16 inference: a half copy of the tied table for the lm_head; the gather stays f32.
+      // f16 matrices over an f32 table: a half copy of the tied table for the lm_head.
       this.#head = noGrad(() => cast(weights.get(EMBED)!, "f16")).keep();
     } else this.#head = weights.get(EMBED)!;
   }
@@ -78,10 +78,11 @@ export class CausalLM extends DecoderTrunk {
 
   /**
    * What a rollout decodes with, built per call and disposed after use: the LoRA adapters merged
-   * into their weights (W + s B A), and with `f16Weights` every projection matrix and the lm_head
-   * in f16, the tensors `uploadWeights` stores in f16 for dtype "f16" (embedding, norms and biases
-   * stay f32; needs shader-f16). A matrix that needs neither is shared; an adapted one is copied
-   * once (merged, then cast). The model itself when nothing changes.
+   * into their weights (W + s B A), and with `f16Weights` every projection matrix, the lm_head
+   * and the embedding table in f16, the tensors `uploadWeights` stores in f16 for dtype "f16"
+   * (norms and biases stay f32; needs shader-f16; a tied table's one half copy serves both). A
+   * tensor that needs neither is shared; an adapted one is copied once (merged, then cast). The
+   * model itself when nothing changes.
    */
   forRollout(options: { f16Weights?: boolean } = {}): CausalLM {
     const half = options.f16Weights === true;
@@ -93,9 +94,8 @@ export class CausalLM extends DecoderTrunk {
       name.endsWith(".weight") ? pairs.get(name.slice(0, -".weight".length)) : undefined;
     const tied = this.config.tieWordEmbeddings;
     const changes = (name: string, t: Tensor) =>
-      pairOf(name) !== undefined || (half && isMatrix(name) && t.dtype === "f32");
-    const headChanges = half && tied && this.#head.dtype === "f32";
-    if (![...this.weights].some(([name, t]) => changes(name, t)) && !headChanges) return this;
+      pairOf(name) !== undefined || (half && storedHalf(name) && t.dtype === "f32");
+    if (![...this.weights].some(([name, t]) => changes(name, t))) return this;
     const weights = new Map(this.weights);
     const owned: Tensor[] = [];
     noGrad(() => {
@@ -110,12 +110,8 @@ export class CausalLM extends DecoderTrunk {
         owned.push(t);
       }
     });
-    let head = tied ? this.#head : weights.get("lm_head.weight")!;
-    if (headChanges) {
-      // the tied table stays f32 for the embedding gather; the lm_head gets its own half copy
-      head = noGrad(() => cast(weights.get(EMBED)!, "f16")).keep();
-      owned.push(head);
-    }
+    // Tied and half: the table's half copy is the lm_head too.
+    const head = !tied ? weights.get("lm_head.weight")! : half ? weights.get(EMBED)! : this.#head;
     return new CausalLM(this.config, weights, undefined, { head, owned });
   }
 

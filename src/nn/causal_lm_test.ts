@@ -55,7 +55,8 @@ gpuTest(
         assert.notEqual(copy, model);
         assert.equal(copy.lora, null);
         for (const [name, t] of copy.params()) {
-          const half = name.endsWith("_proj.weight") || name === "lm_head.weight";
+          const half = name.endsWith("_proj.weight") || name === "lm_head.weight" ||
+            name === "model.embed_tokens.weight";
           assert.equal(t.dtype, half ? "f16" : "f32", `${name} of the rollout copy`);
         }
         const want = CausalLM.fromTensors(

@@ -14,7 +14,7 @@ import {
   type RopeScaling,
   ropeScalingOf,
 } from "../io/mod.ts";
-import { attention, checkpoint, embedding, isGradEnabled } from "../tensor/mod.ts";
+import { attention, cast, checkpoint, embedding, isGradEnabled } from "../tensor/mod.ts";
 import { type LmHeadLogprobOptions, rmsNorm, scope } from "../tensor/mod.ts";
 import { f16BitsToF32, fmtShape } from "../tensor/mod.ts";
 import { ropeDynamicInvFreq, Tensor } from "../tensor/mod.ts";
@@ -53,8 +53,9 @@ export interface TokenLogProbOptions extends ForwardOptions, LmHeadLogprobOption
 
 export interface LoadOptions {
   /**
-   * "f16" stores the projection matrices (and the lm_head) in half precision for inference where
-   * the GPU has shader-f16; such a model has no trainable f32 parameters. Default "f32".
+   * "f16" stores the projection matrices, the lm_head and the embedding table in half precision
+   * for inference or a frozen LoRA base where the GPU has shader-f16 (the gathered rows are
+   * widened to f32); such a model has no trainable f32 parameters. Default "f32".
    */
   dtype?: "f32" | "f16";
   /** LoRA adapters on the linear layers; the base weights are then frozen. */
@@ -66,6 +67,11 @@ export const EMBED = "model.embed_tokens.weight";
 /** A matrix that feeds `linear` (the only weights worth storing in f16). */
 export function isMatrix(name: string): boolean {
   return name.endsWith("_proj.weight") || name === "lm_head.weight";
+}
+
+/** What a model of dtype "f16" stores in half precision: the matrices and the embedding table. */
+export function storedHalf(name: string): boolean {
+  return isMatrix(name) || name === EMBED;
 }
 
 /**
@@ -84,7 +90,7 @@ export function uploadWeights(
   }
   const out = new Map<string, Tensor>();
   for (const [name, shape] of shapes) {
-    const dtype = half && isMatrix(name) ? "f16" : "f32", a = arrays.get(name)!;
+    const dtype = half && storedHalf(name) ? "f16" : "f32", a = arrays.get(name)!;
     let bits: Uint16Array | null = a instanceof Uint16Array ? a : null;
     if (dtype === "f16" && !bits) {
       bits = new Uint16Array(a.length);
@@ -208,7 +214,10 @@ export class DecoderTrunk {
     pass: { adapters?: boolean; half?: HalfWeights | null } = {},
   ): Tensor {
     const adapters = pass.adapters ?? true, half = pass.half ?? null;
-    let h = embedding(ids, this.weights.get(EMBED)!);
+    const rows = embedding(ids, this.weights.get(EMBED)!);
+    // A half table (frozen or inference-only) gathers half rows; the residual stream is f32.
+    let h = rows.dtype === "f16" ? scope(() => cast(rows, "f32")) : rows;
+    if (h !== rows) rows.dispose();
     const inference = !isGradEnabled();
     const rope = this.#ropeCall(positions, longest);
     this.layers.forEach((w, l) => {

@@ -13,7 +13,12 @@
  * are known without the tokens, so only an EOS is seen late: that sequence's tokens of the steps
  * already recorded are dropped (stats.dropped) and its blocks are freed once the EOS is read.
  * Requests with identical prompt ids (the n samples of a prompt) share one prefill of it and its
- * full blocks (engine_prefix.ts; `sharePrefixes`).
+ * full blocks (engine_prefix.ts; `sharePrefixes`). With `prefixCaching` (vLLM's automatic prefix
+ * caching) the full blocks of every prefill, and of a sequence when it ends or is preempted
+ * (the positions whose keys and values were written), are published in the pool's prefix cache
+ * (PagedKvCache.publish): a later admission whose context starts with the same blocks holds
+ * them and prefills only the rest, at least its last token (engine_prefill.ts). A cached block
+ * nobody holds is evicted, least recently released first, when the pool needs a block.
  */
 import type { CausalLM } from "../nn/mod.ts";
 import { PagedKvCache } from "../nn/mod.ts";
@@ -21,6 +26,7 @@ import { gpu } from "../gpu/mod.ts";
 import { Tensor } from "../tensor/mod.ts";
 import { prefixKey, PrefixTable } from "./engine_prefix.ts";
 import {
+  context,
   type InFlightStep,
   recordStep,
   type StepReadback,
@@ -55,6 +61,7 @@ export class Engine {
   readonly #waiting: Sequence[] = [];
   readonly #prefixes: PrefixTable;
   readonly #share: boolean;
+  readonly #caching: boolean;
   /** In admission order: the last is the first preempted. */
   readonly #running: Sequence[] = [];
   #loop: Promise<void> | null = null;
@@ -64,6 +71,7 @@ export class Engine {
     prefills: 0,
     promptTokens: 0,
     prefillTokens: 0,
+    cachedTokens: 0,
     preemptions: 0,
     tokens: 0,
     dropped: 0,
@@ -92,8 +100,9 @@ export class Engine {
     });
     this.#sampler = samplerConfig(options);
     this.#eos = new Set(options.eosTokenIds);
-    this.#prefixes = new PrefixTable(this.#cache);
     this.#share = options.sharePrefixes ?? true;
+    this.#caching = options.prefixCaching ?? true;
+    this.#prefixes = new PrefixTable(this.#cache, this.#caching);
   }
 
   /** Queues a request; resolves when its sequence ends. */
@@ -113,6 +122,7 @@ export class Engine {
         prompt,
         key,
         prefix: null,
+        cached: 0,
         tokens: [],
         sampled: 0,
         row: -1,
@@ -133,6 +143,7 @@ export class Engine {
       ...this.#stats,
       numBlocks: this.#cache.numBlocks,
       freeBlocks: this.#cache.freeBlocks,
+      cachedBlocks: this.#cache.cachedBlocks,
       running: this.#running.length,
       waiting: this.#waiting.length,
     };
@@ -143,7 +154,16 @@ export class Engine {
     const first = !this.#closed;
     this.#closed = true;
     await this.#loop;
+    this.#cache.clearPrefixCache();
     if (first) this.#cache.dispose();
+  }
+
+  /**
+   * Empties the prefix cache (vLLM's reset_prefix_cache): what runs keeps its blocks, nothing
+   * cached is found again (call it when the model's weights change under a live engine).
+   */
+  resetPrefixCache(): void {
+    this.#cache.clearPrefixCache();
   }
 
   async #run(): Promise<void> {
@@ -170,6 +190,7 @@ export class Engine {
         s.reject(e);
       }
       this.#prefixes.clear();
+      this.#cache.clearPrefixCache();
       this.#running.length = 0;
       this.#waiting.length = 0;
     } finally {
@@ -211,17 +232,17 @@ export class Engine {
       // A fresh request shares its prompt with others of the same prompt, running or waiting.
       const share = fresh && this.#share && this.#prefixes.shares(s.key);
       // Its context and the first token it samples (appended by the next step).
-      if (share ? !this.#prefixes.join(s, s.key) : !cache.reserve(s.cache, C + 1)) break;
+      if (share ? !this.#prefixes.join(s, s.key) : !this.#reserve(s, C)) break;
       if (fresh && this.#share) this.#prefixes.admitted(s.key);
       this.#waiting.shift();
       this.#running.push(s);
       admitted.push(s);
       this.#stats.promptTokens += C;
-      if (!share) this.#count(C);
+      if (!share) this.#count(C, s.cached);
     }
     if (admitted.length + decoding.length === 0) return null;
     const prefixes = this.#prefixes.takeCreated();
-    for (const e of prefixes) this.#count(e.ids.length);
+    for (const e of prefixes) this.#count(e.ids.length, e.cached);
     this.#stats.peakBlocks = Math.max(this.#stats.peakBlocks, cache.numBlocks - cache.freeBlocks);
     this.#stats.steps++;
     const t0 = performance.now();
@@ -237,17 +258,45 @@ export class Engine {
       readback,
     });
     this.#stats.recordSeconds += (performance.now() - t0) / 1000;
+    if (this.#caching) {
+      // Later steps (recorded after this one) may read what this one prefilled.
+      for (const e of prefixes) cache.publish(e.cache, e.ids, e.ids.length);
+      for (const s of admitted) if (!s.prefix) cache.publish(s.cache, context(s), s.cache.length);
+    }
     return step;
   }
 
-  /** One prefill of `tokens` context tokens. */
-  #count(tokens: number): void {
-    this.#stats.prefills++;
-    this.#stats.prefillTokens += tokens;
+  /**
+   * Gives `s` (no blocks) the blocks its context of C tokens and the first token it samples need,
+   * the prefix cache's first (all but the last context token at most); false, taking nothing,
+   * when the pool is short.
+   */
+  #reserve(s: Sequence, C: number): boolean {
+    const cache = this.#cache;
+    s.cached = this.#caching ? cache.matchPrefix(s.cache, context(s), C - 1) : 0;
+    if (cache.reserve(s.cache, C + 1)) return true;
+    cache.release(s.cache);
+    s.cached = 0;
+    return false;
   }
 
-  /** Frees `s`'s blocks and its hold on a shared prompt. */
+  /** One prefill of `tokens` context tokens, `cached` of them held from the prefix cache. */
+  #count(tokens: number, cached: number): void {
+    this.#stats.prefills++;
+    this.#stats.prefillTokens += tokens - cached;
+    this.#stats.cachedTokens += cached;
+  }
+
+  /**
+   * Publishes `s`'s full blocks whose keys and values are written (its context's, not those of
+   * tokens sampled past an EOS read late) in the prefix cache, then frees its blocks and its hold
+   * on a shared prompt.
+   */
   #release(s: Sequence): void {
+    if (this.#caching) {
+      const ctx = context(s);
+      this.#cache.publish(s.cache, ctx, Math.min(s.cache.length, ctx.length));
+    }
     this.#cache.release(s.cache);
     this.#prefixes.leave(s);
   }

@@ -27,6 +27,12 @@ export interface EngineOptions {
    * engine_prefix.ts).
    */
   sharePrefixes?: boolean;
+  /**
+   * Automatic prefix caching (verl's rollout.enable_prefix_caching, default true): full blocks
+   * of earlier contexts stay cached while the pool has room, and a request whose context starts
+   * with them prefills only the rest (engine.ts).
+   */
+  prefixCaching?: boolean;
 }
 
 export interface EngineRequest {
@@ -55,8 +61,13 @@ export interface EngineStats {
   prefills: number;
   /** Context tokens of every admission: what prefills without sharing would compute. */
   promptTokens: number;
-  /** Context tokens prefilled: promptTokens less those of admissions from a shared prompt. */
+  /**
+   * Context tokens prefilled: promptTokens less those of admissions from a shared prompt and
+   * those held from the prefix cache.
+   */
   prefillTokens: number;
+  /** Context tokens of prefills held from the prefix cache instead of computed. */
+  cachedTokens: number;
   preemptions: number;
   /** Tokens returned, over all requests. */
   tokens: number;
@@ -69,6 +80,8 @@ export interface EngineStats {
   freeBlocks: number;
   /** Most blocks held at once. */
   peakBlocks: number;
+  /** Blocks in the prefix cache (held or not; those nobody holds count in freeBlocks). */
+  cachedBlocks: number;
   running: number;
   waiting: number;
 }

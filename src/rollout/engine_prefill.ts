@@ -1,0 +1,99 @@
+/**
+ * The engine's prefills: token ids run into the blocks of a paged sequence, several at once,
+ * each after the `cached` positions its blocks already hold (the prefix cache's: full blocks,
+ * so `cached` is a multiple of blockSize). Without cached positions in the batch, one plain
+ * prefill left-padded to the longest. With some, the batch runs against a contiguous cache
+ * [n, Cm + T] (Cm the most cached positions, T the most new ones) into which each row's cached
+ * keys and values are copied, right-aligned to Cm, and its new tokens go right-aligned to Cm + T;
+ * the gaps are masked keys, the positions (RoPE) each token's true index, and the causal
+ * attention over the cache sees, for each new token, its row's cached prefix and the new tokens
+ * up to it. Each row's new keys and values are then copied into its blocks after the cached ones.
+ */
+import type { CausalLM, KvCache, KvDtype, PagedKvCache, PagedSequence } from "../nn/mod.ts";
+import { attention, Tensor } from "../tensor/mod.ts";
+
+/** Token ids to prefill into the blocks of `cache`, of which the first `cached` hold theirs. */
+export interface PrefillTarget {
+  ids: Int32Array;
+  cache: PagedSequence;
+  cached: number;
+}
+
+export interface PrefillInput {
+  model: CausalLM;
+  cache: PagedKvCache;
+  kvDtype: KvDtype;
+}
+
+/** Prefills `targets` (blocks reserved) together; logits [n, V] of each one's last position. */
+export function prefill(input: PrefillInput, targets: PrefillTarget[]): Tensor {
+  if (targets.some((t) => t.cached > 0)) return extend(input, targets);
+  const contexts = targets.map((t) => t.ids);
+  const n = targets.length, C = Math.max(...contexts.map((c) => c.length));
+  const ids = new Int32Array(n * C), mask = new Int32Array(n * C), pos = new Int32Array(n * C);
+  contexts.forEach((c, b) => {
+    const pad = C - c.length;
+    ids.set(c, b * C + pad);
+    mask.fill(1, b * C + pad, (b + 1) * C);
+    for (let i = 0; i < c.length; i++) pos[b * C + pad + i] = i;
+  });
+  const kv = input.model.createCache(n, C, mask, { dtype: input.kvDtype });
+  try {
+    const logits = input.model.prefill(kv, Tensor.from(ids, [n, C], "i32"), {
+      positionIds: Tensor.from(pos, [n, C], "i32"),
+      attentionMask: Tensor.from(mask, [n, C], "i32"),
+    });
+    contexts.forEach((c, b) => {
+      input.cache.writePrefill(targets[b].cache, kv, c.length, { row: b, from: C - c.length });
+    });
+    return logits;
+  } finally {
+    kv.dispose();
+  }
+}
+
+/** The prefill of a batch in which some rows start after cached positions (module doc). */
+function extend(input: PrefillInput, targets: PrefillTarget[]): Tensor {
+  const n = targets.length;
+  const Cm = Math.max(...targets.map((t) => t.cached));
+  const T = Math.max(...targets.map((t) => t.ids.length - t.cached)), S = Cm + T;
+  const ids = new Int32Array(n * T), pos = new Int32Array(n * T), mask = new Int32Array(n * S);
+  targets.forEach(({ ids: all, cached: c }, b) => {
+    const t = all.length - c;
+    ids.set(all.subarray(c), b * T + T - t);
+    for (let i = 0; i < t; i++) pos[b * T + T - t + i] = c + i;
+    mask.fill(1, b * S + Cm - c, b * S + Cm);
+    mask.fill(1, b * S + S - t, (b + 1) * S);
+  });
+  const kv = input.model.createCache(n, S, mask, { dtype: input.kvDtype });
+  try {
+    targets.forEach((t, b) => {
+      if (t.cached > 0) {
+        input.cache.readPrefix(t.cache, kv, t.cached, { row: b, from: Cm - t.cached });
+      }
+    });
+    kv.advance(Cm);
+    const logits = input.model.decodeWith(
+      Tensor.from(ids, [n, T], "i32"),
+      Tensor.from(pos, [n, T], "i32"),
+      (l) => ({
+        rotate: (qkv, rope) => kv.ropeAppend(l, qkv, rope),
+        attend: (q) => cachedAttention(kv, l, q, S),
+      }),
+      Math.max(...targets.map((t) => t.ids.length)),
+    );
+    kv.advance(T);
+    targets.forEach((t, b) => {
+      const len = t.ids.length - t.cached;
+      input.cache.writePrefill(t.cache, kv, len, { row: b, from: S - len, at: t.cached });
+    });
+    return logits;
+  } finally {
+    kv.dispose();
+  }
+}
+
+/** q [n, T, Hq, D] against the first S positions of layer `l` of `kv` (causal, masked). */
+function cachedAttention(kv: KvCache, l: number, q: Tensor, S: number): Tensor {
+  return attention(q, kv.keys[l], kv.values[l], { keyMask: kv.keyMask, kvLength: S, causal: true });
+}

@@ -7,10 +7,11 @@
  * keys and values are copied, right-aligned to Cm, and its new tokens go right-aligned to Cm + T;
  * the gaps are masked keys, the positions (RoPE) each token's true index, and the causal
  * attention over the cache sees, for each new token, its row's cached prefix and the new tokens
- * up to it. Each row's new keys and values are then copied into its blocks after the cached ones.
+ * up to it (a cache of halves is unpacked to f32 per layer for it). Each row's new keys and
+ * values are then copied into its blocks after the cached ones.
  */
 import type { CausalLM, KvCache, KvDtype, PagedKvCache, PagedSequence } from "../nn/mod.ts";
-import { attention, Tensor } from "../tensor/mod.ts";
+import { attention, Tensor, unpackHalves } from "../tensor/mod.ts";
 
 /** Token ids to prefill into the blocks of `cache`, of which the first `cached` hold theirs. */
 export interface PrefillTarget {
@@ -93,7 +94,13 @@ function extend(input: PrefillInput, targets: PrefillTarget[]): Tensor {
   }
 }
 
-/** q [n, T, Hq, D] against the first S positions of layer `l` of `kv` (causal, masked). */
+/**
+ * q [n, T, Hq, D] against the first S positions of layer `l` of `kv` (causal, masked); a cache
+ * of halves is read as f32 (the prefill kernels take f32 keys and values).
+ */
 function cachedAttention(kv: KvCache, l: number, q: Tensor, S: number): Tensor {
-  return attention(q, kv.keys[l], kv.values[l], { keyMask: kv.keyMask, kvLength: S, causal: true });
+  const half = kv.keys[l].dtype === "f16";
+  const k = half ? unpackHalves(kv.keys[l]) : kv.keys[l];
+  const v = half ? unpackHalves(kv.values[l]) : kv.values[l];
+  return attention(q, k, v, { keyMask: kv.keyMask, kvLength: S, causal: true });
 }

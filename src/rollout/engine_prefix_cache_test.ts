@@ -56,13 +56,17 @@ async function run(model: CausalLM, o: EngineOptions, waves: Turn[][]) {
   return { results, stats, closed: engine.stats() };
 }
 
-/** Caching on and off give the same tokens and log-probs; the on run's results. */
+/**
+ * Caching on and off give the same tokens and log-probs (close: the cached prefix is read from
+ * the KV cache, which an f16 one rounds), and the runs' results.
+ */
 async function same(model: CausalLM, o: Partial<EngineOptions>, waves: Turn[][]) {
+  const tol = o.kvDtype === "f16" ? 1e-2 : 1e-4;
   const off = await run(model, opts({ ...o, prefixCaching: false }), waves);
   const on = await run(model, opts(o), waves);
   on.results.forEach((r, i) => {
     assert.deepEqual([...r.tokens], [...off.results[i].tokens], `tokens of request ${i}`);
-    assertClose(r.logProbs!, off.results[i].logProbs!, { atol: 1e-4, rtol: 1e-4, label: `${i}` });
+    assertClose(r.logProbs!, off.results[i].logProbs!, { atol: tol, rtol: tol, label: `${i}` });
   });
   assert.equal(off.stats.at(-1)!.cachedTokens, 0);
   return { on, off };

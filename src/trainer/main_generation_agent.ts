@@ -175,6 +175,7 @@ export function generatorEngine(
       key: "rollout.kv_cache_tokens",
     }),
     kvDtype: o.kvDtype,
+    prefixCaching: r.enable_prefix_caching,
     eosTokenIds: r.ignore_eos ? [] : o.eosTokenIds,
     padTokenId: o.padTokenId,
     sampling: { temperature: r.temperature, topK: r.top_k, topP: r.top_p, doSample: r.do_sample },

@@ -65,11 +65,15 @@ export function checkHalfCache(key: string, headDim: number): void {
   );
 }
 
-/** The engine's pool: rollout.max_num_seqs and rollout.kv_cache_tokens (named by `key`). */
+/**
+ * The engine's pool: rollout.max_num_seqs and rollout.kv_cache_tokens (named by `key`), and
+ * rollout.enable_prefix_caching.
+ */
 export interface EnginePool {
   maxNumSeqs: number;
   kvCacheTokens: number | null;
   key: string;
+  prefixCaching: boolean;
 }
 
 export interface RolloutForOptions {
@@ -83,6 +87,7 @@ const DEFAULT_POOL: EnginePool = {
   maxNumSeqs: ENGINE_MAX_NUM_SEQS,
   kvCacheTokens: null,
   key: "actor_rollout_ref.rollout.kv_cache_tokens",
+  prefixCaching: true,
 };
 
 const F32: RolloutPrecision = { kvDtype: "f32", f16Weights: false };
@@ -166,6 +171,7 @@ function engineOptions(
   return {
     maxSeqs: c.pool.maxNumSeqs,
     blockSize: ENGINE_BLOCK_SIZE,
+    prefixCaching: c.pool.prefixCaching,
     kvDtype: (c.options.precision ?? F32).kvDtype,
     eosTokenIds: c.eosTokenIds,
     padTokenId: c.tokenizer.padTokenId,

@@ -15,7 +15,13 @@
 import type { Tokenizer } from "../io/mod.ts";
 import type { CausalLM, KvDtype } from "../nn/mod.ts";
 import { ENGINE_BLOCK_SIZE, ENGINE_MAX_NUM_SEQS, enginePoolBlocks } from "../config/mod.ts";
-import { Engine, engineTurns, generate, submitPrompts } from "../rollout/mod.ts";
+import {
+  Engine,
+  engineTurns,
+  generate,
+  prefixCacheMetrics,
+  submitPrompts,
+} from "../rollout/mod.ts";
 import { ConfigError } from "../config/mod.ts";
 import { gpu } from "../gpu/mod.ts";
 import type {
@@ -157,7 +163,8 @@ export function turnRolloutFor(
         numBlocks: enginePoolBlocks({ ...pool, sequences: o.conversations, longest: o.longest }),
       });
       try {
-        return await use(engineTurns(engine, { seed: o.seed, returnLogProbs: o.returnLogProbs }));
+        const turns = engineTurns(engine, { seed: o.seed, returnLogProbs: o.returnLogProbs });
+        return await use(turns, () => prefixCacheMetrics(engine));
       } finally {
         await engine.close();
       }

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { CausalLM, tinyModelConfig, tinyWeights } from "../../nn/mod.ts";
 import { gpuTest } from "../../testing/mod.ts";
 import { Engine } from "../engine.ts";
-import { engineTurns } from "../engine_batch.ts";
+import { engineTurns, prefixCacheMetrics } from "../engine_batch.ts";
 import { Gsm8kInteraction } from "./interaction.ts";
 import { type AgentLoopOptions, runAgentLoop, type TurnGenerator } from "./loop.ts";
 import { agentTokenizer } from "./test_agent.ts";
@@ -60,8 +60,9 @@ async function converse(model: CausalLM, prefixCaching: boolean) {
     interactionKwargs: { name: "gsm8k", ground_truth: "never" },
   };
   const { trajectories } = await runAgentLoop([sample], gen, options);
+  const metrics = prefixCacheMetrics(engine);
   await engine.close();
-  return { trajectory: trajectories[0], turns };
+  return { trajectory: trajectories[0], turns, metrics };
 }
 
 gpuTest(
@@ -79,6 +80,11 @@ gpuTest(
     assert.deepEqual(on.trajectory.responseIds, off.trajectory.responseIds);
     assert.deepEqual(on.trajectory.responseMask, off.trajectory.responseMask);
     assert.equal(on.turns.length, 3, "three assistant turns");
+    assert.deepEqual(off.metrics, {}, "no hit rate without the cache");
+    const cached = on.turns.reduce((a, t) => a + t.cached, 0);
+    const all = on.turns.reduce((a, t) => a + t.ids.length, 0);
+    assert.ok(cached > 0);
+    assert.deepEqual(on.metrics, { "rollout/prefix_cache_hit_rate": cached / all });
     on.turns.forEach((t, i) => {
       assert.equal(off.turns[i].cached, 0);
       assert.equal(off.turns[i].prefilled, t.ids.length);

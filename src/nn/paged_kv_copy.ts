@@ -3,8 +3,23 @@
  * positions are contiguous in both layouts, so one buffer copy per block, layer and pool.
  */
 import { gpu } from "../gpu/mod.ts";
-import type { KvCache } from "./kv_cache.ts";
-import type { PagedKvCache, PagedSequence } from "./paged_kv_cache.ts";
+import type { Tensor } from "../tensor/mod.ts";
+import type { KvCache, KvDtype } from "./kv_cache.ts";
+
+/** What the copies read of a paged cache (PagedKvCache). */
+interface Pools {
+  readonly keys: Tensor[];
+  readonly values: Tensor[];
+  readonly blockSize: number;
+  readonly rowBytes: number;
+  readonly dtype: KvDtype;
+  blocksFor(length: number): number;
+}
+
+/** A sequence's blocks (PagedSequence). */
+interface Blocks {
+  blocks: number[];
+}
 
 /** Positions `at`.. of a sequence's blocks and `from`.. of row `row`, `length` of them. */
 export interface RowSpan {
@@ -20,9 +35,9 @@ export interface RowSpan {
  * the positions `kv` has filled.
  */
 export function checkRow(
-  cache: PagedKvCache,
+  cache: Pools,
   op: "writePrefill" | "readPrefix",
-  seq: PagedSequence,
+  seq: Blocks,
   kv: KvCache,
   o: RowSpan,
 ): void {
@@ -49,8 +64,8 @@ export function checkRow(
 
 /** Copies the span from row `o.row` of `kv` into `seq`'s blocks, or back when `toRow`. */
 export function copyRow(
-  cache: PagedKvCache,
-  seq: PagedSequence,
+  cache: Pools,
+  seq: Blocks,
   kv: KvCache,
   o: RowSpan,
   toRow: boolean,

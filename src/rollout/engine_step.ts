@@ -1,8 +1,9 @@
 /**
  * One step of the engine on the GPU: prefill of the shared prompts created this step and of the
- * sequences admitted without one (together, into a left-padded contiguous cache whose rows are
- * copied into their blocks; a sequence admitted with a shared prompt copies its partly filled
- * last block and the prompt's logits instead, engine_prefix.ts), one decode step of the running
+ * sequences admitted without one (together, into a contiguous cache whose rows are copied into
+ * their blocks, after the blocks a row holds from the prefix cache: engine_prefill.ts; a sequence
+ * admitted with a shared prompt copies its partly filled last block and the prompt's logits
+ * instead, engine_prefix.ts), one decode step of the running
  * sequences over the paged cache, one sampling pass over all their logits with each row's own
  * (request seed, token index), and a copy of the sampled tokens and their log-probs into the
  * engine's readback ring, read once for several steps (a read's latency in Deno is about a

@@ -14,19 +14,15 @@
  * already recorded are dropped (stats.dropped) and its blocks are freed once the EOS is read.
  * Requests with identical prompt ids (the n samples of a prompt) share one prefill of it and its
  * full blocks (engine_prefix.ts; `sharePrefixes`). With `prefixCaching` (vLLM's automatic prefix
- * caching) the full blocks of every prefill, and of a sequence when it ends or is preempted
- * (the positions whose keys and values were written), are published in the pool's prefix cache
- * (PagedKvCache.publish): a later admission whose context starts with the same blocks holds
- * them and prefills only the rest, at least its last token (engine_prefill.ts). A cached block
- * nobody holds is evicted, least recently released first, when the pool needs a block.
+ * caching, engine_prefix_cache.ts) full blocks stay in the pool keyed by content: a later
+ * admission whose context starts with them prefills only the rest (engine_prefill.ts).
  */
-import type { CausalLM } from "../nn/mod.ts";
-import { PagedKvCache } from "../nn/mod.ts";
+import type { CausalLM, PagedKvCache } from "../nn/mod.ts";
 import { gpu } from "../gpu/mod.ts";
 import { Tensor } from "../tensor/mod.ts";
 import { prefixKey, PrefixTable } from "./engine_prefix.ts";
+import { publishPrefilled, publishWritten, reserveCached } from "./engine_prefix_cache.ts";
 import {
-  context,
   type InFlightStep,
   recordStep,
   type StepReadback,
@@ -34,13 +30,15 @@ import {
 } from "./engine_step.ts";
 import {
   type EngineOptions,
+  enginePool,
   type EngineRequest,
   type EngineResult,
   type EngineStats,
   requestProblem,
   samplerConfig,
+  zeroStats,
 } from "./engine_types.ts";
-import { MAX_EOS_IDS, type SamplerConfig } from "./sampler.ts";
+import type { SamplerConfig } from "./sampler.ts";
 
 export type { EngineOptions, EngineRequest, EngineResult, EngineStats };
 
@@ -66,38 +64,10 @@ export class Engine {
   readonly #running: Sequence[] = [];
   #loop: Promise<void> | null = null;
   #closed = false;
-  readonly #stats = {
-    steps: 0,
-    prefills: 0,
-    promptTokens: 0,
-    prefillTokens: 0,
-    cachedTokens: 0,
-    preemptions: 0,
-    tokens: 0,
-    dropped: 0,
-    peakBlocks: 0,
-    recordSeconds: 0,
-    waitSeconds: 0,
-  };
+  readonly #stats = zeroStats();
 
   constructor(readonly model: CausalLM, readonly options: EngineOptions) {
-    const { maxSeqs, numBlocks } = options;
-    const blockSize = options.blockSize ?? 16;
-    if (!(Number.isInteger(maxSeqs) && maxSeqs > 0)) {
-      throw new Error(`Engine: maxSeqs ${maxSeqs} must be a positive integer`);
-    }
-    if (options.eosTokenIds.length > MAX_EOS_IDS) {
-      throw new Error(`Engine: at most ${MAX_EOS_IDS} EOS ids, got ${options.eosTokenIds.length}`);
-    }
-    const c = model.config;
-    this.#cache = PagedKvCache.create({
-      layers: c.numHiddenLayers,
-      numBlocks,
-      blockSize,
-      kvHeads: c.numKeyValueHeads,
-      headDim: c.headDim,
-      dtype: options.kvDtype,
-    });
+    this.#cache = enginePool(model, options);
     this.#sampler = samplerConfig(options);
     this.#eos = new Set(options.eosTokenIds);
     this.#share = options.sharePrefixes ?? true;
@@ -158,10 +128,7 @@ export class Engine {
     if (first) this.#cache.dispose();
   }
 
-  /**
-   * Empties the prefix cache (vLLM's reset_prefix_cache): what runs keeps its blocks, nothing
-   * cached is found again (call it when the model's weights change under a live engine).
-   */
+  /** Empties the prefix cache (vLLM's reset_prefix_cache; for weights changed under the engine). */
   resetPrefixCache(): void {
     this.#cache.clearPrefixCache();
   }
@@ -258,26 +225,18 @@ export class Engine {
       readback,
     });
     this.#stats.recordSeconds += (performance.now() - t0) / 1000;
-    if (this.#caching) {
-      // Later steps (recorded after this one) may read what this one prefilled.
-      for (const e of prefixes) cache.publish(e.cache, e.ids, e.ids.length);
-      for (const s of admitted) if (!s.prefix) cache.publish(s.cache, context(s), s.cache.length);
-    }
+    // Later steps (recorded after this one) may read what this one prefilled.
+    if (this.#caching) publishPrefilled(cache, prefixes, admitted);
     return step;
   }
 
   /**
    * Gives `s` (no blocks) the blocks its context of C tokens and the first token it samples need,
-   * the prefix cache's first (all but the last context token at most); false, taking nothing,
-   * when the pool is short.
+   * the prefix cache's first where caching is on; false, taking nothing, when the pool is short.
    */
   #reserve(s: Sequence, C: number): boolean {
-    const cache = this.#cache;
-    s.cached = this.#caching ? cache.matchPrefix(s.cache, context(s), C - 1) : 0;
-    if (cache.reserve(s.cache, C + 1)) return true;
-    cache.release(s.cache);
-    s.cached = 0;
-    return false;
+    if (this.#caching) return reserveCached(this.#cache, s, C);
+    return this.#cache.reserve(s.cache, C + 1);
   }
 
   /** One prefill of `tokens` context tokens, `cached` of them held from the prefix cache. */
@@ -287,16 +246,9 @@ export class Engine {
     this.#stats.cachedTokens += cached;
   }
 
-  /**
-   * Publishes `s`'s full blocks whose keys and values are written (its context's, not those of
-   * tokens sampled past an EOS read late) in the prefix cache, then frees its blocks and its hold
-   * on a shared prompt.
-   */
+  /** Publishes `s`'s written full blocks, then frees its blocks and its hold on a shared prompt. */
   #release(s: Sequence): void {
-    if (this.#caching) {
-      const ctx = context(s);
-      this.#cache.publish(s.cache, ctx, Math.min(s.cache.length, ctx.length));
-    }
+    if (this.#caching) publishWritten(this.#cache, s);
     this.#cache.release(s.cache);
     this.#prefixes.leave(s);
   }

@@ -168,3 +168,19 @@ gpuTest("prefix cache: a small pool evicts cached blocks and stays exact", async
   assert.equal(on.closed.cachedBlocks, 0);
   model.dispose();
 });
+
+gpuTest("prefix cache: resetPrefixCache forgets every cached block", async () => {
+  const { model, ids } = setup();
+  const engine = new Engine(model, opts());
+  const p = ids(13, 30);
+  await engine.submit({ promptIds: p, maxTokens: 3 });
+  assert.ok(engine.stats().cachedBlocks > 0);
+  engine.resetPrefixCache();
+  assert.equal(engine.stats().cachedBlocks, 0);
+  await engine.submit({ promptIds: p, maxTokens: 3 });
+  assert.equal(engine.stats().cachedTokens, 0);
+  await engine.submit({ promptIds: p, maxTokens: 3 });
+  assert.equal(engine.stats().cachedTokens, 12);
+  await engine.close();
+  model.dispose();
+});

@@ -1,8 +1,8 @@
 /**
  * The engine's prefills: token ids run into the blocks of a paged sequence, several at once,
  * each after the `cached` positions its blocks already hold (the prefix cache's: full blocks,
- * so `cached` is a multiple of blockSize). Without cached positions in the batch, one plain
- * prefill left-padded to the longest. With some, the batch runs against a contiguous cache
+ * so `cached` is a multiple of blockSize). Those without cached positions: one plain prefill
+ * left-padded to the longest. Those with some run together against a contiguous cache
  * [n, Cm + T] (Cm the most cached positions, T the most new ones) into which each row's cached
  * keys and values are copied, right-aligned to Cm, and its new tokens go right-aligned to Cm + T;
  * the gaps are masked keys, the positions (RoPE) each token's true index, and the causal
@@ -11,6 +11,7 @@
  * values are then copied into its blocks after the cached ones.
  */
 import type { CausalLM, KvCache, KvDtype, PagedKvCache, PagedSequence } from "../nn/mod.ts";
+import { gpu } from "../gpu/mod.ts";
 import { attention, Tensor, unpackHalves } from "../tensor/mod.ts";
 
 /** Token ids to prefill into the blocks of `cache`, of which the first `cached` hold theirs. */
@@ -26,9 +27,28 @@ export interface PrefillInput {
   kvDtype: KvDtype;
 }
 
-/** Prefills `targets` (blocks reserved) together; logits [n, V] of each one's last position. */
+/**
+ * Prefills `targets` (blocks reserved): those with cached positions together (`extend`), the
+ * others in one plain prefill (not padded to the cached ones' length); logits [n, V] of each
+ * one's last position, in order.
+ */
 export function prefill(input: PrefillInput, targets: PrefillTarget[]): Tensor {
-  if (targets.some((t) => t.cached > 0)) return extend(input, targets);
+  const cached = targets.filter((t) => t.cached > 0);
+  if (cached.length === 0) return plain(input, targets);
+  if (cached.length === targets.length) return extend(input, targets);
+  const fresh = targets.filter((t) => t.cached === 0);
+  const parts = [extend(input, cached), plain(input, fresh)];
+  const V = input.model.config.vocabSize, out = Tensor.empty([targets.length, V], "f32");
+  const next = [0, 0];
+  targets.forEach((t, i) => {
+    const k = t.cached > 0 ? 0 : 1;
+    gpu().copy(parts[k].buffer, next[k]++ * V * 4, out.buffer, i * V * 4, V * 4);
+  });
+  return out;
+}
+
+/** One left-padded prefill of targets without cached positions. */
+function plain(input: PrefillInput, targets: PrefillTarget[]): Tensor {
   const contexts = targets.map((t) => t.ids);
   const n = targets.length, C = Math.max(...contexts.map((c) => c.length));
   const ids = new Int32Array(n * C), mask = new Int32Array(n * C), pos = new Int32Array(n * C);

@@ -179,6 +179,7 @@ for (const m of modes) {
   else await runGenerate(Math.min(N, 2 * K));
   await g.sync();
   g.pool.resetPeak();
+  const rec0 = { dispatches: g.recorder.dispatches, bindGroups: g.recorder.bindGroups };
   const t0 = performance.now();
   const stats = engine ? await runEngine(N, share, caching) : (await runGenerate(N), undefined);
   const s = (performance.now() - t0) / 1000;
@@ -202,6 +203,8 @@ for (const m of modes) {
         wait_s: +stats.waitSeconds.toFixed(3),
       }
       : { batches: Math.ceil(N / B) }),
+    dispatches: g.recorder.dispatches - rec0.dispatches,
+    bind_groups_made: g.recorder.bindGroups - rec0.bindGroups,
     seconds: +s.toFixed(3),
     tokens_per_s: Math.round(wanted / s),
     peak_gib: +(g.pool.peakBytes / 2 ** 30).toFixed(3),

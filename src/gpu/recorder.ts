@@ -27,6 +27,8 @@ export class Recorder {
   submits = 0;
   /** Number of compute dispatches recorded so far (benchmarks and tests count them). */
   dispatches = 0;
+  /** Bind groups made so far (a dispatch whose pipeline, uniforms slot and buffers are new). */
+  bindGroups = 0;
   /** When set, every dispatch runs in its own timed pass (see `Gpu.profile`). */
   profiler: KernelProfiler | null = null;
 
@@ -93,6 +95,7 @@ export class Recorder {
     if (!group) {
       if (this.#bindGroups.size > 8192) this.#bindGroups.clear();
       group = this.device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries });
+      this.bindGroups++;
       this.#bindGroups.set(key, group);
     }
     const timed = this.profiler?.slot(pipeline.label);

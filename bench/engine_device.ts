@@ -19,11 +19,20 @@
  *   deno run -A bench/engine_device.ts --requests 256 --max-seqs 64 --prompt 512 --samples 8 \
  *     --min-new 32 --max-new 256 --dtype f16 --kv f16 --mode engine,engine-noshare,generate
  *
+ * --turns T --turn-tokens M: each request is a conversation of T turns, each turn a request of
+ * its own whose prompt is the last one's prompt + its tokens + M new ids (the agent loop's
+ * shape); tokens_per_s counts every turn's tokens. engine (prefix caching on: a turn prefills
+ * only what the last one's cached blocks do not hold) against engine-nocache (every turn
+ * prefills its whole context); generate does not take turns.
+ *
+ *   deno run -A bench/engine_device.ts --requests 64 --max-seqs 64 --prompt 512 --turns 4 \
+ *     --turn-tokens 64 --min-new 32 --max-new 128 --dtype f16 --kv f16 --mode engine,engine-nocache
+ *
  * --config tiny (with --layers N) runs anywhere, a CPU adapter included. --num-blocks N sets the
  * engine's pool (default: --max-seqs sequences of prompt + max-new positions, no preemption);
  * fewer blocks cap its KV memory, and it preempts when they run out. --block N: positions per
- * block (default 16). --mode: a comma list of engine, engine-noshare, generate; both (the
- * default) is engine,generate. --sample greedy | topp. --in-flight N: engine steps recorded
+ * block (default 16). --mode: a comma list of engine, engine-noshare, engine-nocache, generate;
+ * both (the default) is engine,generate, or engine,engine-nocache with --turns. --sample greedy | topp. --in-flight N: engine steps recorded
  * between reads (default 16). --profile N: GPU time per kernel of N requests through each mode.
  */
 import { gpu, initGpu } from "../src/gpu/mod.ts";
@@ -39,12 +48,16 @@ const N = Number(arg("requests", "256")), B = Number(arg("max-seqs", "64"));
 const P = Number(arg("prompt", "128"));
 const minNew = Number(arg("min-new", "32")), maxNew = Number(arg("max-new", "256"));
 const blockSize = Number(arg("block", "16"));
-const numBlocks = Number(arg("num-blocks", `${B * Math.ceil((P + maxNew) / blockSize)}`));
+const turns = Number(arg("turns", "1")), turnTokens = Number(arg("turn-tokens", "32"));
+// A conversation's last turn: its prompt, every earlier turn's tokens and new ids, its own.
+const longest = P + turns * maxNew + (turns - 1) * turnTokens;
+const numBlocks = Number(arg("num-blocks", `${B * Math.ceil(longest / blockSize)}`));
 const dtype = arg("dtype", "f32") as "f32" | "f16";
 const kvDtype = arg("kv", "f32") as KvDtype;
 const K = Number(arg("samples", "1"));
 const modeArg = arg("mode", "both");
-const modes = (modeArg === "both" ? "engine,generate" : modeArg).split(",");
+const both = turns > 1 ? "engine,engine-nocache" : "engine,generate";
+const modes = (modeArg === "both" ? both : modeArg).split(",");
 const sample = arg("sample", "topp") !== "greedy";
 const sampling = {
   temperature: 1,
@@ -52,18 +65,25 @@ const sampling = {
   topP: sample ? 0.9 : 1,
   doSample: sample,
 };
-if (!(minNew >= 1 && maxNew >= minNew) || ![N, B, P, blockSize, K].every((x) => x >= 1)) {
+if (
+  !(minNew >= 1 && maxNew >= minNew) ||
+  ![N, B, P, blockSize, K, turns, turnTokens].every((x) => x >= 1)
+) {
   throw new Error(
-    "engine_device: need requests, max-seqs, prompt, block, samples >= 1, 1 <= min-new <= max-new",
+    "engine_device: need requests, max-seqs, prompt, block, samples, turns, turn-tokens >= 1, " +
+      "1 <= min-new <= max-new",
   );
 }
 if (N % K !== 0 || B % K !== 0) {
   throw new Error(`engine_device: --samples ${K} must divide --requests ${N} and --max-seqs ${B}`);
 }
 for (const m of modes) {
-  if (!["engine", "engine-noshare", "generate"].includes(m)) {
-    throw new Error(`--mode ${m}: use engine, engine-noshare, generate (comma-separated) or both`);
+  if (!["engine", "engine-noshare", "engine-nocache", "generate"].includes(m)) {
+    throw new Error(
+      `--mode ${m}: use engine, engine-noshare, engine-nocache, generate (comma-separated) or both`,
+    );
   }
+  if (m === "generate" && turns > 1) throw new Error("--mode generate does not take --turns");
 }
 if (dtype === "f16" && !g.hasF16) throw new Error("--dtype f16: no shader-f16 on this adapter");
 
@@ -77,15 +97,19 @@ const maxTokens = Array.from(
   { length: N },
   () => minNew + Math.floor(rand() * (maxNew - minNew + 1)),
 );
-const wanted = maxTokens.reduce((a, b) => a + b, 0);
+const wanted = turns * maxTokens.reduce((a, b) => a + b, 0);
+// The new ids turn t (t >= 1) of request r appends after the last turn's tokens.
+const turnIds = (r: number, t: number) =>
+  Array.from({ length: turnTokens }, (_, i) => (r * 31 + t * 7 + i * 613 + 5) % config.vocabSize);
 const model = CausalLM.fromTensors(config, randomArrays(config), { dtype });
 
-async function runEngine(n: number, share: boolean, blocks = numBlocks) {
+async function runEngine(n: number, share: boolean, caching = true) {
   const engine = new Engine(model, {
     sharePrefixes: share,
+    prefixCaching: caching,
     maxSeqs: B,
     blockSize,
-    numBlocks: blocks,
+    numBlocks,
     kvDtype,
     eosTokenIds: [],
     padTokenId: 0,
@@ -93,9 +117,14 @@ async function runEngine(n: number, share: boolean, blocks = numBlocks) {
     stepsInFlight: Number(arg("in-flight", "16")),
   });
   await Promise.all(
-    prompts.slice(0, n).map((p, r) =>
-      engine.submit({ promptIds: p, maxTokens: maxTokens[r], seed: r })
-    ),
+    prompts.slice(0, n).map(async (p, r) => {
+      let ids: ArrayLike<number> = p;
+      for (let t = 0; t < turns; t++) {
+        const seed = r * turns + t, maxT = maxTokens[r];
+        const out = await engine.submit({ promptIds: ids, maxTokens: maxT, seed });
+        ids = [...Array.from(ids), ...out.tokens, ...turnIds(r, t + 1)];
+      }
+    }),
   );
   const stats = engine.stats();
   await engine.close();
@@ -136,20 +165,23 @@ const common = {
   max_seqs: B,
   prompt: P,
   samples_per_prompt: K,
+  turns,
+  turn_tokens: turns > 1 ? turnTokens : 0,
   new_tokens: `${minNew}..${maxNew}`,
   requested_tokens: wanted,
   sampling: sample ? "top_k 50, top_p 0.9" : "greedy",
 };
 for (const m of modes) {
-  const engine = m !== "generate", share = m === "engine";
+  const engine = m !== "generate", share = m !== "engine-noshare";
+  const caching = m === "engine";
   // Compile every pipeline first (a short run of the same shapes).
-  if (engine) await runEngine(Math.min(N, 2 * K), share);
+  if (engine) await runEngine(Math.min(N, 2 * K), share, caching);
   else await runGenerate(Math.min(N, 2 * K));
   await g.sync();
   g.pool.resetPeak();
   const rec0 = { dispatches: g.recorder.dispatches, bindGroups: g.recorder.bindGroups };
   const t0 = performance.now();
-  const stats = engine ? await runEngine(N, share) : (await runGenerate(N), undefined);
+  const stats = engine ? await runEngine(N, share, caching) : (await runGenerate(N), undefined);
   const s = (performance.now() - t0) / 1000;
   console.log(JSON.stringify({
     ...common,
@@ -162,6 +194,7 @@ for (const m of modes) {
         prefills: stats.prefills,
         prompt_tokens: stats.promptTokens,
         prefill_tokens: stats.prefillTokens,
+        cached_tokens: stats.cachedTokens,
         preemptions: stats.preemptions,
         dropped: stats.dropped,
         peak_blocks: stats.peakBlocks,

@@ -117,6 +117,7 @@ export const COVERAGE: Record<string, Coverage> = {
   select_rows: tensorOp("select_rows"),
   softmax: tensorOp("softmax"),
   swiglu: tensorOp("swiglu"),
+  unpack_halves: tensorOp("unpack_halves"),
 };
 
 const ROOT = new URL("../", import.meta.url).pathname;

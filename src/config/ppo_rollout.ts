@@ -28,7 +28,7 @@ export const ENGINE_BLOCK_SIZE = 16;
 export const ENGINE_MAX_NUM_SEQS = 1024;
 
 /**
- * The engine's pool keys, `max_num_seqs` and `kv_cache_tokens`, shared by the trainer's and the
+ * The engine's pool keys, `max_num_seqs`, `kv_cache_tokens` and `enable_prefix_caching`, shared by the trainer's and the
  * generator's rollout; `batch` names what one rollout call holds (e.g. "batch_size * n_samples").
  */
 export function enginePoolKeys(batch: string) {
@@ -45,6 +45,13 @@ export function enginePoolKeys(batch: string) {
         `null holds min(max_num_seqs, ${batch}) sequences of the longest prompt plus ` +
         "response_length. Fewer: when it fills, the newest sequence is preempted and recomputed.",
       { min: 1 },
+    ),
+    enable_prefix_caching: bool(
+      true,
+      "Automatic prefix caching (vLLM's): full KV blocks of earlier prompts and responses stay " +
+        "cached while the pool has room, and a request starting with the same tokens (a later " +
+        "turn of a conversation, a repeated prompt) prefills only the rest; false recomputes " +
+        "every prompt.",
     ),
   };
 }

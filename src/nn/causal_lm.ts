@@ -209,8 +209,10 @@ export class CausalLM extends DecoderTrunk {
   }
 
   /**
-   * One token per row (ids, positions i32 [B, 1]) with the caller's rotation and attention per
-   * layer (a paged cache's); `longest` bounds max(position) + 1. Logits [B, V].
+   * Tokens ids, positions i32 [B, T] (one per row to decode, several to extend a cached prefix)
+   * with the caller's rotation and attention per layer (a paged cache's, or a contiguous cache
+   * holding the prefix); `longest` bounds max(position) + 1. Logits [B, V] of each row's last
+   * position.
    */
   decodeWith(
     ids: Tensor,
@@ -221,6 +223,7 @@ export class CausalLM extends DecoderTrunk {
     this.checkIds("decodeWith", ids, [["positions", positions]]);
     return noGrad(() => {
       const h = this.trunk(ids, positions, layer, longest);
+      if (ids.shape[1] > 1) return linear(lastStep(h), this.#head);
       return linear(h, this.#head).reshape([ids.shape[0], this.config.vocabSize]);
     });
   }

@@ -2,7 +2,7 @@
 export { CausalLM } from "./causal_lm.ts";
 export { type ForwardOptions } from "./decoder.ts";
 export { type Packing, packingOf } from "./packing.ts";
-export { type KvDtype } from "./kv_cache.ts";
+export { type KvCache, type KvDtype } from "./kv_cache.ts";
 export { PagedKvCache, type PagedSequence } from "./paged_kv_cache.ts";
 export { AdamW } from "./optim.ts";
 export { Critic } from "./critic.ts";

@@ -6,11 +6,15 @@
  * key and value (paged_rope_qk_cache) and attend over that row's own keys (attention_decode
  * PAGED). A sequence's memory is the blocks it fills, not a padded maximum length. Blocks are
  * reference-counted: sequences may share full blocks (a prompt prefilled once for its samples,
- * `share`); a block returns to the pool when its last holder releases it.
+ * `share`); a block returns to the pool when its last holder releases it, unless it is published
+ * in the prefix cache (`publish`, paged_block_index.ts): then it stays cached, for a later
+ * sequence with the same leading tokens to hold again (`matchPrefix`), until the pool needs it.
  */
 import { gpu } from "../gpu/mod.ts";
 import { pagedAttention, pagedRopeQKIntoCache, Tensor } from "../tensor/mod.ts";
 import type { KvCache, KvDtype } from "./kv_cache.ts";
+import { BlockIndex } from "./paged_block_index.ts";
+import { checkRow, copyRow } from "./paged_kv_copy.ts";
 import type { LayerAttention } from "./layers.ts";
 
 /** One sequence in the cache: its positions filled and the blocks holding them, in order. */
@@ -21,8 +25,9 @@ export interface PagedSequence {
 
 export class PagedKvCache {
   readonly #free: number[];
-  /** Holders of each block (0 = free). */
+  /** Holders of each block (0 = free or cached). */
   readonly #refs: Int32Array;
+  readonly #index = new BlockIndex();
 
   private constructor(
     readonly blockSize: number,
@@ -71,9 +76,14 @@ export class PagedKvCache {
     return new PagedKvCache(blockSize, numBlocks, dtype, rowBytes, keys, values);
   }
 
-  /** Blocks not held by any sequence. */
+  /** Blocks not held by any sequence (the cached ones included: they are evicted on demand). */
   get freeBlocks(): number {
-    return this.#free.length;
+    return this.#free.length + this.#index.idle;
+  }
+
+  /** Blocks published in the prefix cache, held or not. */
+  get cachedBlocks(): number {
+    return this.#index.size;
   }
 
   /** Blocks that `length` positions fill. */
@@ -84,9 +94,10 @@ export class PagedKvCache {
   /** Gives `seq` the blocks it needs to hold `length` positions; false (nothing taken) if short. */
   reserve(seq: PagedSequence, length: number): boolean {
     const more = this.blocksFor(length) - seq.blocks.length;
-    if (more > this.#free.length) return false;
+    if (more > this.freeBlocks) return false;
     for (let i = 0; i < more; i++) {
-      const id = this.#free.pop()!;
+      // Free blocks first, then the least recently released cached one.
+      const id = this.#free.pop() ?? this.#index.evict();
       this.#refs[id] = 1;
       seq.blocks.push(id);
     }
@@ -94,25 +105,68 @@ export class PagedKvCache {
   }
 
   /**
-   * Appends `blocks` (held by another sequence, full ones: nobody writes them again) to `seq`,
-   * which holds them too until it is released.
+   * Appends `blocks` (held by another sequence or cached, full ones: nobody writes them again) to
+   * `seq`, which holds them too until it is released.
    */
   share(seq: PagedSequence, blocks: readonly number[]): void {
     for (const id of blocks) {
-      if (this.#refs[id] <= 0) throw new Error(`PagedKvCache.share: block ${id} is free`);
+      if (this.#refs[id] <= 0 && !this.#index.unpark(id)) {
+        throw new Error(`PagedKvCache.share: block ${id} is free`);
+      }
       this.#refs[id]++;
       seq.blocks.push(id);
     }
   }
 
-  /** Drops `seq`'s hold on each of its blocks (a block nobody holds returns to the pool). */
+  /**
+   * Drops `seq`'s hold on each of its blocks: a block nobody holds returns to the pool, or stays
+   * cached when published (its last blocks first in line for eviction).
+   */
   release(seq: PagedSequence): void {
     for (let i = seq.blocks.length - 1; i >= 0; i--) {
       const id = seq.blocks[i];
-      if (--this.#refs[id] === 0) this.#free.push(id);
+      if (--this.#refs[id] === 0 && !this.#index.park(id)) this.#free.push(id);
     }
     seq.blocks = [];
     seq.length = 0;
+  }
+
+  /**
+   * Gives empty `seq` the cached blocks of the longest run of full blocks that starts `ids`,
+   * covering at most `limit` positions; returns the positions they hold (a multiple of
+   * blockSize). `seq.length` stays 0: the caller fills the rest (`writePrefill` with `at`).
+   */
+  matchPrefix(seq: PagedSequence, ids: Int32Array, limit: number): number {
+    if (seq.blocks.length > 0) {
+      throw new Error("PagedKvCache.matchPrefix: the sequence holds blocks");
+    }
+    const bs = this.blockSize, found: number[] = [];
+    for (let parent = 0, i = 0; (i + 1) * bs <= Math.min(limit, ids.length); i++) {
+      const hit = this.#index.find(parent, ids.subarray(i * bs, (i + 1) * bs));
+      if (!hit) break;
+      found.push(hit.block);
+      parent = hit.node;
+    }
+    this.share(seq, found);
+    return found.length * bs;
+  }
+
+  /**
+   * Publishes the full blocks of `seq` that hold the first `length` positions of `ids` (their
+   * keys and values written, or recorded to be, before any later use) in the prefix cache.
+   */
+  publish(seq: PagedSequence, ids: Int32Array, length: number): void {
+    const bs = this.blockSize;
+    const n = Math.min(Math.floor(Math.min(length, ids.length) / bs), seq.blocks.length);
+    for (let parent = 0, i = 0; i < n; i++) {
+      parent = this.#index.publish(seq.blocks[i], parent, ids.subarray(i * bs, (i + 1) * bs));
+      if (parent < 0) return;
+    }
+  }
+
+  /** Empties the prefix cache: cached blocks nobody holds return to the pool. */
+  clearPrefixCache(): void {
+    this.#free.push(...this.#index.clear());
   }
 
   /**
@@ -137,40 +191,35 @@ export class PagedKvCache {
   /**
    * Copies `length` positions of one row of a contiguous cache (a prefill), starting at
    * position `from` of row `row` (left padding skipped), into the blocks of `seq` (reserved
-   * beforehand), one buffer copy per block and layer, and sets its length. A block's positions
-   * are contiguous in both layouts, so no kernel is needed.
+   * beforehand) from position `at` on (a multiple of blockSize: the positions before it are
+   * cached blocks), one buffer copy per block and layer, and sets its length to at + length. A
+   * block's positions are contiguous in both layouts, so no kernel is needed.
    */
   writePrefill(
     seq: PagedSequence,
     kv: KvCache,
     length: number,
+    options: { row?: number; from?: number; at?: number } = {},
+  ): void {
+    const { row = 0, from = 0, at = 0 } = options;
+    checkRow(this, "writePrefill", seq, kv, { row, from, at, length });
+    copyRow(this, seq, kv, { row, from, at, length }, false);
+    seq.length = at + length;
+  }
+
+  /**
+   * Copies the first `length` positions of `seq` (a multiple of blockSize: its cached blocks)
+   * into row `row` of the contiguous cache `kv` from position `from` on (writePrefill's inverse).
+   */
+  readPrefix(
+    seq: PagedSequence,
+    kv: KvCache,
+    length: number,
     options: { row?: number; from?: number } = {},
   ): void {
-    const { row: r = 0, from = 0 } = options;
-    if (kv.keys.length !== this.keys.length || kv.keys[0].dtype !== this.dtype || r >= kv.batch) {
-      throw new Error(
-        `PagedKvCache.writePrefill: expected a ${this.dtype} cache of ${this.keys.length} ` +
-          `layers with a row ${r}, got batch ${kv.batch}, ${kv.keys.length} layers ` +
-          `${kv.keys[0]?.dtype}`,
-      );
-    }
-    if (from + length > kv.length || this.blocksFor(length) > seq.blocks.length) {
-      throw new Error(
-        `PagedKvCache.writePrefill: ${length} positions from ${from}, the cache holds ` +
-          `${kv.length} and the sequence ${seq.blocks.length} blocks of ${this.blockSize}`,
-      );
-    }
-    const g = gpu(), bs = this.blockSize, row = this.rowBytes;
-    const base = (r * kv.maxLength + from) * row;
-    for (let l = 0; l < this.keys.length; l++) {
-      for (let j = 0; j * bs < length; j++) {
-        const n = Math.min(bs, length - j * bs);
-        const dst = seq.blocks[j] * bs * row;
-        g.copy(kv.keys[l].buffer, base + j * bs * row, this.keys[l].buffer, dst, n * row);
-        g.copy(kv.values[l].buffer, base + j * bs * row, this.values[l].buffer, dst, n * row);
-      }
-    }
-    seq.length = length;
+    const { row = 0, from = 0 } = options;
+    checkRow(this, "readPrefix", seq, kv, { row, from, at: 0, length });
+    copyRow(this, seq, kv, { row, from, at: 0, length }, true);
   }
 
   /**

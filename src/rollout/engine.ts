@@ -13,13 +13,15 @@
  * are known without the tokens, so only an EOS is seen late: that sequence's tokens of the steps
  * already recorded are dropped (stats.dropped) and its blocks are freed once the EOS is read.
  * Requests with identical prompt ids (the n samples of a prompt) share one prefill of it and its
- * full blocks (engine_prefix.ts; `sharePrefixes`).
+ * full blocks (engine_prefix.ts; `sharePrefixes`). With `prefixCaching` (vLLM's automatic prefix
+ * caching, engine_prefix_cache.ts) full blocks stay in the pool keyed by content: a later
+ * admission whose context starts with them prefills only the rest (engine_prefill.ts).
  */
-import type { CausalLM } from "../nn/mod.ts";
-import { PagedKvCache } from "../nn/mod.ts";
+import type { CausalLM, PagedKvCache } from "../nn/mod.ts";
 import { gpu } from "../gpu/mod.ts";
 import { Tensor } from "../tensor/mod.ts";
 import { prefixKey, PrefixTable } from "./engine_prefix.ts";
+import { publishPrefilled, publishWritten, reserveCached } from "./engine_prefix_cache.ts";
 import {
   type InFlightStep,
   recordStep,
@@ -28,13 +30,15 @@ import {
 } from "./engine_step.ts";
 import {
   type EngineOptions,
+  enginePool,
   type EngineRequest,
   type EngineResult,
   type EngineStats,
   requestProblem,
   samplerConfig,
+  zeroStats,
 } from "./engine_types.ts";
-import { MAX_EOS_IDS, type SamplerConfig } from "./sampler.ts";
+import type { SamplerConfig } from "./sampler.ts";
 
 export type { EngineOptions, EngineRequest, EngineResult, EngineStats };
 
@@ -55,45 +59,20 @@ export class Engine {
   readonly #waiting: Sequence[] = [];
   readonly #prefixes: PrefixTable;
   readonly #share: boolean;
+  readonly #caching: boolean;
   /** In admission order: the last is the first preempted. */
   readonly #running: Sequence[] = [];
   #loop: Promise<void> | null = null;
   #closed = false;
-  readonly #stats = {
-    steps: 0,
-    prefills: 0,
-    promptTokens: 0,
-    prefillTokens: 0,
-    preemptions: 0,
-    tokens: 0,
-    dropped: 0,
-    peakBlocks: 0,
-    recordSeconds: 0,
-    waitSeconds: 0,
-  };
+  readonly #stats = zeroStats();
 
   constructor(readonly model: CausalLM, readonly options: EngineOptions) {
-    const { maxSeqs, numBlocks } = options;
-    const blockSize = options.blockSize ?? 16;
-    if (!(Number.isInteger(maxSeqs) && maxSeqs > 0)) {
-      throw new Error(`Engine: maxSeqs ${maxSeqs} must be a positive integer`);
-    }
-    if (options.eosTokenIds.length > MAX_EOS_IDS) {
-      throw new Error(`Engine: at most ${MAX_EOS_IDS} EOS ids, got ${options.eosTokenIds.length}`);
-    }
-    const c = model.config;
-    this.#cache = PagedKvCache.create({
-      layers: c.numHiddenLayers,
-      numBlocks,
-      blockSize,
-      kvHeads: c.numKeyValueHeads,
-      headDim: c.headDim,
-      dtype: options.kvDtype,
-    });
+    this.#cache = enginePool(model, options);
     this.#sampler = samplerConfig(options);
     this.#eos = new Set(options.eosTokenIds);
-    this.#prefixes = new PrefixTable(this.#cache);
     this.#share = options.sharePrefixes ?? true;
+    this.#caching = options.prefixCaching ?? true;
+    this.#prefixes = new PrefixTable(this.#cache, this.#caching);
   }
 
   /** Queues a request; resolves when its sequence ends. */
@@ -113,6 +92,7 @@ export class Engine {
         prompt,
         key,
         prefix: null,
+        cached: 0,
         tokens: [],
         sampled: 0,
         row: -1,
@@ -133,6 +113,7 @@ export class Engine {
       ...this.#stats,
       numBlocks: this.#cache.numBlocks,
       freeBlocks: this.#cache.freeBlocks,
+      cachedBlocks: this.#cache.cachedBlocks,
       running: this.#running.length,
       waiting: this.#waiting.length,
     };
@@ -143,7 +124,13 @@ export class Engine {
     const first = !this.#closed;
     this.#closed = true;
     await this.#loop;
+    this.#cache.clearPrefixCache();
     if (first) this.#cache.dispose();
+  }
+
+  /** Empties the prefix cache (vLLM's reset_prefix_cache; for weights changed under the engine). */
+  resetPrefixCache(): void {
+    this.#cache.clearPrefixCache();
   }
 
   async #run(): Promise<void> {
@@ -170,6 +157,7 @@ export class Engine {
         s.reject(e);
       }
       this.#prefixes.clear();
+      this.#cache.clearPrefixCache();
       this.#running.length = 0;
       this.#waiting.length = 0;
     } finally {
@@ -211,17 +199,17 @@ export class Engine {
       // A fresh request shares its prompt with others of the same prompt, running or waiting.
       const share = fresh && this.#share && this.#prefixes.shares(s.key);
       // Its context and the first token it samples (appended by the next step).
-      if (share ? !this.#prefixes.join(s, s.key) : !cache.reserve(s.cache, C + 1)) break;
+      if (share ? !this.#prefixes.join(s, s.key) : !this.#reserve(s, C)) break;
       if (fresh && this.#share) this.#prefixes.admitted(s.key);
       this.#waiting.shift();
       this.#running.push(s);
       admitted.push(s);
       this.#stats.promptTokens += C;
-      if (!share) this.#count(C);
+      if (!share) this.#count(C, s.cached);
     }
     if (admitted.length + decoding.length === 0) return null;
     const prefixes = this.#prefixes.takeCreated();
-    for (const e of prefixes) this.#count(e.ids.length);
+    for (const e of prefixes) this.#count(e.ids.length, e.cached);
     this.#stats.peakBlocks = Math.max(this.#stats.peakBlocks, cache.numBlocks - cache.freeBlocks);
     this.#stats.steps++;
     const t0 = performance.now();
@@ -237,17 +225,30 @@ export class Engine {
       readback,
     });
     this.#stats.recordSeconds += (performance.now() - t0) / 1000;
+    // Later steps (recorded after this one) may read what this one prefilled.
+    if (this.#caching) publishPrefilled(cache, prefixes, admitted);
     return step;
   }
 
-  /** One prefill of `tokens` context tokens. */
-  #count(tokens: number): void {
-    this.#stats.prefills++;
-    this.#stats.prefillTokens += tokens;
+  /**
+   * Gives `s` (no blocks) the blocks its context of C tokens and the first token it samples need,
+   * the prefix cache's first where caching is on; false, taking nothing, when the pool is short.
+   */
+  #reserve(s: Sequence, C: number): boolean {
+    if (this.#caching) return reserveCached(this.#cache, s, C);
+    return this.#cache.reserve(s.cache, C + 1);
   }
 
-  /** Frees `s`'s blocks and its hold on a shared prompt. */
+  /** One prefill of `tokens` context tokens, `cached` of them held from the prefix cache. */
+  #count(tokens: number, cached: number): void {
+    this.#stats.prefills++;
+    this.#stats.prefillTokens += tokens - cached;
+    this.#stats.cachedTokens += cached;
+  }
+
+  /** Publishes `s`'s written full blocks, then frees its blocks and its hold on a shared prompt. */
   #release(s: Sequence): void {
+    if (this.#caching) publishWritten(this.#cache, s);
     this.#cache.release(s.cache);
     this.#prefixes.leave(s);
   }

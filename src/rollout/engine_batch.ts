@@ -40,6 +40,17 @@ export function submitPrompts(
 }
 
 /**
+ * The engine's prefix cache as rollout metrics: `rollout/prefix_cache_hit_rate`, the share of the
+ * context tokens its prefills needed that the cache held (cachedTokens / (cachedTokens +
+ * prefillTokens); vLLM's prefix cache hit rate counts the same tokens); none when caching is off.
+ */
+export function prefixCacheMetrics(engine: Engine): Record<string, number> {
+  if (engine.options.prefixCaching === false) return {};
+  const s = engine.stats(), needed = s.cachedTokens + s.prefillTokens;
+  return { "rollout/prefix_cache_hit_rate": needed > 0 ? s.cachedTokens / needed : 0 };
+}
+
+/**
  * The agent loop's turns as engine requests: each turn of each conversation is submitted on its
  * own, drawn with seed deriveSeed(seed, sample, turn), whatever else runs beside it.
  */

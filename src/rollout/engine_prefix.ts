@@ -18,6 +18,8 @@ export interface PrefixEntry {
   cache: PagedSequence;
   /** Blocks its holders share (the full ones). */
   full: number;
+  /** Positions its blocks held from the prefix cache when created (not prefilled). */
+  cached: number;
   /** Logits [1, V] of its last position, set once the prefill is recorded. */
   logits: Tensor | null;
   /** Sequences holding it. */
@@ -42,7 +44,8 @@ export class PrefixTable {
   /** Entries created since the last `takeCreated`: their prefill is still to be recorded. */
   #created: PrefixEntry[] = [];
 
-  constructor(readonly cache: PagedKvCache) {}
+  /** `prefixCaching`: an entry starts from the prefix cache's blocks of its prompt. */
+  constructor(readonly cache: PagedKvCache, readonly prefixCaching: boolean) {}
 
   /** A fresh request with prompt `key` waits. */
   wait(key: string): void {
@@ -62,24 +65,30 @@ export class PrefixTable {
   }
 
   /**
-   * Gives the fresh sequence `s` (no blocks yet) the entry of its prompt (created when missing)
-   * and the blocks of its own that its prompt and first token need; false, taking nothing, when
-   * the pool is short.
+   * Gives the fresh sequence `s` (no blocks yet) the entry of its prompt (created when missing,
+   * from the prefix cache's blocks of all but its last token where caching is on) and the blocks
+   * of its own that its prompt and first token need; false, taking nothing, when the pool is
+   * short.
    */
   join(s: PrefixHolder, key: string): boolean {
     const cache = this.cache, P = s.prompt.length;
     const full = Math.floor(P / cache.blockSize);
     const existing = this.#entries.get(key);
     const own = cache.blocksFor(P + 1) - full;
-    if (cache.freeBlocks < own + (existing ? 0 : cache.blocksFor(P))) return false;
     let e = existing;
     if (!e) {
-      e = { key, ids: s.prompt, cache: { length: 0, blocks: [] }, full, logits: null, users: 0 };
+      const seq = { length: 0, blocks: [] };
+      const cached = this.prefixCaching ? cache.matchPrefix(seq, s.prompt, P - 1) : 0;
+      if (cache.freeBlocks < own + cache.blocksFor(P) - seq.blocks.length) {
+        cache.release(seq);
+        return false;
+      }
+      e = { key, ids: s.prompt, cache: seq, full, cached, logits: null, users: 0 };
       cache.reserve(e.cache, P);
       e.cache.length = P;
       this.#entries.set(key, e);
       this.#created.push(e);
-    }
+    } else if (cache.freeBlocks < own) return false;
     cache.share(s.cache, e.cache.blocks.slice(0, full));
     cache.reserve(s.cache, P + 1);
     e.users++;

@@ -16,7 +16,9 @@ function setup() {
 
 const N = 3; // samples per prompt
 
+// The prefix cache off: these count what sharing alone saves (engine_prefix_cache_test.ts has both).
 const opts = (o: Partial<EngineOptions> = {}): EngineOptions => ({
+  prefixCaching: false,
   maxSeqs: 8,
   blockSize: 4,
   numBlocks: 64,

@@ -1,8 +1,9 @@
 /**
  * One step of the engine on the GPU: prefill of the shared prompts created this step and of the
- * sequences admitted without one (together, into a left-padded contiguous cache whose rows are
- * copied into their blocks; a sequence admitted with a shared prompt copies its partly filled
- * last block and the prompt's logits instead, engine_prefix.ts), one decode step of the running
+ * sequences admitted without one (together, into a contiguous cache whose rows are copied into
+ * their blocks, after the blocks a row holds from the prefix cache: engine_prefill.ts; a sequence
+ * admitted with a shared prompt copies its partly filled last block and the prompt's logits
+ * instead, engine_prefix.ts), one decode step of the running
  * sequences over the paged cache, one sampling pass over all their logits with each row's own
  * (request seed, token index), and a copy of the sampled tokens and their log-probs into the
  * engine's readback ring, read once for several steps (a read's latency in Deno is about a
@@ -14,6 +15,7 @@ import { gpu } from "../gpu/mod.ts";
 import type { CausalLM, KvDtype, PagedKvCache, PagedSequence } from "../nn/mod.ts";
 import { scope, Tensor } from "../tensor/mod.ts";
 import type { PrefixEntry } from "./engine_prefix.ts";
+import { prefill } from "./engine_prefill.ts";
 import { SampleBuffers, type SamplerConfig, sampleStep } from "./sampler.ts";
 
 /** A sequence as the step sees it: its context so far and its place in the cache. */
@@ -29,6 +31,8 @@ export interface StepSequence {
   row: number;
   /** The shared prompt it holds (admitted with it: nothing to prefill). */
   prefix: PrefixEntry | null;
+  /** Positions of its context its blocks held from the prefix cache when admitted. */
+  cached: number;
 }
 
 export interface StepInput {
@@ -66,46 +70,11 @@ export interface StepReadback {
   stride: number;
 }
 
-function context(s: StepSequence): Int32Array {
+export function context(s: StepSequence): Int32Array {
   const out = new Int32Array(s.prompt.length + s.tokens.length);
   out.set(s.prompt);
   out.set(s.tokens, s.prompt.length);
   return out;
-}
-
-/** Token ids to prefill into the blocks of `cache`. */
-interface PrefillTarget {
-  ids: Int32Array;
-  cache: PagedSequence;
-}
-
-/**
- * Prefills `targets` together, left-padded to the longest, and copies each one's positions into
- * its blocks; logits [n, V] of each one's last position.
- */
-function prefill(input: StepInput, targets: PrefillTarget[]): Tensor {
-  const contexts = targets.map((t) => t.ids);
-  const n = targets.length, C = Math.max(...contexts.map((c) => c.length));
-  const ids = new Int32Array(n * C), mask = new Int32Array(n * C), pos = new Int32Array(n * C);
-  contexts.forEach((c, b) => {
-    const pad = C - c.length;
-    ids.set(c, b * C + pad);
-    mask.fill(1, b * C + pad, (b + 1) * C);
-    for (let i = 0; i < c.length; i++) pos[b * C + pad + i] = i;
-  });
-  const kv = input.model.createCache(n, C, mask, { dtype: input.kvDtype });
-  try {
-    const logits = input.model.prefill(kv, Tensor.from(ids, [n, C], "i32"), {
-      positionIds: Tensor.from(pos, [n, C], "i32"),
-      attentionMask: Tensor.from(mask, [n, C], "i32"),
-    });
-    contexts.forEach((c, b) => {
-      input.cache.writePrefill(targets[b].cache, kv, c.length, { row: b, from: C - c.length });
-    });
-    return logits;
-  } finally {
-    kv.dispose();
-  }
 }
 
 /** Starts `s` from its shared prompt: its copy of the partly filled block; the prompt's logits. */
@@ -181,8 +150,8 @@ export function recordStep(input: StepInput): InFlightStep {
     // The new shared prompts and the admitted without one, prefilled together.
     const plain = input.admitted.filter((s) => !s.prefix);
     const targets = [
-      ...input.prefixes.map((e) => ({ ids: e.ids, cache: e.cache })),
-      ...plain.map((s) => ({ ids: context(s), cache: s.cache })),
+      ...input.prefixes.map((e) => ({ ids: e.ids, cache: e.cache, cached: e.cached })),
+      ...plain.map((s) => ({ ids: context(s), cache: s.cache, cached: s.cached })),
     ];
     const pre = targets.length > 0 ? prefill(input, targets) : null;
     input.prefixes.forEach((e, k) => {

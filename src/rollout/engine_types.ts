@@ -1,6 +1,6 @@
 /** The engine's request (and its checks), result, options, stats and sampler settings (engine.ts). */
-import type { KvDtype } from "../nn/mod.ts";
-import type { SamplerConfig, SamplingOptions } from "./sampler.ts";
+import { type CausalLM, type KvDtype, PagedKvCache } from "../nn/mod.ts";
+import { MAX_EOS_IDS, type SamplerConfig, type SamplingOptions } from "./sampler.ts";
 
 export interface EngineOptions {
   /** Sequences decoded together at most (verl's rollout.max_num_seqs). */
@@ -27,6 +27,12 @@ export interface EngineOptions {
    * engine_prefix.ts).
    */
   sharePrefixes?: boolean;
+  /**
+   * Automatic prefix caching (verl's rollout.enable_prefix_caching, default true): full blocks
+   * of earlier contexts stay cached while the pool has room, and a request whose context starts
+   * with them prefills only the rest (engine.ts).
+   */
+  prefixCaching?: boolean;
 }
 
 export interface EngineRequest {
@@ -55,8 +61,13 @@ export interface EngineStats {
   prefills: number;
   /** Context tokens of every admission: what prefills without sharing would compute. */
   promptTokens: number;
-  /** Context tokens prefilled: promptTokens less those of admissions from a shared prompt. */
+  /**
+   * Context tokens prefilled: promptTokens less those of admissions from a shared prompt and
+   * those held from the prefix cache.
+   */
   prefillTokens: number;
+  /** Context tokens of prefills held from the prefix cache instead of computed. */
+  cachedTokens: number;
   preemptions: number;
   /** Tokens returned, over all requests. */
   tokens: number;
@@ -69,8 +80,47 @@ export interface EngineStats {
   freeBlocks: number;
   /** Most blocks held at once. */
   peakBlocks: number;
+  /** Blocks in the prefix cache (held or not; those nobody holds count in freeBlocks). */
+  cachedBlocks: number;
   running: number;
   waiting: number;
+}
+
+/** The engine's checked options' KV pool for `model`. */
+export function enginePool(model: CausalLM, options: EngineOptions): PagedKvCache {
+  const { maxSeqs, numBlocks } = options;
+  if (!(Number.isInteger(maxSeqs) && maxSeqs > 0)) {
+    throw new Error(`Engine: maxSeqs ${maxSeqs} must be a positive integer`);
+  }
+  if (options.eosTokenIds.length > MAX_EOS_IDS) {
+    throw new Error(`Engine: at most ${MAX_EOS_IDS} EOS ids, got ${options.eosTokenIds.length}`);
+  }
+  const c = model.config;
+  return PagedKvCache.create({
+    layers: c.numHiddenLayers,
+    numBlocks,
+    blockSize: options.blockSize ?? 16,
+    kvHeads: c.numKeyValueHeads,
+    headDim: c.headDim,
+    dtype: options.kvDtype,
+  });
+}
+
+/** The counters of EngineStats, at zero (the rest is read off the engine's state). */
+export function zeroStats() {
+  return {
+    steps: 0,
+    prefills: 0,
+    promptTokens: 0,
+    prefillTokens: 0,
+    cachedTokens: 0,
+    preemptions: 0,
+    tokens: 0,
+    dropped: 0,
+    peakBlocks: 0,
+    recordSeconds: 0,
+    waitSeconds: 0,
+  };
 }
 
 /** Why `request` (prompt ids `prompt`) cannot run on an engine's vocabulary and pool; null if it can. */

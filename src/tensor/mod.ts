@@ -56,6 +56,8 @@ export { pagedAttention, type PagedAttentionOptions } from "./ops/paged_attentio
 export { type PagedCacheWrite, pagedRopeQKIntoCache } from "./ops/paged_rope_cache.ts";
 export { embedding } from "./ops/embedding.ts";
 export { selectRows, type SelectRowsOptions } from "./ops/select_rows.ts";
+export { unpackHalves } from "./ops/unpack_halves.ts";
+export { unpackHalvesRef } from "./ref/unpack_halves.ts";
 export { inverseIndexRef, selectRowsRef } from "./ref/select_rows.ts";
 export { sum } from "./ops/reduce.ts";
 export { softmax } from "./ops/softmax.ts";

@@ -163,6 +163,7 @@ export function buildTrainerParts(o: BuildOptions): TrainerParts {
     maxNumSeqs: a.rollout.max_num_seqs,
     kvCacheTokens: a.rollout.kv_cache_tokens,
     key: "actor_rollout_ref.rollout.kv_cache_tokens",
+    prefixCaching: a.rollout.enable_prefix_caching,
   };
   // A budget too small for one sequence of the longest prompt and response fails now.
   enginePoolBlocks({

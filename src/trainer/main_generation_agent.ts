@@ -10,7 +10,7 @@
 import { ENGINE_BLOCK_SIZE, enginePoolBlocks, type GenerationConfig } from "../config/mod.ts";
 import type { ChatMessage, Tokenizer } from "../io/mod.ts";
 import { DataError, parseChatMessages, renderPrompt, type Row } from "../data/mod.ts";
-import { Engine, engineTurns, runAgentLoop } from "../rollout/mod.ts";
+import { Engine, engineTurns, prefixCacheMetrics, runAgentLoop } from "../rollout/mod.ts";
 import {
   agentLoopOptions,
   agentSample,
@@ -134,7 +134,9 @@ export async function generateConversations(
           }));
           out.conversations.push(mine.map((t) => t.messages));
         }
-        const shown = Object.entries(metrics).map(([k, v]) => `${k}=${+v.toFixed(3)}`).join(" ");
+        const shown = Object.entries({ ...metrics, ...prefixCacheMetrics(engine) }).map(([k, v]) =>
+          `${k}=${+v.toFixed(3)}`
+        ).join(" ");
         o.print(
           `generated ${Math.min(at + part.length, rows.length)}/${rows.length} prompts: ${shown}`,
         );
@@ -175,6 +177,7 @@ export function generatorEngine(
       key: "rollout.kv_cache_tokens",
     }),
     kvDtype: o.kvDtype,
+    prefixCaching: r.enable_prefix_caching,
     eosTokenIds: r.ignore_eos ? [] : o.eosTokenIds,
     padTokenId: o.padTokenId,
     sampling: { temperature: r.temperature, topK: r.top_k, topP: r.top_p, doSample: r.do_sample },

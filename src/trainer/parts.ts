@@ -65,11 +65,12 @@ export interface TurnRolloutOptions {
 
 /**
  * Opens the rollout engine for a batch of agent conversations: `use` submits each turn as a
- * request of its own (TurnGenerator); the engine closes once `use` settles.
+ * request of its own (TurnGenerator) and may read the engine's metrics so far (its prefix
+ * cache's hit rate); the engine closes once `use` settles.
  */
 export type TurnRolloutFn = <T>(
   options: TurnRolloutOptions,
-  use: (turns: TurnGenerator) => Promise<T>,
+  use: (turns: TurnGenerator, engineMetrics?: () => Record<string, number>) => Promise<T>,
 ) => Promise<T>;
 
 /** The training prompts, epoch by epoch, with a position that checkpoints can restore. */

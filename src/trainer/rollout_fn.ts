@@ -15,7 +15,13 @@
 import type { Tokenizer } from "../io/mod.ts";
 import type { CausalLM, KvDtype } from "../nn/mod.ts";
 import { ENGINE_BLOCK_SIZE, ENGINE_MAX_NUM_SEQS, enginePoolBlocks } from "../config/mod.ts";
-import { Engine, engineTurns, generate, submitPrompts } from "../rollout/mod.ts";
+import {
+  Engine,
+  engineTurns,
+  generate,
+  prefixCacheMetrics,
+  submitPrompts,
+} from "../rollout/mod.ts";
 import { ConfigError } from "../config/mod.ts";
 import { gpu } from "../gpu/mod.ts";
 import type {
@@ -65,11 +71,15 @@ export function checkHalfCache(key: string, headDim: number): void {
   );
 }
 
-/** The engine's pool: rollout.max_num_seqs and rollout.kv_cache_tokens (named by `key`). */
+/**
+ * The engine's pool: rollout.max_num_seqs and rollout.kv_cache_tokens (named by `key`), and
+ * rollout.enable_prefix_caching.
+ */
 export interface EnginePool {
   maxNumSeqs: number;
   kvCacheTokens: number | null;
   key: string;
+  prefixCaching: boolean;
 }
 
 export interface RolloutForOptions {
@@ -83,6 +93,7 @@ const DEFAULT_POOL: EnginePool = {
   maxNumSeqs: ENGINE_MAX_NUM_SEQS,
   kvCacheTokens: null,
   key: "actor_rollout_ref.rollout.kv_cache_tokens",
+  prefixCaching: true,
 };
 
 const F32: RolloutPrecision = { kvDtype: "f32", f16Weights: false };
@@ -152,7 +163,8 @@ export function turnRolloutFor(
         numBlocks: enginePoolBlocks({ ...pool, sequences: o.conversations, longest: o.longest }),
       });
       try {
-        return await use(engineTurns(engine, { seed: o.seed, returnLogProbs: o.returnLogProbs }));
+        const turns = engineTurns(engine, { seed: o.seed, returnLogProbs: o.returnLogProbs });
+        return await use(turns, () => prefixCacheMetrics(engine));
       } finally {
         await engine.close();
       }
@@ -166,6 +178,7 @@ function engineOptions(
   return {
     maxSeqs: c.pool.maxNumSeqs,
     blockSize: ENGINE_BLOCK_SIZE,
+    prefixCaching: c.pool.prefixCaching,
     kvDtype: (c.options.precision ?? F32).kvDtype,
     eosTokenIds: c.eosTokenIds,
     padTokenId: c.tokenizer.padTokenId,

@@ -33,7 +33,7 @@ gpuTest(
   "trainer rollout through the engine: greedy equals generate's token for token",
   async () => {
     const s = setup();
-    const pool = { maxNumSeqs: 4, kvCacheTokens: null, key: "k" };
+    const pool = { maxNumSeqs: 4, kvCacheTokens: null, key: "k", prefixCaching: true };
     const plain = { mergeLora: false };
     const byGenerate = rolloutFor(s.model, s.tokenizer, [], { ...plain, engine: null });
     const byEngine = rolloutFor(s.model, s.tokenizer, [], { ...plain, engine: pool });
@@ -74,7 +74,7 @@ gpuTest(
   async () => {
     const s = setup();
     // A pool of 3 blocks of 16 for 6 sequences, 2 at a time: a prompt block and one each.
-    const small = { maxNumSeqs: 2, kvCacheTokens: 48, key: "k" };
+    const small = { maxNumSeqs: 2, kvCacheTokens: 48, key: "k", prefixCaching: true };
     const rollout = (engine: typeof small | undefined) =>
       rolloutFor(s.model, s.tokenizer, [], { mergeLora: false, engine });
     const sampled = { ...s.options, doSample: true, temperature: 1.3 };

@@ -160,7 +160,10 @@ async function genAgent(
         conversations: samples.length,
         longest: parts.config.data.max_prompt_length + responseLength,
       },
-      (turns) => runAgentLoop(samples, turns, loopOptions),
+      async (turns, engineMetrics) => {
+        const r = await runAgentLoop(samples, turns, loopOptions);
+        return { ...r, metrics: { ...r.metrics, ...engineMetrics?.() } };
+      },
     )
     : await runAgentLoop(samples, turnsByRollout(parts, turnOptions), loopOptions);
   const B = rows.length, P = Math.max(1, ...trajectories.map((t) => t.promptIds.length));

@@ -4,7 +4,8 @@
  * while the trainer still stores them) while the worker generates with the version it has, so a
  * job naming the new version finds it built. A newer plan supersedes an eager fetch no job is
  * waiting for; a job naming a version not held fetches it on demand. A model is disposed only
- * when no job group uses it. Versions are keyed by the trainer process (epoch) and number: a
+ * when no job uses it (jobs of two versions in flight may keep a third while they run; it goes
+ * when one of them is released), and its disposal is awaited before the next model is built. Versions are keyed by the trainer process (epoch) and number: a
  * restarted trainer reuses numbers for other weights.
  */
 import type { NatsConnection } from "@nats-io/nats-core";
@@ -43,7 +44,8 @@ interface Fetching {
 export interface WeightCacheOptions<M> {
   /** Builds a model from received weights (its GPU upload). */
   build: (w: HalfWeights) => M;
-  dispose: (model: M) => void;
+  /** Frees a model (awaited before the next build, and by `close`). */
+  dispose: (model: M) => void | Promise<void>;
   /** Milliseconds between asks for new plans; 0 = no eager fetching. */
   pollMs: number;
   /** Hears each version built (tests, stats). */
@@ -64,6 +66,8 @@ export class WeightCache<M> {
   #failed = new Set<number>();
   #stopped = false;
   #watching: Promise<void> = Promise.resolve();
+  /** Disposals under way. */
+  #disposing: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly nc: NatsConnection,
@@ -122,18 +126,21 @@ export class WeightCache<M> {
     return true;
   }
 
+  /** Ends a job's use of `held`; a third model kept while two were in use goes now. */
   release(held: Held<M>): void {
     held.users--;
+    if (this.#held.length > 2) this.#makeRoom(2);
   }
 
-  /** Stops watching and disposes every model. */
+  /** Stops watching and disposes every model (waiting for their disposal). */
   async close(): Promise<void> {
     this.#stopped = true;
     this.#fetching?.abort.abort();
     await this.#watching;
     await this.#fetching?.done;
-    for (const h of this.#held) this.o.dispose(h.model);
+    for (const h of this.#held) this.#dispose(h.model);
     this.#held = [];
+    await this.#disposing;
   }
 
   async #watch(): Promise<void> {
@@ -176,7 +183,8 @@ export class WeightCache<M> {
         if (!got || abort.signal.aborted) return;
         if (o.epoch !== undefined && got.weights.epoch !== o.epoch) return; // another trainer's
         const t0 = performance.now();
-        this.#makeRoom();
+        this.#makeRoom(1);
+        await this.#disposing;
         const model = this.o.build(got.weights);
         const times = {
           fetchS: got.fetchS,
@@ -199,14 +207,21 @@ export class WeightCache<M> {
     return f;
   }
 
-  /** Keeps at most one model besides the one being built: disposes the oldest unused one. */
-  #makeRoom(): void {
-    while (this.#held.length >= 2) {
+  /** Disposes the oldest unused models until at most `keep` are held (those in use stay). */
+  #makeRoom(keep: number): void {
+    while (this.#held.length > keep) {
       const free = this.#held.filter((h) => h.users === 0);
-      if (free.length === 0) return; // both in use: cannot happen with one group at a time
+      if (free.length === 0) return;
       const old = free.reduce((a, b) => (a.version <= b.version ? a : b));
       this.#held = this.#held.filter((h) => h !== old);
-      this.o.dispose(old.model);
+      this.#dispose(old.model);
     }
+  }
+
+  #dispose(model: M): void {
+    const done = Promise.resolve(this.o.dispose(model)).catch((e) =>
+      this.o.log?.(`weights: disposing a version failed: ${(e as Error).message}`)
+    );
+    this.#disposing = Promise.all([this.#disposing, done]).then(() => {});
   }
 }

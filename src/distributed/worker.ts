@@ -102,7 +102,7 @@ export async function runWorker(nc: NatsConnection, o: WorkerOptions): Promise<W
     maxNumSeqs: o.maxNumSeqs ?? ENGINE_MAX_NUM_SEQS,
     kvCacheTokens: o.kvCacheTokens ?? null,
     maxInFlightJobs: Math.max(1, o.maxInFlightJobs ?? 8),
-    key: "kvCacheTokens",
+    key: "--kv-cache-tokens", // kvCacheTokens, as the CLI names it
   };
   const weights = new WeightCache<VersionEngines>(nc, names, {
     build: (w) =>

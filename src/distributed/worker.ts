@@ -215,8 +215,8 @@ export async function runWorker(nc: NatsConnection, o: WorkerOptions): Promise<W
         await new Promise((r) => setTimeout(r, 1000));
       }
     }
-    await Promise.all([...inFlight.values()].map((f) => f.done));
   } finally {
+    // Stopped: the jobs in flight finish (published and acked) before the engines close.
     await Promise.all([...inFlight.values()].map((f) => f.done));
     await weights.close();
   }

@@ -8,7 +8,7 @@ export {
   type EngineStats,
 } from "./engine.ts";
 export { engineTurns, submitPrompts } from "./engine_batch.ts";
-export { type ResponseRows, responseRows } from "./response_rows.ts";
 export { SampleBuffers, sampleStep } from "./sampler.ts";
 export { logProbTemperature } from "./ref_sampler.ts";
+export { type ResponseRows, responseRows } from "./response_rows.ts";
 export * from "./agent/mod.ts";

@@ -5,8 +5,9 @@
  * job naming the new version finds it built. A newer plan supersedes an eager fetch no job is
  * waiting for; a job naming a version not held fetches it on demand. A model is disposed only
  * when no job uses it (jobs of two versions in flight may keep a third while they run; it goes
- * when one of them is released), and its disposal is awaited before the next model is built. Versions are keyed by the trainer process (epoch) and number: a
- * restarted trainer reuses numbers for other weights.
+ * when one of them is released), and its disposal is awaited before the next model is built.
+ * Versions are keyed by the trainer process (epoch) and number: a restarted trainer reuses
+ * numbers for other weights.
  */
 import type { NatsConnection } from "@nats-io/nats-core";
 import type { RunNames } from "./protocol.ts";
@@ -35,7 +36,7 @@ export interface Held<M> {
 
 interface Fetching {
   key: string;
-  /** Job groups waiting for it (0: eager, may be superseded). */
+  /** Jobs waiting for it (0: eager, may be superseded). */
   waiting: number;
   abort: AbortController;
   done: Promise<void>;
@@ -78,10 +79,10 @@ export class WeightCache<M> {
   }
 
   /**
-   * The model of `version` of trainer process `epoch` for a job group (fetched now if neither held
-   * nor on its way), with the seconds the group waited; null when the stream no longer holds that
+   * The model of `version` of trainer process `epoch` for a job (fetched now if neither held nor
+   * on its way), with the seconds the job waited; null when the stream no longer holds that
    * version (the jobs are stale). A version its trainer has not announced yet is waited for.
-   * Call `release` when the group is done.
+   * Call `release` when the job is done.
    */
   async acquire(epoch: string, version: number): Promise<{ held: Held<M>; waitS: number } | null> {
     const t0 = performance.now(), key = keyOf(epoch, version);
@@ -182,9 +183,10 @@ export class WeightCache<M> {
         if (!got && o.plan && !abort.signal.aborted) this.#failed.add(o.plan.seq); // purged
         if (!got || abort.signal.aborted) return;
         if (o.epoch !== undefined && got.weights.epoch !== o.epoch) return; // another trainer's
-        const t0 = performance.now();
         this.#makeRoom(1);
         await this.#disposing;
+        if (abort.signal.aborted) return;
+        const t0 = performance.now();
         const model = this.o.build(got.weights);
         const times = {
           fetchS: got.fetchS,
@@ -202,7 +204,7 @@ export class WeightCache<M> {
         if (this.#fetching === f) this.#fetching = null;
       }
     })();
-    f.done.catch(() => {}); // thrown to the job group that waits (acquire)
+    f.done.catch(() => {}); // thrown to the jobs that wait (acquire)
     this.#fetching = f;
     return f;
   }

@@ -5,6 +5,8 @@
  * configuration; one JSON line per measurement with TFLOP/s, then the best tile per product and
  * what the default policy (`pickTile`, split-K) picks. For tuning `pickTile` on a GPU:
  *   deno run -A bench/gemm_shapes_device.ts [--shape=0.5b] [--rows=3072,6144] [--reps=5]
+ * --lora=R times the six thin products of a rank-R adapter on every linear layer instead (f32):
+ * u = x A^T, v = u B^T, dB = g^T u, gu = g B, dA = gu^T x, dx = gu A.
  */
 import { initGpu } from "../src/gpu/mod.ts";
 import { matmulTiled, Tensor, type TileConfig, TILES } from "../src/tensor/mod.ts";
@@ -26,7 +28,13 @@ const CANDIDATES: Record<string, TileConfig> = {
   wide16: { wgX: 16, wgY: 8, tm: 8, tn: 8, bk: 16 },
   tall16: { wgX: 8, wgY: 16, tm: 8, tn: 8, bk: 16 },
   medium16: { wgX: 8, wgY: 8, tm: 8, tn: 8, bk: 16 },
+  // Thin blocks for products with a LoRA rank (32) as one output side.
+  thinN: { wgX: 4, wgY: 16, tm: 8, tn: 8, bk: 16 },
+  thinM: { wgX: 16, wgY: 4, tm: 8, tn: 8, bk: 16 },
+  thinN256: { wgX: 4, wgY: 32, tm: 8, tn: 8, bk: 16 },
+  thinM256: { wgX: 32, wgY: 4, tm: 8, tn: 8, bk: 16 },
 };
+const loraRank = Number(args.get("lora") ?? 0);
 
 const headDim = s.hiddenSize / s.numAttentionHeads;
 const linears: [string, number, number][] = [
@@ -43,7 +51,77 @@ function rand(n: number, seed: number): Float32Array {
   return out;
 }
 
-for (const rows of rowsList) {
+interface Product {
+  op: string;
+  a: Tensor;
+  b: Tensor;
+  transA: boolean;
+  transB: boolean;
+  m: number;
+  n: number;
+  k: number;
+}
+
+/** Times `p` with the default policy and every candidate tile; logs each and the best. */
+async function timeProduct(p: Product, tags: Record<string, unknown>): Promise<void> {
+  const flop = 2 * p.m * p.n * p.k;
+  const results: { tile: string; tflops: number }[] = [];
+  for (const [tile, cfg] of [["default", null], ...Object.entries(CANDIDATES)] as const) {
+    const opts = { transA: p.transA, transB: p.transB, ...(cfg ? { tile: cfg } : {}) };
+    let t;
+    try {
+      t = await timeGpu(() => matmulTiled(p.a, p.b, opts).dispose(), { reps, perSpan: 4 });
+    } catch (e) {
+      console.log(JSON.stringify({ ...tags, op: p.op, tile, error: String(e).slice(0, 120) }));
+      continue;
+    }
+    const tflops = +(flop / (t.medianMs * 1e9)).toFixed(2);
+    results.push({ tile, tflops });
+    console.log(JSON.stringify({
+      ...tags,
+      op: p.op,
+      m: p.m,
+      n: p.n,
+      k: p.k,
+      tile,
+      ms: +t.medianMs.toFixed(4),
+      tflops,
+    }));
+  }
+  const best = results.slice(1).reduce((a, b) => (b.tflops > a.tflops ? b : a));
+  console.log(JSON.stringify({
+    fig: "gemm_best",
+    ...tags,
+    op: p.op,
+    best: best.tile,
+    best_tflops: best.tflops,
+    default_tflops: results[0].tflops,
+  }));
+}
+
+for (const rows of loraRank > 0 ? rowsList : []) {
+  for (const [name, inF, outF] of linears) {
+    const r = loraRank;
+    const x = Tensor.from(rand(rows * inF, 1), [rows, inF]);
+    const gy = Tensor.from(rand(rows * outF, 2), [rows, outF]);
+    const u = Tensor.from(rand(rows * r, 3), [rows, r]);
+    const gu = Tensor.from(rand(rows * r, 4), [rows, r]);
+    const A = Tensor.from(rand(r * inF, 5), [r, inF]);
+    const B = Tensor.from(rand(outF * r, 6), [outF, r]);
+    const products: Product[] = [
+      { op: "u", a: x, b: A, transA: false, transB: true, m: rows, n: r, k: inF },
+      { op: "v", a: u, b: B, transA: false, transB: true, m: rows, n: outF, k: r },
+      { op: "dB", a: gy, b: u, transA: true, transB: false, m: outF, n: r, k: rows },
+      { op: "gu", a: gy, b: B, transA: false, transB: false, m: rows, n: r, k: outF },
+      { op: "dA", a: gu, b: x, transA: true, transB: false, m: r, n: inF, k: rows },
+      { op: "dx", a: gu, b: A, transA: false, transB: false, m: rows, n: inF, k: r },
+    ];
+    for (const p of products) await timeProduct(p, { rows, linear: name, lora: r });
+    for (const t of [x, gy, u, gu, A, B]) t.dispose();
+  }
+}
+
+for (const rows of loraRank > 0 ? [] : rowsList) {
   for (const [name, inF, outF] of linears) {
     const x = Tensor.from(rand(rows * inF, 1), [rows, inF]);
     const gy = Tensor.from(rand(rows * outF, 2), [rows, outF]);

@@ -13,6 +13,8 @@
  * --fused-mlp 0 runs gate, up and SwiGLU as three dispatches instead of one (before/after).
  * --kv f32 | f16 | f32,f16: the KV cache's element type (halves: half the cache bytes per step).
  * --fused-qkv 0 runs the q, k and v projections as three dispatches instead of one (before/after).
+ * --qkv-split 0 / --mlp-split 0 keep the fused q, k, v / gate, up products unsplit over K
+ * (before/after).
  * `dispatches_per_step`: compute dispatches recorded per decode step (prefill and the first sample
  * subtracted as for the time); any adapter, though a CPU adapter takes other kernels (no skinny
  * matmul, no split K), so the count on a GPU differs.
@@ -39,6 +41,8 @@ skinnyPolicy.targetGroups = Number(arg("target-groups", `${skinnyPolicy.targetGr
 skinnyPolicy.minStages = Number(arg("min-stages", `${skinnyPolicy.minStages}`));
 swigluLinearPolicy.enabled = arg("fused-mlp", "1") !== "0";
 qkvLinearPolicy.enabled = arg("fused-qkv", "1") !== "0";
+qkvLinearPolicy.splitK = arg("qkv-split", "1") !== "0";
+swigluLinearPolicy.splitK = arg("mlp-split", "1") !== "0";
 const config = benchConfig(arg("config", "qwen2.5-0.5b"));
 const B = Number(arg("batch", "64")),
   P = Number(arg("prompt", "128")),
@@ -109,6 +113,8 @@ for (const dtype of arg("dtype", "f32,f16").split(",") as ("f32" | "f16")[]) {
       skinny_policy: skinnyPolicy,
       fused_mlp: swigluLinearPolicy.enabled,
       fused_qkv: qkvLinearPolicy.enabled,
+      qkv_split: qkvLinearPolicy.splitK,
+      mlp_split: swigluLinearPolicy.splitK,
       prefill_plus_first_s: +first.toFixed(4),
       total_s: +full.toFixed(3),
       ms_per_step: +((full - first) / (R - 1) * 1000).toFixed(2),

@@ -17,6 +17,9 @@ alias TI = f32;
 alias TO = f32;
 const OP: u32 = 0u;
 const SIDE: u32 = 0u;
+// cast_main to f16: a value past f16's range after rounding (|x| >= 65520) becomes +-inf (mp.s
+// holds inf) as an IEEE conversion gives it; WGSL leaves an out-of-range conversion undefined.
+const HALF_OUT: bool = false;
 #const WG: u32
 
 struct BcastParams {
@@ -218,5 +221,7 @@ fn cast_main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: ve
              @builtin(local_invocation_id) lid: vec3u) {
   let i = flat_index(wid, nwg, lid);
   if (i >= mp.n) { return; }
-  cout[i] = TO(cin[i]);
+  var v = cin[i];
+  if (HALF_OUT && abs(f32(v)) >= 65520.0) { v = TI(sign(f32(v)) * mp.s); }
+  cout[i] = TO(v);
 }

@@ -1,5 +1,7 @@
 // Sums the partial squares (in a fixed order, so the result is deterministic) and writes
 // out[0] = global L2 norm, out[1] = clip scale min(1, max_norm / (norm + 1e-6)), 0 when not finite.
+// Under loss scaling the gradients hold scale * g: the norm is multiplied by inv_scale (1 / scale,
+// a power of two, so exactly) and so is out[1], which AdamW multiplies the gradients by.
 
 #include "grad_norm_params.wgsl"
 #include "workgroup_sum.wgsl"
@@ -20,7 +22,7 @@ fn main(@builtin(local_invocation_id) lid: vec3u) {
   for (var i = lid.x; i < p.n; i += WG) { s += partials[i]; }
   let total = wg_sum(s, lid.x);
   if (lid.x == 0u) {
-    let norm = sqrt(total);
+    let norm = sqrt(total) * p.inv_scale;
     out[0] = norm;
     var scale = 1.0;
     if (!is_finite(norm)) {
@@ -28,6 +30,6 @@ fn main(@builtin(local_invocation_id) lid: vec3u) {
     } else if (p.max_norm > 0.0 && is_finite(p.max_norm) && norm > p.max_norm) {
       scale = p.max_norm / (norm + 1e-6);
     }
-    out[1] = scale;
+    out[1] = scale * p.inv_scale;
   }
 }

@@ -9,6 +9,10 @@
 // x (strided by WG_Y) and 4 rows of the weight (strided by WG_X). Out-of-range rows and K load as
 // 0 and are never stored. W may be f16 under shader-f16; tiles and accumulation stay f32. No
 // gradient: training keeps three linears, whose backward exists.
+// Split-K (`main_split`): workgroup z sums the K slice [z * k_split4, (z + 1) * k_split4) (in
+// vec4s) and writes its partial of all three outputs, side by side, into `yq` bound as the
+// partial buffer [splits, M, Nq + Nk + Nv]; qkv_split_sum.wgsl adds the splits and the biases.
+// Few blocks (one row, a narrow model) then still fill the GPU.
 
 #const WG_X: u32 // threads along N
 #const WG_Y: u32 // threads along M
@@ -33,7 +37,7 @@ struct Params {
   nv: u32,
   gq: u32, // column blocks of q: ceil(nq / BN)
   gk: u32, // column blocks of k
-  _p0: u32,
+  k_split4: u32, // K per split in vec4s (>= k4: one split)
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -88,15 +92,17 @@ fn put_w(buf: u32, s: u32, v: vec4<f32>) {
 fn block(b: Block, wid: vec3<u32>, lid: vec3<u32>) -> array<vec4<f32>, 4> {
   let tid = lid.y * WG_X + lid.x;
   let m0 = wid.y * BM;
-  let stages = (p.k4 + K4 - 1u) / K4;
+  let k_lo = min(p.k4, wid.z * p.k_split4);
+  let k_hi = min(p.k4, k_lo + p.k_split4);
+  let stages = (k_hi - k_lo + K4 - 1u) / K4;
   var acc: array<vec4<f32>, 4>;
-  var staged = fetch(m0, b, 0u, p.k4, tid);
+  var staged = fetch(m0, b, k_lo, k_hi, tid);
   put(0u, tid, staged);
   workgroupBarrier();
   for (var t = 0u; t < stages; t++) {
     let cur = t % 2u;
     let more = t + 1u < stages;
-    if (more) { staged = fetch(m0, b, (t + 1u) * K4, p.k4, tid); }
+    if (more) { staged = fetch(m0, b, k_lo + (t + 1u) * K4, k_hi, tid); }
     let xo = cur * XS_SIZE + lid.y * RS;
     let wo = cur * WS_SIZE + lid.x * RS;
     for (var c = 0u; c < K4; c++) {
@@ -177,4 +183,31 @@ fn biases(b: Block, n: u32) -> vec4<f32> {
 fn main_bias(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
   let b = pick(wid.x);
   store(b, wid, lid, block(b, wid, lid), biases(b, b.n0 + lid.x));
+}
+
+// Row m at columns n + (0..3) * WG_X of this workgroup's matrix, into split z's partial.
+fn store4_part(b: Block, z: u32, m: u32, n: u32, v: vec4<f32>) {
+  if (m >= p.m) { return; }
+  let width = p.nq + p.nk + p.nv;
+  let first = select(select(p.nq + p.nk, p.nq, b.which == 1u), 0u, b.which == 0u);
+  let row = (z * p.m + m) * width + first;
+  for (var i = 0u; i < 4u; i++) {
+    if (n + i * WG_X < b.n) { yq[row + n + i * WG_X] = v[i]; }
+  }
+}
+
+// One K slice's partial sums (no bias): `yq` is the partial buffer here.
+@compute @workgroup_size(WG_X, WG_Y)
+fn main_split(@builtin(workgroup_id) wid: vec3<u32>,
+              @builtin(local_invocation_id) lid: vec3<u32>) {
+  let b = pick(wid.x);
+  let acc = block(b, wid, lid);
+  let m = wid.y * BM + lid.y;
+  let n = b.n0 + lid.x;
+  store4_part(b, wid.z, m, n, acc[0]);
+  if (TM > 1u) {
+    store4_part(b, wid.z, m + WG_Y, n, acc[1]);
+    store4_part(b, wid.z, m + 2u * WG_Y, n, acc[2]);
+    store4_part(b, wid.z, m + 3u * WG_Y, n, acc[3]);
+  }
 }

@@ -5,7 +5,10 @@
 // [row][k] layout with rows padded by one vec4, and the next stage's loads wait in registers
 // while the current stage is used. A thread owns TM rows of x (strided by WG_Y) and 4 rows of each
 // weight (strided by WG_X), with one gate and one up accumulator per output; the activation is
-// applied at the store, so K is never split (silu of a partial sum is not a partial sum).
+// applied at the store. Split-K (`main_split`: silu of a partial sum is not a partial sum):
+// workgroup z sums the K slice [z * k_split4, (z + 1) * k_split4) (in vec4s) and writes its gate
+// and up sums into `y` bound as the partial buffer [splits, 2, M, N]; swiglu_split_sum.wgsl adds
+// the splits and the biases and applies the activation. Few blocks (one row) then fill the GPU.
 // Out-of-range rows and K load as 0 and are never stored. W may be f16 under shader-f16; tiles
 // and accumulation stay f32. No gradient: training keeps linear + swiglu, whose backward exists.
 
@@ -29,7 +32,7 @@ struct Params {
   m: u32,
   n: u32,
   k4: u32, // K / 4: the row length of x and W in vec4s
-  _p0: u32,
+  k_split4: u32, // K per split in vec4s (>= k4: one split)
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -66,15 +69,17 @@ fn block(wid: vec3<u32>, lid: vec3<u32>) -> array<vec4<f32>, 8> {
   let tid = lid.y * WG_X + lid.x;
   let n0 = wid.x * BN;
   let m0 = wid.y * BM;
-  let stages = (p.k4 + K4 - 1u) / K4;
+  let k_lo = min(p.k4, wid.z * p.k_split4);
+  let k_hi = min(p.k4, k_lo + p.k_split4);
+  let stages = (k_hi - k_lo + K4 - 1u) / K4;
   var acc: array<vec4<f32>, 8>;
-  var staged = fetch(m0, n0, 0u, p.k4, tid);
+  var staged = fetch(m0, n0, k_lo, k_hi, tid);
   put(0u, tid, staged);
   workgroupBarrier();
   for (var t = 0u; t < stages; t++) {
     let cur = t % 2u;
     let more = t + 1u < stages;
-    if (more) { staged = fetch(m0, n0, (t + 1u) * K4, p.k4, tid); }
+    if (more) { staged = fetch(m0, n0, k_lo + (t + 1u) * K4, k_hi, tid); }
     let xo = cur * XS_SIZE + lid.y * RS;
     let wo = cur * WS_SIZE + lid.x * RS;
     for (var c = 0u; c < K4; c++) {
@@ -154,4 +159,21 @@ fn biases(n: u32) -> array<vec4<f32>, 2> {
 fn main_bias(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
   let b = biases(wid.x * BN + lid.x);
   store(wid, lid, block(wid, lid), b[0], b[1]);
+}
+
+// One K slice's gate and up sums (no bias, no activation): `y` is the partial buffer here.
+@compute @workgroup_size(WG_X, WG_Y)
+fn main_split(@builtin(workgroup_id) wid: vec3<u32>,
+              @builtin(local_invocation_id) lid: vec3<u32>) {
+  let acc = block(wid, lid);
+  let m = wid.y * BM + lid.y;
+  let n = wid.x * BN + lid.x;
+  let gate = wid.z * 2u * p.m * p.n; // this split's gate sums; its up sums follow
+  for (var r = 0u; r < TM; r++) {
+    let mr = m + r * WG_Y;
+    if (mr < p.m) {
+      store_cols(gate + mr * p.n, n, acc[r]);
+      store_cols(gate + (p.m + mr) * p.n, n, acc[4u + r]);
+    }
+  }
 }

@@ -9,12 +9,17 @@
  *   gspo     policy loss "gspo", seq-mean-token-mean, clip 3e-4 / 4e-4 (verl's GSPO settings)
  *   value    clipped value loss (cliprange_value 0.5, token-mean) on a critic with a value head
  *
+ * --precision=fp16 runs every pass in mixed precision (f16 operands in the linear layers and the LM
+ * head, f32 masters, the dynamic loss scale): the gradients are dumped unscaled (divided by the
+ * loss scale AdamW stepped with, recorded in the manifest).
+ *
  * Written under OUT: actor/ and critic/ (model folders), batch.safetensors (inputs, our log-probs
  * and values before any update), <case>/grads.safetensors (the accumulated gradients of every
  * parameter before clipping, as AdamW receives them with the clip scale beside), <case>/
  * after.safetensors (the weights after the step) and manifest.json (hyper-parameters, our metrics).
  *
  *   deno run -A test/update_parity.ts --out=DIR [--shape=tiny|0.5b-2layers] [--vocab=N]
+ *     [--precision=fp16]
  *   python3 test/update_parity.py DIR
  */
 import { initGpu } from "../src/gpu/mod.ts";
@@ -32,15 +37,18 @@ import {
   tinyModelConfig,
   tinyWeights,
 } from "../src/nn/mod.ts";
-import { clone, noGrad, type Tensor } from "../src/tensor/mod.ts";
+import { clone, mulScalar, noGrad, type Tensor } from "../src/tensor/mod.ts";
 import {
+  applyPrecision,
   computeLogProbs,
   computeValues,
   type CriticUpdateOptions,
   makeOptimizer,
+  type TrainPrecision,
   updateActor,
   updateCritic,
 } from "../src/trainer/mod.ts";
+import { HalfWeights } from "../src/nn/mod.ts";
 import { qwen25Config } from "../bench/grpo_setup.ts";
 import {
   ACTOR_CASES,
@@ -85,20 +93,25 @@ const BATCH_SIZES: Record<ParityShape, { P: number; R: number }> = {
 
 type Optimizer = ReturnType<typeof makeOptimizer>;
 
-/** Copies every gradient when AdamW steps (the accumulated, unclipped gradients). */
-function recordGrads(opt: Optimizer): () => Tensor[] {
+/**
+ * Copies every gradient when AdamW steps (the accumulated, unclipped gradients), divided by the
+ * loss scale they carry (1 without loss scaling); `scale()` is that scale.
+ */
+function recordGrads(opt: Optimizer): { grads: () => Tensor[]; scale: () => number } {
   const step = opt.adamw.step.bind(opt.adamw);
   let grads: Tensor[] = [];
+  let scale = 1;
   opt.adamw.step = (o) => {
+    scale = opt.scaler?.scale ?? 1;
     grads = noGrad(() =>
       opt.params.map((p) => {
         if (!p.grad) throw new Error(`parameter ${p.label} has no gradient`);
-        return clone(p.grad).keep();
+        return (scale === 1 ? clone(p.grad) : mulScalar(p.grad, 1 / scale)).keep();
       })
     );
     step(o);
   };
-  return () => grads;
+  return { grads: () => grads, scale: () => scale };
 }
 
 function f32(name: string, shape: number[], x: Float32Array): RawTensor {
@@ -116,14 +129,15 @@ async function oneUpdate(
   name: string,
   model: CausalLM | Critic,
   run: (opt: Optimizer) => Promise<Record<string, number>>,
+  precision: TrainPrecision,
 ): Promise<Record<string, number>> {
   const params = model.params();
-  const opt = makeOptimizer(params, PARITY_OPTIM);
-  const grads = recordGrads(opt);
-  const metrics = await run(opt);
+  const opt = applyPrecision(precision, model, makeOptimizer(params, PARITY_OPTIM));
+  const recorded = recordGrads(opt);
+  const metrics = { ...await run(opt), loss_scale: recorded.scale() };
   const names = [...params.keys()];
   const shape = (n: string) => [...params.get(n)!.shape];
-  const g = grads();
+  const g = recorded.grads();
   if (g.length !== names.length) throw new Error(`${name}: no optimizer step was taken`);
   const gradArrays = await Promise.all(g.map(async (t) => new Float32Array(await t.toArray())));
   g.forEach((t) => t.dispose());
@@ -162,9 +176,13 @@ function writeFolder(path: string, config: ModelConfig, w: Map<string, Float32Ar
 /** Everything test/update_parity.py reads, under `out`; returns the manifest. */
 export async function writeUpdateParity(
   out: string,
-  o: { shape?: ParityShape; vocab?: number } = {},
+  o: { shape?: ParityShape; vocab?: number; precision?: TrainPrecision } = {},
 ) {
-  await initGpu();
+  const g = await initGpu();
+  const precision = o.precision ?? "f32";
+  if (precision === "f16" && !g.hasF16) throw new Error("--precision=fp16 needs shader-f16");
+  // The passes before any update run in the precision of the update (the PPO ratio starts at 1).
+  const half = () => precision === "f16" ? new HalfWeights() : null;
   const shape = o.shape ?? "tiny";
   const config = PARITY_SHAPES[shape](o.vocab);
   const { P, R } = BATCH_SIZES[shape];
@@ -175,11 +193,13 @@ export async function writeUpdateParity(
 
   // Before any update: our log-probs and values, and the old log-probs / values around them.
   let model = CausalLM.fromTensors(config, actorW);
+  model.mixedPrecision = half();
   await writeFolder(`${out}/actor`, config, actorW, model);
   const micro = { microBatchSize: LOOP.microBatchSize, withEntropy: false, temperature: 1 };
   const { logProbs } = await computeLogProbs(model, inputs.batch, micro);
   model.dispose();
   let critic = Critic.fromTensors(config, criticW);
+  critic.mixedPrecision = half();
   await writeFolder(`${out}/critic`, config, criticW, critic);
   const vpreds = await computeValues(valueModel(critic), inputs.batch, micro);
   critic.dispose();
@@ -199,6 +219,7 @@ export async function writeUpdateParity(
       name,
       model,
       (opt) => updateActor(model, opt, batch, { ...LOOP, temperature: 1, loss }),
+      precision,
     );
     model.dispose();
   }
@@ -210,6 +231,7 @@ export async function writeUpdateParity(
     "value",
     critic,
     (opt) => updateCritic(valueModel(critic), opt, criticBatch, criticO),
+    precision,
   );
   critic.dispose();
 
@@ -231,6 +253,7 @@ export async function writeUpdateParity(
   ]);
   const manifest = {
     shape,
+    precision: precision === "f16" ? "fp16" : "fp32",
     vocab_size: config.vocabSize,
     architecture: config.architectures[0],
     batch: { rows: B, prompt_length: P, response_length: R },
@@ -259,9 +282,14 @@ if (import.meta.main) {
   await Deno.mkdir(out, { recursive: true });
   const t0 = performance.now();
   const vocab = flag("vocab");
+  const precision = flag("precision") ?? "fp32";
+  if (precision !== "fp32" && precision !== "fp16") {
+    throw new Error(`--precision=${precision}: fp32 or fp16`);
+  }
   const m = await writeUpdateParity(out, {
     shape: shape as ParityShape,
     vocab: vocab ? Number(vocab) : undefined,
+    precision: precision === "fp16" ? "f16" : "f32",
   });
   for (const [name, x] of Object.entries(m.metrics)) {
     const norm = x["actor/grad_norm"] ?? x["critic/grad_norm"];

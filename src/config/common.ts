@@ -1,5 +1,6 @@
 /** Sections shared by several schemas (optimizer, checkpoint contents). */
 import {
+  bool,
   float,
   floatList,
   int,
@@ -97,4 +98,52 @@ export function checkpointSection() {
       "checkpoints always hold the model, the optimizer state and extra_state.json, and all are restored",
     ),
   });
+}
+
+/** verl's names of a dtype (PrecisionType): short and long spellings. */
+export const PRECISION_NAMES = ["fp32", "float32", "fp16", "float16", "bf16", "bfloat16"] as const;
+export type PrecisionName = typeof PRECISION_NAMES[number];
+
+/**
+ * verl's `fsdp_config` of a trained model (the actor's, the critic's): the mixed precision of its
+ * passes, and the FSDP keys verl users pass on every command line, accepted at the values that
+ * describe one GPU holding everything (`param_offload=False` works, `True` is refused).
+ */
+export function fsdpConfigSection(role: string) {
+  const oneGpu = "WebGPU trains on one GPU that holds the parameters, gradients and optimizer " +
+    "state: there is no sharding or CPU offload";
+  return section(
+    `verl's FSDP settings of the ${role}: its mixed precision (see README "Precision").`,
+    {
+      param_offload: bool(false, "Offload parameters to the CPU (FSDP).").unsupported(oneGpu),
+      optimizer_offload: bool(false, "Offload the optimizer state to the CPU (FSDP).").unsupported(
+        oneGpu,
+      ),
+      fsdp_size: int(-1, "GPUs per FSDP shard group; -1: all (FSDP).").unsupported(oneGpu),
+      model_dtype: oneOf(PRECISION_NAMES, "fp32", "Dtype of the master weights.").unsupported(
+        "master weights and AdamW moments are f32; mixed_precision.param_dtype picks the compute " +
+          "precision",
+      ),
+      mixed_precision: section("FSDP's MixedPrecision: the dtype passes compute in.", {
+        param_dtype: oneOf(
+          PRECISION_NAMES,
+          "fp32",
+          `Compute dtype of the ${role}'s forward and backward passes. fp16 (also bf16, which runs ` +
+            "as fp16 with one notice: WebGPU has no bf16) multiplies f16 copies of the linear " +
+            "layers' inputs and weights, the LM head's included, with f32 accumulation, keeps f32 " +
+            "master weights and AdamW moments, and scales the loss dynamically (torch GradScaler: " +
+            "2^16 at start, halved and the step skipped on an inf/NaN gradient, doubled after 2000 " +
+            "good steps); attention, norms and RoPE stay f32. An adapter without shader-f16 runs " +
+            "f32 with one notice. Default fp32 (verl's FSDP default is bf16): WebGPU has no bf16 " +
+            "and no tensor cores, so f16 is not faster here, and f32 is the exact path.",
+        ),
+        reduce_dtype: oneOf(PRECISION_NAMES, "fp32", "Dtype of gradient reduction.").unsupported(
+          "gradients accumulate in f32 on one GPU (no reduction between GPUs)",
+        ),
+        buffer_dtype: oneOf(PRECISION_NAMES, "fp32", "Dtype of module buffers.").unsupported(
+          "buffers (RoPE tables) stay f32",
+        ),
+      }),
+    },
+  );
 }

@@ -17,3 +17,4 @@ export { type GenerationConfig, generationSchema } from "./generation.ts";
 export { ENGINE_BLOCK_SIZE, ENGINE_MAX_NUM_SEQS, enginePoolBlocks } from "./ppo_rollout.ts";
 export { type SftConfig, sftTrainerSchema } from "./sft_trainer.ts";
 export { type EvaluationConfig, evaluationSchema } from "./evaluation.ts";
+export { PRECISION_NAMES, type PrecisionName } from "./common.ts";

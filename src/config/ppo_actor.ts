@@ -6,7 +6,7 @@ import {
   POLICY_LOSSES,
   type PolicyLossKey,
 } from "../algos/mod.ts";
-import { checkpointSection, loraFields, optimSection } from "./common.ts";
+import { checkpointSection, fsdpConfigSection, loraFields, optimSection } from "./common.ts";
 import { ConfigError } from "./errors.ts";
 import {
   bool,
@@ -132,6 +132,7 @@ const actor = section("The PPO update of the policy.", {
   }),
   grad_clip: float(1.0, "Clip the global gradient norm to this value.", { min: 0 }),
   optim: optimSection(1e-6),
+  fsdp_config: fsdpConfigSection("actor"),
   checkpoint: checkpointSection(),
 });
 

@@ -1,6 +1,6 @@
 /** `critic.*`, `reward_model.*`, `custom_reward_function.*` and `algorithm.*`. */
 import { ADV_ESTIMATORS, KL_ESTIMATORS, LOSS_AGG_MODES } from "../algos/mod.ts";
-import { checkpointSection, loraFields, optimSection } from "./common.ts";
+import { checkpointSection, fsdpConfigSection, loraFields, optimSection } from "./common.ts";
 import { bool, float, int, map, oneOf, oneOfOrNull, ref, section, str } from "./schema.ts";
 
 export const ppoCritic = section("The value model (PPO with GAE).", {
@@ -23,6 +23,7 @@ export const ppoCritic = section("The value model (PPO with GAE).", {
         "f32 rounding, less work on ragged batches.",
     ),
     ...loraFields(", with the value head (score) trained in full as PEFT's modules_to_save"),
+    fsdp_config: fsdpConfigSection("critic"),
   }),
   ppo_mini_batch_size: int(
     ref("actor_rollout_ref.actor.ppo_mini_batch_size"),

@@ -57,7 +57,8 @@ export const ppoTrainerSection = section("Run control: length, logging, checkpoi
   max_nonfinite_steps: int(
     3,
     "Stop with an error after this many consecutive steps in which an optimizer update was " +
-      "skipped for a NaN/Inf gradient norm (a run whose weights or data went bad).",
+      "skipped for a NaN/Inf gradient norm (a run whose weights or data went bad). Under mixed " +
+      "precision's loss scaling, overflow skips count only once the loss scale is down to 1.",
     { min: 1 },
   ),
   seed: int(1, "Seed of model init, sampling and mini-batch shuffles."),

@@ -121,7 +121,8 @@ export class CausalLM extends DecoderTrunk {
 
   /** Logits [B, T, V] of a padded batch through autograd. */
   forward(inputIds: Tensor, options: ForwardOptions): Tensor {
-    return linear(this.hidden(inputIds, options), this.#head);
+    const half = this.mixedPrecision?.get(this.#head) ?? null;
+    return linear(this.hidden(inputIds, options), this.#head, null, { half });
   }
 
   /**
@@ -130,7 +131,9 @@ export class CausalLM extends DecoderTrunk {
    */
   tokenLogProbs(inputIds: Tensor, options: TokenLogProbOptions): LmHeadLogprobResult {
     const { targets, temperature, withEntropy, withSumPiSquared, chunkBytes, ...forward } = options;
-    const head = { temperature, withEntropy, withSumPiSquared, chunkBytes };
+    // mixed precision: the head multiplies its f16 copy (a tied table's own; the gather stays f32)
+    const half = this.mixedPrecision?.get(this.#head) ?? null;
+    const head = { temperature, withEntropy, withSumPiSquared, chunkBytes, half };
     const p = forward.packing;
     const h = this.hiddenRows(inputIds, forward); // [N, C] packed, else [B, T, C]
     if (!p) return lmHeadLogprob(h, this.#head, targets, head);

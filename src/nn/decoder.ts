@@ -27,6 +27,7 @@ import {
 } from "./layers.ts";
 import { ropeFrequencies } from "./rope_scaling.ts";
 import { LoraAdapters } from "./lora.ts";
+import type { HalfWeights } from "./half_weights.ts";
 import { checkWeights, tensorsIn } from "./weights.ts";
 import { checkPacking, pack, packedAttend, type Packing, unpack } from "./packing.ts";
 
@@ -114,6 +115,13 @@ export class DecoderTrunk {
   protected ownedWeights: Tensor[] | null = null;
   /** enable_gradient_checkpointing: each layer keeps its input; the backward reruns the layer. */
   gradientCheckpointing = false;
+  /**
+   * Mixed precision of the training and log-prob passes (`hidden`, `tokenLogProbs`): the linear
+   * layers and the LM head multiply f16 copies (held here) with f32 accumulation; attention,
+   * norms, RoPE, the embedding and every weight stay f32. Null: f32. Decoding is not affected
+   * (the rollout's own `dtype` governs it).
+   */
+  mixedPrecision: HalfWeights | null = null;
 
   protected constructor(
     readonly config: ModelConfig,
@@ -197,13 +205,14 @@ export class DecoderTrunk {
     positions: Tensor,
     attention: (l: number) => LayerAttention,
     longest = ids.shape[1],
-    adapters = true,
+    pass: { adapters?: boolean; half?: HalfWeights | null } = {},
   ): Tensor {
+    const adapters = pass.adapters ?? true, half = pass.half ?? null;
     let h = embedding(ids, this.weights.get(EMBED)!);
     const inference = !isGradEnabled();
     const rope = this.#ropeCall(positions, longest);
     this.layers.forEach((w, l) => {
-      const ctx = { config: this.config, positions, ...attention(l), rope, adapters };
+      const ctx = { config: this.config, positions, ...attention(l), rope, adapters, half };
       if (!inference && this.gradientCheckpointing) {
         h = checkpoint(([x]) => decoderLayer(x, w, ctx), [h], { params: tensorsIn(w) });
       } else if (!inference) h = decoderLayer(h, w, ctx);
@@ -235,7 +244,8 @@ export class DecoderTrunk {
       ["positionIds", options.positionIds],
       ["attentionMask", options.attentionMask],
     ]);
-    const p = options.packing, keyMask = options.attentionMask, adapters = !options.disableAdapters;
+    const p = options.packing, keyMask = options.attentionMask;
+    const pass = { adapters: !options.disableAdapters, half: this.mixedPrecision };
     if (!p) {
       return this.trunk(
         inputIds,
@@ -244,14 +254,14 @@ export class DecoderTrunk {
           attend: (q, k, v) => attention(q, k, v, { keyMask, causal: true }),
         }),
         inputIds.shape[1],
-        adapters,
+        pass,
       );
     }
     checkPacking(p, inputIds);
     const ids = pack(inputIds, p).reshape([1, p.tokens]); // [1, N]
     const positions = pack(options.positionIds, p).reshape([1, p.tokens]); // [1, N]
     const attend = packedAttend(p, keyMask);
-    const h = this.trunk(ids, positions, () => ({ attend }), inputIds.shape[1], adapters);
+    const h = this.trunk(ids, positions, () => ({ attend }), inputIds.shape[1], pass);
     return h.reshape([p.tokens, this.config.hiddenSize]); // [N, C]
   }
 
@@ -259,5 +269,6 @@ export class DecoderTrunk {
     for (const t of this.ownedWeights ?? this.weights.values()) t.dispose();
     this.lora?.dispose();
     this.#ropeTable?.dispose();
+    this.mixedPrecision?.clear();
   }
 }

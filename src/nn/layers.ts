@@ -5,7 +5,7 @@
  * and cached decoding (append to the KV cache, attend over it) share everything else.
  */
 import { architecture, type ModelConfig } from "../io/mod.ts";
-import { record, registerOp } from "../tensor/mod.ts";
+import { cast, linear as linearOp, record, registerOp } from "../tensor/mod.ts";
 import { rmsNorm } from "../tensor/mod.ts";
 import { ropeQK } from "../tensor/mod.ts";
 import {
@@ -18,6 +18,7 @@ import {
 import type { Tensor } from "../tensor/mod.ts";
 import { hasOutputBias } from "./weights.ts";
 import { loraLinear, type LoraPair } from "./lora.ts";
+import type { HalfWeights } from "./half_weights.ts";
 
 registerOp("view", "view(x, shape): the same buffer under another shape; the gradient likewise");
 
@@ -130,24 +131,47 @@ export function decoderLayer(
     rope: RopeCall;
     /** false runs the base weights alone (the reference policy of a LoRA actor). */
     adapters: boolean;
+    /**
+     * Mixed precision: the linear layers multiply f16 copies of their inputs (cast once per
+     * input, shared by the projections that read it) and of their weights (these copies), with
+     * f32 accumulation and f32 outputs; LoRA-adapted modules stay f32. Null: f32 throughout.
+     */
+    half?: HalfWeights | null;
   },
 ): Tensor {
   const c = ctx.config;
+  const amp = ctx.half ?? null;
+  // The f16 copy of a linear input, made once for all the projections that read it.
+  const halves = new Map<Tensor, Tensor>();
+  const f16 = (x: Tensor) => {
+    if (!amp || x.dtype === "f16") return x;
+    let t = halves.get(x);
+    if (!t) halves.set(x, t = cast(x, "f16"));
+    return t;
+  };
   // residual: the block's input, added in the product's epilogue (o_proj, down_proj).
-  const linear = (x: Tensor, m: string, wt: Tensor, b: Tensor | null, residual?: Tensor) =>
-    loraLinear(x, wt, b, ctx.adapters ? w.lora.get(m) ?? null : null, { residual });
+  const linear = (x: Tensor, m: string, wt: Tensor, b: Tensor | null, residual?: Tensor) => {
+    const pair = ctx.adapters ? w.lora.get(m) ?? null : null;
+    if (!amp || pair) return loraLinear(x, wt, b, pair, { residual });
+    return linearOp(f16(x), wt, b, { residual, half: amp.get(wt) });
+  };
+  // The operands of a fused (inference-only) projection: f16 copies under mixed precision.
+  const fusedW = (t: Tensor) => amp ? amp.get(t) : t;
   const [B, T] = h.shape;
   const D = c.headDim, Hq = c.numAttentionHeads, Hkv = c.numKeyValueHeads;
   const eps = c.rmsNormEps;
   const x = rmsNorm(h, w.inputNorm, { eps });
   // Few rows, no gradient, no adapter on q/k/v (decoding): one dispatch instead of three.
   const qkvAdapted = ctx.adapters && ["q_proj", "k_proj", "v_proj"].some((m) => w.lora.has(m));
-  const qkvW = [w.q, w.k, w.v] as const, qkvB = [w.qBias, w.kBias, w.vBias] as const;
-  const [q0, k0, v0] = !qkvAdapted && qkvLinearApplies(x, qkvW, qkvB) ? qkvLinear(x, qkvW, qkvB) : [
-    linear(x, "q_proj", w.q, w.qBias),
-    linear(x, "k_proj", w.k, w.kBias),
-    linear(x, "v_proj", w.v, w.vBias),
-  ];
+  const qkvW = [fusedW(w.q), fusedW(w.k), fusedW(w.v)] as const;
+  const qkvB = [w.qBias, w.kBias, w.vBias] as const;
+  const [q0, k0, v0] = !qkvAdapted && qkvLinearApplies(x, qkvW, qkvB)
+    ? qkvLinear(f16(x), qkvW, qkvB)
+    : [
+      linear(x, "q_proj", w.q, w.qBias),
+      linear(x, "k_proj", w.k, w.kBias),
+      linear(x, "v_proj", w.v, w.vBias),
+    ];
   let q = view(q0, [B, T, Hq, D]);
   let k = view(k0, [B, T, Hkv, D]);
   const v = view(v0, [B, T, Hkv, D]);
@@ -164,8 +188,9 @@ export function decoderLayer(
   // Few rows, no gradient, no adapter on gate/up (decoding): one dispatch instead of three.
   const adapted = ctx.adapters && (w.lora.has("gate_proj") || w.lora.has("up_proj"));
   const biases = { biasGate: w.gateBias, biasUp: w.upBias };
-  const act = !adapted && swigluLinearApplies(x2, w.gate, w.up, biases)
-    ? swigluLinear(x2, w.gate, w.up, biases)
+  const [wg, wu] = [fusedW(w.gate), fusedW(w.up)];
+  const act = !adapted && swigluLinearApplies(x2, wg, wu, biases)
+    ? swigluLinear(f16(x2), wg, wu, biases)
     : swiglu(linear(x2, "gate_proj", w.gate, w.gateBias), linear(x2, "up_proj", w.up, w.upBias));
   return linear(act, "down_proj", w.down, w.downBias, h1);
 }

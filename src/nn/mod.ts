@@ -19,3 +19,4 @@ export {
 } from "./tiny_model.ts";
 // For tests only (the layer rule routes other folders' tests through this file).
 export { initWeights, VALUE_HEAD_WEIGHT, weightShapes } from "./weights.ts";
+export { HalfWeights } from "./half_weights.ts";

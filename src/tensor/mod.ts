@@ -5,6 +5,7 @@ export {
   f32ToF16Bits,
   fmtShape,
   type Node,
+  roundToF16,
   shapeSize,
   Tensor,
   type TypedArray,

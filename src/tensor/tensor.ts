@@ -234,6 +234,11 @@ export function f32ToF16Bits(v: number): number {
   return sign | e;
 }
 
+/** v rounded to the nearest f16 (ties to even; past the f16 range +-inf), as a number. */
+export function roundToF16(v: number): number {
+  return f16BitsToF32(f32ToF16Bits(v));
+}
+
 export function f16BitsToF32(h: number): number {
   const sign = h & 0x8000 ? -1 : 1;
   const exp = (h >>> 10) & 0x1f;

@@ -7,10 +7,10 @@
 import { gpuPolicyLoss } from "../algos/mod.ts";
 import { gpu } from "../gpu/mod.ts";
 import { type LoraAdapters, type Packing, packingOf } from "../nn/mod.ts";
-import { backward, type LmHeadLogprobResult, noGrad, scope, Tensor } from "../tensor/mod.ts";
+import { type LmHeadLogprobResult, noGrad, scope, Tensor } from "../tensor/mod.ts";
 import { type Batch, range, responseSlice, sequenceInputs } from "./batch.ts";
 import { microBatches, type MicroBatching } from "./dynamic_bsz.ts";
-import type { Optimizer } from "./optimizer_step.ts";
+import { type Optimizer, scaledBackward, scaleMetric } from "./optimizer_step.ts";
 import { updateLoop, type UpdateLoopOptions } from "./minibatch.ts";
 import {
   type ActorLossConfig,
@@ -172,12 +172,17 @@ export async function updateActor(
         temperature: o.temperature,
       });
       const res = actorMicroLoss(out, batch, mb, o.loss, microBatchSeed(o.seed, o.step, micro++));
-      backward(res.loss);
+      scaledBackward(res.loss, optimizer);
       // an audit (bypass mode's worker check) reads the current log-probs, [n, T]
       return { stats: res.stats, probe: o.audit ? out.logProbs : null };
     },
   );
   // The CPU reference reports the (constant) KL coefficient per micro-batch; its mean is itself.
   if (o.loss.useKlLoss) metrics["actor/kl_coef"] = o.loss.klLossCoef;
-  return { ...metrics, "actor/lr": o.lr, "actor/skipped_steps": skipped };
+  return {
+    ...metrics,
+    "actor/lr": o.lr,
+    "actor/skipped_steps": skipped,
+    ...scaleMetric("actor", optimizer),
+  };
 }

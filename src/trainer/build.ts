@@ -13,6 +13,7 @@ import { RewardManager, rewardManagerOptions } from "../reward/mod.ts";
 import type { Tensor } from "../tensor/mod.ts";
 import { criticEnabled, enginePoolBlocks, type PpoConfig } from "../config/mod.ts";
 import type { Optimizer } from "./optimizer_step.ts";
+import { applyPrecision, trainPrecision } from "./precision.ts";
 import { DataLoader, type PromptItem } from "../data/mod.ts";
 import type { CheckpointStore, TrainerParts } from "./parts.ts";
 import { rolloutFor, rolloutPrecision, turnRolloutFor } from "./rollout_fn.ts";
@@ -119,7 +120,12 @@ function buildCritic(o: BuildOptions): NonNullable<TrainerParts["critic"]> {
     toArrays: () => net.toArrays(),
     lora: net.lora,
   };
-  return { model, optimizer: makeOptimizer(net.trainable(), cfg.critic.optim) };
+  const precision = trainPrecision(cfg.critic.model.fsdp_config.mixed_precision.param_dtype, {
+    key: "critic.model.fsdp_config.mixed_precision.param_dtype",
+    notice: o.print ?? console.warn,
+  });
+  const optimizer = makeOptimizer(net.trainable(), cfg.critic.optim);
+  return { model, optimizer: applyPrecision(precision, net, optimizer) };
 }
 
 export function buildTrainerParts(o: BuildOptions): TrainerParts {
@@ -136,6 +142,15 @@ export function buildTrainerParts(o: BuildOptions): TrainerParts {
     dtype: loraBaseDtype(lora),
   });
   actorModel.gradientCheckpointing = a.model.enable_gradient_checkpointing;
+  const precision = trainPrecision(a.actor.fsdp_config.mixed_precision.param_dtype, {
+    key: "actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype",
+    notice: o.print ?? console.warn,
+  });
+  const actorOptimizer = applyPrecision(
+    precision,
+    actorModel,
+    makeOptimizer(actorModel.trainable(), a.actor.optim),
+  );
   const useRef = a.actor.use_kl_loss || cfg.algorithm.use_kl_in_reward;
   const refW = o.reference ?? o.actor;
   const refModel = !useRef
@@ -168,7 +183,7 @@ export function buildTrainerParts(o: BuildOptions): TrainerParts {
   return {
     config: cfg,
     tokenizer: o.tokenizer,
-    actor: { model: actorModel, optimizer: makeOptimizer(actorModel.trainable(), a.actor.optim) },
+    actor: { model: actorModel, optimizer: actorOptimizer },
     ref: refModel,
     critic,
     rollout: rolloutFor(actorModel, o.tokenizer, o.eosTokenIds, rolloutOptions),

@@ -7,11 +7,11 @@
 import type { LossAggMode } from "../algos/mod.ts";
 import { gpu } from "../gpu/mod.ts";
 import type { Packing } from "../nn/mod.ts";
-import { backward, noGrad, scope, type Tensor } from "../tensor/mod.ts";
+import { noGrad, scope, type Tensor } from "../tensor/mod.ts";
 import { type TrainableModel, uploadSequences } from "./actor.ts";
 import { type Batch, range, responseSlice } from "./batch.ts";
 import { microBatches, type MicroBatching } from "./dynamic_bsz.ts";
-import type { Optimizer } from "./optimizer_step.ts";
+import { type Optimizer, scaledBackward, scaleMetric } from "./optimizer_step.ts";
 import { updateLoop, type UpdateLoopOptions } from "./minibatch.ts";
 import { CRITIC_STAT_NAMES, criticMicroLoss } from "./ppo_micro_loss.ts";
 
@@ -79,9 +79,14 @@ export async function updateCritic(
       const f = { positionIds: t.pos, attentionMask: t.mask, packing: t.packing };
       const vpreds = critic.forward(t.ids, f); // [n, T]
       const res = criticMicroLoss(vpreds, batch, mb, o);
-      backward(res.loss);
+      scaledBackward(res.loss, optimizer);
       return res.stats;
     },
   );
-  return { ...metrics, "critic/lr": o.lr, "critic/skipped_steps": skipped };
+  return {
+    ...metrics,
+    "critic/lr": o.lr,
+    "critic/skipped_steps": skipped,
+    ...scaleMetric("critic", optimizer),
+  };
 }

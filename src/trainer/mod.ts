@@ -30,6 +30,7 @@ export {
   type RolloutPrecision,
   rolloutPrecision,
 } from "./build.ts";
+export { applyPrecision, type TrainPrecision } from "./precision.ts";
 export {
   type EnginePool,
   rolloutFor,

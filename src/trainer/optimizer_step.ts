@@ -3,17 +3,48 @@
  * one small readback of the norm (for `grad_norm` and the non-finite check), then AdamW — or no
  * update at all when the norm is not finite (the step is skipped and counted, as verl does).
  * Other small tensors the caller needs on the CPU (the update's summed loss statistics) ride along
- * in the same round trip, so a mini-batch costs one readback.
+ * in the same round trip, so a mini-batch costs one readback. Under mixed precision the gradients
+ * hold loss-scaled values: the norm pass unscales them (norm and clip see the true gradients) and
+ * the same non-finite check drives the loss scaler (loss_scaler.ts): this is the one place a
+ * non-finite step is detected, skipped and counted.
  */
 import type { Tensor } from "../tensor/mod.ts";
-import { zeroGrad } from "../tensor/mod.ts";
+import { backward, fill, zeroGrad } from "../tensor/mod.ts";
 import { clipGradNorm } from "../tensor/mod.ts";
 import { gpu } from "../gpu/mod.ts";
 import type { AdamW } from "../nn/mod.ts";
+import type { LossScaler } from "./loss_scaler.ts";
 
 export interface Optimizer {
   readonly adamw: AdamW;
   readonly params: Tensor[];
+  /** Mixed precision's dynamic loss scale; absent or null: no loss scaling (f32). */
+  readonly scaler?: LossScaler | null;
+}
+
+/** What a backward multiplies the loss by under `opt` (its loss scale, else 1). */
+export function lossScaleOf(opt: Optimizer): number {
+  return opt.scaler?.scale ?? 1;
+}
+
+/**
+ * `{role}/loss_scale`: the loss scale after an update's last optimizer step (the one the next
+ * backward uses), as GradScaler.get_scale() reads; nothing without loss scaling.
+ */
+export function scaleMetric(role: string, opt: Optimizer): Record<string, number> {
+  return opt.scaler ? { [`${role}/loss_scale`]: opt.scaler.scale } : {};
+}
+
+/**
+ * backward(loss) with the loss multiplied by `opt`'s loss scale (the seed gradient is the scale,
+ * so the loss value itself and the statistics computed from it are untouched).
+ */
+export function scaledBackward(loss: Tensor, opt: Optimizer): void {
+  const s = lossScaleOf(opt);
+  if (s === 1) return backward(loss);
+  const seed = fill(loss.shape, s, "loss_scale");
+  backward(loss, seed);
+  seed.dispose();
 }
 
 export interface OptimizerStepOptions {
@@ -41,7 +72,8 @@ export async function optimizerStep(
     const bytes = extra.length ? await gpu().read(extra) : [];
     return { gradNorm: 0, skipped: true, read: new Float32Array(bytes[0] ?? new ArrayBuffer(0)) };
   }
-  const clip = clipGradNorm(opt.params, options.gradClip > 0 ? options.gradClip : Infinity);
+  const maxNorm = options.gradClip > 0 ? options.gradClip : Infinity;
+  const clip = clipGradNorm(opt.params, maxNorm, { inverseScale: opt.scaler?.inverse ?? 1 });
   // The norm is read before AdamW is recorded, as before: the kernel skips a non-finite norm by
   // itself (scale 0); the value is for logging and the skipped count.
   const [normBytes, extraBytes] = await gpu().read([
@@ -51,6 +83,7 @@ export async function optimizerStep(
   const norm = new Float32Array(normBytes)[0];
   const skipped = !Number.isFinite(norm);
   if (!skipped) opt.adamw.step({ lr: options.lr, clip });
+  opt.scaler?.update(!skipped);
   clip.dispose();
   zeroGrad(opt.params);
   return {

@@ -154,8 +154,16 @@ export async function trainStep(
   };
 }
 
+/**
+ * Updates skipped for a non-finite grad norm that count towards max_nonfinite_steps. Under loss
+ * scaling an overflow is the scaler's to handle (it halves the scale) while the scale stays above
+ * 1; gradients that are not finite even at scale 1 count as in f32.
+ */
 function skippedUpdates(m: Record<string, number>): number {
-  return (m["actor/skipped_steps"] ?? 0) + (m["critic/skipped_steps"] ?? 0);
+  return ["actor", "critic"].reduce(
+    (n, w) => n + ((m[`${w}/loss_scale`] ?? 0) > 1 ? 0 : m[`${w}/skipped_steps`] ?? 0),
+    0,
+  );
 }
 
 /** Nothing is saved for the failing steps: the latest checkpoint is the last good state. */

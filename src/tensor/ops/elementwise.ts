@@ -89,7 +89,9 @@ export function cast(x: Tensor, dtype: DType): Tensor {
   if (x.dtype === dtype) return record("cast", [x], clone(x, "cast"), (g) => [g]);
   const out = castKernel(x, dtype, { from, to });
   const differentiable = x.dtype !== "i32" && dtype !== "i32";
-  return differentiable ? record("cast", [x], out, (g) => [cast(g, x.dtype)]) : out;
+  // A gradient already in x's dtype (an f16 operand's f32 gradient from `linear`) passes through.
+  const back = (g: Tensor) => [g.dtype === x.dtype ? g : cast(g, x.dtype)];
+  return differentiable ? record("cast", [x], out, back) : out;
 }
 
 for (const name of Object.keys(BINARY)) {

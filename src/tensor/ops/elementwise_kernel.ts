@@ -184,10 +184,10 @@ export function castKernel(x: Tensor, dtype: DType, types: { from: string; to: s
       shader: "elementwise",
       entry: "cast_main",
       f16,
-      defines: { WG, TI: types.from, TO: types.to },
+      defines: { WG, TI: types.from, TO: types.to, HALF_OUT: x.dtype === "f32" && dtype === "f16" },
     },
     {
-      params: packParams([x.size, { f32: 0 }]),
+      params: packParams([x.size, { f32: Infinity }]),
       buffers: [x.buffer, out.buffer],
       workgroups: grid1d(x.size, WG),
     },

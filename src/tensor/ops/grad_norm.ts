@@ -13,11 +13,28 @@ const PER_GROUP = WG * PER_THREAD;
 
 registerOp("clip_grad_norm", "global L2 norm of gradients and clip scale (no autograd)");
 
+/** Options of the grad norm. */
+export interface GradNormOptions {
+  /**
+   * 1 / loss scale: the gradients hold loss-scaled values; the norm is theirs times this, and the
+   * clip scale includes it, so AdamW steps with the unscaled gradients. [1]
+   */
+  inverseScale?: number;
+}
+
 /**
- * `[norm, scale]` of the given gradients: scale = min(1, maxNorm / (norm + 1e-6)), and 0 when the
- * norm is not finite (the AdamW kernel then skips the update).
+ * `[norm, scale]` of the given gradients: scale = min(1, maxNorm / (norm + 1e-6)) (times
+ * `inverseScale`), and 0 when the norm is not finite (the AdamW kernel then skips the update).
  */
-export function gradNormAndScale(grads: Tensor[], maxNorm = Infinity): Tensor {
+export function gradNormAndScale(
+  grads: Tensor[],
+  maxNorm = Infinity,
+  options: GradNormOptions = {},
+): Tensor {
+  const inv = options.inverseScale ?? 1;
+  if (!(inv > 0) || !Number.isFinite(inv)) {
+    throw new Error(`clipGradNorm: inverseScale must be finite and > 0, got ${inv}`);
+  }
   for (const g of grads) {
     if (g.dtype !== "f32") throw new Error(`clipGradNorm: gradient ${g} must be f32`);
   }
@@ -29,7 +46,7 @@ export function gradNormAndScale(grads: Tensor[], maxNorm = Infinity): Tensor {
   grads.forEach((g, i) => {
     if (g.size === 0) return;
     gpu().dispatch({ shader: "grad_norm", entry: "sumsq", defines: { WG, PER_THREAD } }, {
-      params: packParams([g.size, offset, { f32: 0 }]),
+      params: packParams([g.size, offset, { f32: 0 }, { f32: 1 }]),
       buffers: [g.buffer, partials.buffer],
       workgroups: grid1d(g.size, PER_GROUP),
     });
@@ -37,7 +54,7 @@ export function gradNormAndScale(grads: Tensor[], maxNorm = Infinity): Tensor {
   });
   const limit = Number.isFinite(maxNorm) ? maxNorm : 0;
   gpu().dispatch({ shader: "grad_norm_finish", defines: { WG } }, {
-    params: packParams([offset, 0, { f32: limit }]),
+    params: packParams([offset, 0, { f32: limit }, { f32: inv }]),
     buffers: [partials.buffer, out.buffer],
     workgroups: [1],
   });
@@ -46,6 +63,10 @@ export function gradNormAndScale(grads: Tensor[], maxNorm = Infinity): Tensor {
 }
 
 /** The gradients of `params` (those that have one), clipped at `maxNorm` by the AdamW step. */
-export function clipGradNorm(params: Tensor[], maxNorm: number): Tensor {
-  return gradNormAndScale(params.filter((p) => p.grad).map((p) => p.grad!), maxNorm);
+export function clipGradNorm(
+  params: Tensor[],
+  maxNorm: number,
+  options: GradNormOptions = {},
+): Tensor {
+  return gradNormAndScale(params.filter((p) => p.grad).map((p) => p.grad!), maxNorm, options);
 }

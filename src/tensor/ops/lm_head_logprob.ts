@@ -8,6 +8,7 @@ import { gpu, packParams } from "../../gpu/mod.ts";
 import { isGradEnabled, record, registerOp } from "../autograd.ts";
 import { DTYPE_BYTES, fmtShape, Tensor } from "../tensor.ts";
 import { accumulate } from "./basic.ts";
+import { castKernel } from "./elementwise_kernel.ts";
 import { grid1d, rowDefines } from "./grid.ts";
 import { type Gemm, gemm } from "./matmul_kernel.ts";
 import { stackedRow } from "./logprob.ts";
@@ -33,6 +34,12 @@ export interface LmHeadLogprobOptions {
   withSumPiSquared?: boolean;
   /** Bytes of one chunk's logits; capped by maxStorageBufferBindingSize. [LM_HEAD_CHUNK_BYTES] */
   chunkBytes?: number;
+  /**
+   * Mixed precision: an f16 copy of `weight` to multiply with, as `linear`'s `half`: the logits
+   * come from f16 hidden and weight with f32 accumulation, the backward casts each chunk's logit
+   * gradient to f16, and d weight (f32) goes to `weight`.
+   */
+  half?: Tensor | null;
 }
 
 /** Each output takes the shape of `targets`. */
@@ -116,6 +123,16 @@ export function lmHeadLogprob(
   const withEntropy = options.withEntropy ?? false;
   const withSpp = options.withSumPiSquared ?? false;
   check(hidden, weight, targets, temperature);
+  const half = options.half ?? null;
+  if (half && (half.dtype !== "f16" || fmtShape(half.shape) !== fmtShape(weight.shape))) {
+    throw new Error(
+      `lmHeadLogprob: half must be the f16 copy of weight ${fmtShape(weight.shape)}, got ` +
+        `${fmtShape(half.shape)} ${half.dtype}`,
+    );
+  }
+  // Under mixed precision the products read the f16 copies; the tape still holds the masters.
+  const h = half ? castKernel(hidden, "f16", { from: "f32", to: "f16" }) : hidden;
+  const wt = half ?? weight;
   const [V, C] = weight.shape, N = targets.size;
   const cols = lmHeadChunkColumns({ rows: N, hidden: C, vocab: V, chunkBytes: options.chunkBytes });
   const K = 1 + (withEntropy ? 1 : 0) + (withSpp ? 1 : 0);
@@ -134,10 +151,10 @@ export function lmHeadLogprob(
   if (N > 0) {
     const state = Tensor.empty([5, N], "f32", "lm_head_logprob.state");
     const z = Tensor.empty([N, cols], "f32", "lm_head_logprob.logits");
-    const slice = single ? weight : Tensor.empty([cols, C], weight.dtype, "lm_head_logprob.weight");
+    const slice = single ? wt : Tensor.empty([cols, C], wt.dtype, "lm_head_logprob.weight");
     for (const [v0, w] of chunks) {
-      if (!single) sliceRows(weight, slice, v0, w);
-      gemm(hidden, slice, z, flat(N, w, C, false, true)); // [N, w] = h @ W[v0:v0+w]^T
+      if (!single) sliceRows(wt, slice, v0, w);
+      gemm(h, slice, z, flat(N, w, C, false, true)); // [N, w] = h @ W[v0:v0+w]^T
       gpu().dispatch(
         {
           shader: "lm_head_logprob",
@@ -167,8 +184,8 @@ export function lmHeadLogprob(
     const dw = weight.requiresGrad ? Tensor.empty(weight.shape, "f32", "lm_head.dweight") : null;
     if (N > 0) {
       chunkedBackward({
-        hidden,
-        weight,
+        hidden: h,
+        weight: wt,
         targets,
         g,
         saved,
@@ -183,11 +200,13 @@ export function lmHeadLogprob(
     }
     kept = null;
     saved.dispose();
+    if (h !== hidden) h.dispose();
     return [dh, dw];
   });
   if (!out.node) {
     saved.dispose();
     kept?.dispose();
+    if (h !== hidden) h.dispose();
   }
   if (K === 1) return { logProbs: out, entropy: null, sumPiSquared: null };
   const spp = withSpp ? plainRow(out, K - 1, targets.shape) : null;
@@ -207,8 +226,8 @@ function plainRow(stacked: Tensor, r: number, shape: readonly number[]): Tensor 
 }
 
 interface BackwardParts {
-  hidden: Tensor; // [N, C]
-  weight: Tensor; // [V, C]
+  hidden: Tensor; // [N, C] (f16 under mixed precision)
+  weight: Tensor; // [V, C] (the f16 copy under mixed precision)
   targets: Tensor; // [N]
   g: Tensor; // [K, N] (or [N] for K = 1)
   saved: Tensor; // [2, N]
@@ -240,16 +259,19 @@ function chunkedBackward(b: BackwardParts): void {
       buffers: [z.buffer, b.targets.buffer, b.saved.buffer, b.g.buffer],
       workgroups: grid1d(N * w, WG),
     });
+    // mixed precision (f16 operands): the logit gradient in f16, as autocast's matmul sees it
+    const dz = hidden.dtype === "f16" ? castKernel(z, "f16", { from: "f32", to: "f16" }) : z;
     if (dh) {
       // [N, C] = dz [N, w] @ W_c [w, C]
-      gemm(z, slice, i === 0 ? dh : part!, flat(N, C, w, false, false));
+      gemm(dz, slice, i === 0 ? dh : part!, flat(N, C, w, false, false));
       if (i > 0) accumulate(dh, part!);
     }
     if (dw && dwc) {
       // [w, C] = dz^T [w, N] @ h [N, C], then into rows [v0, v0 + w) of dW
-      gemm(z, hidden, dwc, flat(w, C, N, true, false));
+      gemm(dz, hidden, dwc, flat(w, C, N, true, false));
       if (!single) gpu().copy(dwc.buffer, 0, dw.buffer, v0 * C * 4, w * C * 4);
     }
+    if (dz !== z) dz.dispose();
   });
   for (const t of single ? [z] : [z, slice, part, dwc]) t?.dispose();
 }

@@ -6,6 +6,7 @@
 import { gpu } from "../../gpu/mod.ts";
 import { record, registerOp } from "../autograd.ts";
 import { fmtShape, shapeSize, type Tensor } from "../tensor.ts";
+import { castKernel } from "./elementwise_kernel.ts";
 import { colsum, type Gemm, gemmNew, type TileConfig, type TileName } from "./matmul_kernel.ts";
 
 registerOp(
@@ -186,6 +187,14 @@ export interface LinearOptions {
    * (no separate add, no temporary); its gradient is the output's, passed through.
    */
   residual?: Tensor | null;
+  /**
+   * Mixed precision (torch autocast's f16 linear): an f16 copy of `weight` to multiply with. The
+   * forward runs x16 @ half^T (x cast to f16 unless it is f16) with f32 accumulation and an f32
+   * output; the backward casts the output gradient to f16 and runs dx = g16 @ half and
+   * dW = g16^T @ x16, both accumulated and returned in f32, dW to `weight` (the f32 master: the
+   * cast's backward). Only x16 is kept for the backward.
+   */
+  half?: Tensor | null;
 }
 
 /** y [..., out] = x [..., in] @ weight^T + bias (+ residual), weight [out, in], bias [out]. */
@@ -195,20 +204,24 @@ export function linear(
   bias: Tensor | null = null,
   options: LinearOptions = {},
 ): Tensor {
-  const residual = options.residual ?? null;
-  for (const [name, t] of [["x", x], ["weight", weight], ["bias", bias]] as const) {
+  const residual = options.residual ?? null, half = options.half ?? null;
+  for (const [name, t] of [["x", x], ["weight", weight], ["bias", bias], ["half", half]] as const) {
     if (t) checkFloat("linear", name, t);
   }
   const bad = (why: string) =>
     new Error(
       `linear: ${why}: ${describe("x", x)}, ${describe("weight", weight)}` +
         (bias ? `, ${describe("bias", bias)}` : "") +
-        (residual ? `, ${describe("residual", residual)}` : ""),
+        (residual ? `, ${describe("residual", residual)}` : "") +
+        (half ? `, ${describe("half", half)}` : ""),
     );
   if (weight.rank !== 2) throw bad("weight must be 2-D [out, in]");
   const [outF, inF] = weight.shape;
   if (x.rank < 1 || x.shape[x.rank - 1] !== inF) throw bad(`x must end in in=${inF}`);
   if (bias && (bias.rank !== 1 || bias.shape[0] !== outF)) throw bad(`bias must be [${outF}]`);
+  if (half && (half.dtype !== "f16" || fmtShape(half.shape) !== fmtShape(weight.shape))) {
+    throw bad(`half must be the f16 copy of weight, ${fmtShape(weight.shape)}`);
+  }
   const outShape = [...x.shape.slice(0, -1), outF];
   if (residual && (residual.dtype !== "f32" || fmtShape(residual.shape) !== fmtShape(outShape))) {
     throw bad(`residual must be f32 ${fmtShape(outShape)}`);
@@ -224,20 +237,32 @@ export function linear(
     strideA: 0,
     strideB: 0,
   });
-  const out = gemmNew(x, weight, outShape, flat(rows, outF, inF, false, true), { bias, residual });
+  // Under mixed precision both operands are f16; x16 is what the backward keeps.
+  const xs = half && x.dtype !== "f16" ? toF16(x) : x, ws = half ?? weight;
+  const out = gemmNew(xs, ws, outShape, flat(rows, outF, inF, false, true), { bias, residual });
   const inputs = bias ? [x, weight, bias] : [x, weight];
   if (residual) inputs.push(residual);
-  return record("linear", inputs, out, (g) => {
+  const node = record("linear", inputs, out, (g) => {
+    const gs = half ? toF16(g) : g; // autocast: the incoming gradient in f16
     const gx = x.requiresGrad
-      ? gemmNew(g, weight, x.shape, flat(rows, inF, outF, false, false))
+      ? gemmNew(gs, ws, x.shape, flat(rows, inF, outF, false, false))
       : null;
     const gw = weight.requiresGrad
-      ? gemmNew(g, x, weight.shape, flat(outF, inF, rows, true, false))
+      ? gemmNew(gs, xs, weight.shape, flat(outF, inF, rows, true, false))
       : null;
+    if (gs !== g) gs.dispose();
+    if (xs !== x) xs.dispose();
     const gb = bias?.requiresGrad ? colsum(g, rows, outF, bias.shape) : null;
     const grads = bias ? [gx, gw, gb] : [gx, gw];
     // The residual's gradient is g itself: the tape stores it once and clones on reuse.
     if (residual) grads.push(residual.requiresGrad ? g : null);
     return grads;
   });
+  if (!node.node && xs !== x) xs.dispose(); // the queue runs the product before any reuse
+  return node;
+}
+
+/** An f16 copy of an f32 tensor, off the tape (NaN and out-of-range values become NaN / inf). */
+function toF16(t: Tensor): Tensor {
+  return castKernel(t, "f16", { from: "f32", to: "f16" });
 }

@@ -6,6 +6,7 @@
  */
 import { gpu, packParams } from "../../gpu/mod.ts";
 import { shapeSize, Tensor } from "../tensor.ts";
+import { grid1d } from "./grid.ts";
 import {
   checkFusedConfig,
   checkFusedOperands,
@@ -13,13 +14,17 @@ import {
   type FusedSkinnyConfig,
   fusedSkinnyConfig,
   fusedSkinnySpec,
+  fusedSplitK,
 } from "./skinny_fused.ts";
 
 /** Threads along N (wgX, 4 weight rows each) and M (wgY, tm rows of x each), K per stage. */
 export type QkvLinearConfig = FusedSkinnyConfig;
 
-/** Whether `decoderLayer` fuses the q, k and v projections. Mutable for benchmarks (before/after). */
-export const qkvLinearPolicy = { enabled: true };
+/**
+ * Whether `decoderLayer` fuses the q, k and v projections, and whether a fused product of few
+ * blocks splits K. Mutable for benchmarks (before/after).
+ */
+export const qkvLinearPolicy = { enabled: true, splitK: true };
 
 /** The three weights [N*, K] (f32 or f16, one dtype), in the order q, k, v. */
 export type QkvWeights = readonly [Tensor, Tensor, Tensor];
@@ -28,6 +33,8 @@ export type QkvBiases = readonly [Tensor | null, Tensor | null, Tensor | null];
 
 export interface QkvLinearOptions {
   config?: QkvLinearConfig;
+  /** K splits (tests force them); default: enough blocks to fill the GPU (`fusedSplitK`). */
+  splits?: number;
 }
 
 /** Storage buffers the biased entry binds: x, three weights, three outputs, three biases. */
@@ -108,12 +115,41 @@ export function qkvLinear(
     w: w[0],
     bias: b[0],
   });
-  const buffers = [x.buffer, ...w.map((t) => t.buffer), ...outs.map((t) => t.buffer)];
-  for (const t of b) if (t) buffers.push(t.buffer);
-  gpu().dispatch(spec, {
-    params: packParams([m, k / 4, nq, nk, nv, gq, gk, 0]),
-    buffers,
-    workgroups: [gq + gk + gv, Math.ceil(m / (c.wgY * c.tm)), 1],
+  const k4 = k / 4, rowBlocks = Math.ceil(m / (c.wgY * c.tm));
+  const { splits, split4 } = fusedSplitK(k, c, {
+    blocks: (gq + gk + gv) * rowBlocks,
+    auto: qkvLinearPolicy.splitK,
+    forced: options.splits,
   });
+  const grid: [number, number, number] = [gq + gk + gv, rowBlocks, splits];
+  const params = packParams([m, k4, nq, nk, nv, gq, gk, splits > 1 ? split4 : k4]);
+  const weights = w.map((t) => t.buffer);
+  if (splits === 1) {
+    const buffers = [x.buffer, ...weights, ...outs.map((t) => t.buffer)];
+    for (const t of b) if (t) buffers.push(t.buffer);
+    gpu().dispatch(spec, { params, buffers, workgroups: grid });
+    return [q, kk, v];
+  }
+  const part = Tensor.empty([splits, m, nq + nk + nv], "f32", "qkv_linear.partial");
+  gpu().dispatch({ ...spec, entry: "main_split" }, {
+    params,
+    buffers: [x.buffer, ...weights, part.buffer],
+    workgroups: grid,
+  });
+  const buffers = [part.buffer, ...outs.map((t) => t.buffer)];
+  for (const t of b) if (t) buffers.push(t.buffer);
+  gpu().dispatch({
+    shader: "qkv_split_sum",
+    entry: nb ? "main_bias" : "main",
+    f16: b[0]?.dtype === "f16",
+    defines: { WG: SUM_WG, BIAS_T: b[0]?.dtype ?? "f32" },
+  }, {
+    params: packParams([m, nq, nk, nv, splits, 0, 0, 0]),
+    buffers,
+    workgroups: grid1d(m * (nq + nk + nv), SUM_WG),
+  });
+  part.dispose();
   return [q, kk, v];
 }
+
+const SUM_WG = 256;

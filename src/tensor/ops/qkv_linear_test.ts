@@ -13,7 +13,7 @@ async function check(
   m: number,
   ns: [number, number, number],
   k: number,
-  options: { bias?: boolean; f16?: boolean } = {},
+  options: { bias?: boolean; f16?: boolean; splits?: number } = {},
 ): Promise<void> {
   const seed = m * 131 + ns[0] * 7 + k;
   const x = randomArray(m * k, seed);
@@ -27,7 +27,10 @@ async function check(
   const W = ns.map((n, i) => Tensor.from(ws[i], [n, k], dt));
   const Bs = ns.map((n, i) => bs[i] ? Tensor.from(bs[i], [n]) : null);
   for (const config of TILES) {
-    const outs = qkvLinear(X, [W[0], W[1], W[2]], [Bs[0], Bs[1], Bs[2]], { config });
+    const outs = qkvLinear(X, [W[0], W[1], W[2]], [Bs[0], Bs[1], Bs[2]], {
+      config,
+      splits: options.splits,
+    });
     for (let i = 0; i < 3; i++) {
       assert.deepEqual(outs[i].shape, [m, ns[i]]);
       const want = linear(x, ws[i], bs[i], m, k, ns[i]);
@@ -53,9 +56,19 @@ gpuTest("qkvLinear adds the three biases", async () => {
   await check(1, [16, 8, 8], 8, { bias: true });
 });
 
+gpuTest("qkvLinear split over K sums its partials in the finishing pass, biases once", async () => {
+  // K = 52 is 13 vec4s: 2, 3 and 7 splits leave a short last slice (whole stages per split).
+  for (const splits of [2, 3, 7]) {
+    await check(1, [12, 4, 4], 52, { splits });
+    await check(3, [37, 9, 9], 52, { splits, bias: true });
+  }
+  await check(5, [8, 21, 21], 36, { splits: 100, bias: true }); // more splits than K slices
+});
+
 gpuTest("qkvLinear with f16 weights (skipped without shader-f16)", async () => {
   await check(2, [37, 9, 9], 36, { f16: true });
   await check(3, [9, 5, 5], 20, { f16: true, bias: true });
+  await check(1, [37, 9, 9], 36, { f16: true, bias: true, splits: 3 });
 }, { f16: true });
 
 gpuTest("qkvLinear refuses a recorded gradient and bad operands; applies only without one", () => {

@@ -6,6 +6,7 @@
  */
 import { gpu, packParams } from "../../gpu/mod.ts";
 import { fmtShape, shapeSize, Tensor } from "../tensor.ts";
+import { grid1d } from "./grid.ts";
 import {
   checkFusedConfig,
   checkFusedOperands,
@@ -13,18 +14,24 @@ import {
   type FusedSkinnyConfig,
   fusedSkinnyConfig,
   fusedSkinnySpec,
+  fusedSplitK,
 } from "./skinny_fused.ts";
 
 /** Threads along N (wgX, 4 rows of each weight each) and M (wgY, tm rows of x each), K per stage. */
 export type SwigluLinearConfig = FusedSkinnyConfig;
 
-/** Whether `decoderLayer` fuses gate, up and SwiGLU. Mutable for benchmarks (before/after). */
-export const swigluLinearPolicy = { enabled: true };
+/**
+ * Whether `decoderLayer` fuses gate, up and SwiGLU, and whether a fused product of few blocks
+ * splits K. Mutable for benchmarks (before/after).
+ */
+export const swigluLinearPolicy = { enabled: true, splitK: true };
 
 export interface SwigluLinearOptions {
   biasGate?: Tensor | null;
   biasUp?: Tensor | null;
   config?: SwigluLinearConfig;
+  /** K splits (tests force them); default: enough blocks to fill the GPU (`fusedSplitK`). */
+  splits?: number;
 }
 
 /** The tile for M rows (skinny_fused.ts): 4 rows of each weight per thread. */
@@ -93,13 +100,41 @@ export function swigluLinear(
     w: wGate,
     bias: biasG,
   });
-  const buffers = [x.buffer, wGate.buffer, wUp.buffer, out.buffer];
-  if (biasG && biasU) buffers.push(biasG.buffer, biasU.buffer);
-  gpu().dispatch(spec, {
-    params: packParams([m, n, k / 4]),
-    buffers,
-    workgroups: [Math.ceil(n / (c.wgX * 4)), Math.ceil(m / (c.wgY * c.tm)), 1],
+  const cols = Math.ceil(n / (c.wgX * 4)), rows = Math.ceil(m / (c.wgY * c.tm));
+  const { splits, split4 } = fusedSplitK(k, c, {
+    blocks: cols * rows,
+    auto: swigluLinearPolicy.splitK,
+    forced: options.splits,
   });
+  const params = packParams([m, n, k / 4, splits > 1 ? split4 : k / 4]);
+  const biases = biasG && biasU ? [biasG.buffer, biasU.buffer] : [];
+  if (splits === 1) {
+    gpu().dispatch(spec, {
+      params,
+      buffers: [x.buffer, wGate.buffer, wUp.buffer, out.buffer, ...biases],
+      workgroups: [cols, rows, 1],
+    });
+  } else {
+    const part = Tensor.empty([splits, 2, m, n], "f32", "swiglu_linear.partial");
+    gpu().dispatch({ ...spec, entry: "main_split" }, {
+      params,
+      buffers: [x.buffer, wGate.buffer, wUp.buffer, part.buffer],
+      workgroups: [cols, rows, splits],
+    });
+    gpu().dispatch({
+      shader: "swiglu_split_sum",
+      entry: biasG ? "main_bias" : "main",
+      f16: dtype === "f16",
+      defines: { WG: SUM_WG, BIAS_T: dtype },
+    }, {
+      params: packParams([m * n, n, splits, 0]),
+      buffers: [part.buffer, out.buffer, ...biases],
+      workgroups: grid1d(m * n, SUM_WG),
+    });
+    part.dispose();
+  }
   zero?.dispose();
   return out;
 }
+
+const SUM_WG = 256;

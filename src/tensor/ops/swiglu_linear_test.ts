@@ -12,7 +12,12 @@ async function check(
   m: number,
   n: number,
   k: number,
-  options: { bias?: "both" | "gate" | "up"; f16?: boolean; seed?: number } = {},
+  options: {
+    bias?: "both" | "gate" | "up";
+    f16?: boolean;
+    seed?: number;
+    splits?: number;
+  } = {},
 ): Promise<void> {
   const seed = options.seed ?? m * 131 + n * 7 + k;
   const x = randomArray(m * k, seed);
@@ -26,7 +31,7 @@ async function check(
   const Bg = bg ? Tensor.from(bg, [n]) : null, Bu = bu ? Tensor.from(bu, [n]) : null;
   const want = swigluLinearRef(x, { gate: wg, up: wu }, { m, n, k, biasGate: bg, biasUp: bu });
   for (const config of TILES) {
-    const Y = swigluLinear(X, Wg, Wu, { biasGate: Bg, biasUp: Bu, config });
+    const Y = swigluLinear(X, Wg, Wu, { biasGate: Bg, biasUp: Bu, config, splits: options.splits });
     assert.deepEqual(Y.shape, [m, n]);
     const label = JSON.stringify({ m, n, k, ...options, config });
     assertClose(await Y.toArray(), want, { ...TOL, label });
@@ -44,9 +49,22 @@ gpuTest("swigluLinear adds both biases, or one alone", async () => {
   await check(1, 7, 8, { bias: "up" });
 });
 
+gpuTest(
+  "swigluLinear split over K: the finishing pass sums gate and up, then activates",
+  async () => {
+    // K = 52 is 13 vec4s: 2, 3 and 7 splits leave a short last slice (whole stages per split).
+    for (const splits of [2, 3, 7]) {
+      await check(1, 5, 52, { splits });
+      await check(3, 37, 52, { splits, bias: "both" });
+    }
+    await check(2, 9, 36, { splits: 100, bias: "gate" }); // more splits than K slices
+  },
+);
+
 gpuTest("swigluLinear with f16 weights (skipped without shader-f16)", async () => {
   await check(2, 37, 36, { f16: true });
   await check(3, 9, 20, { f16: true, bias: "both" });
+  await check(1, 37, 36, { f16: true, bias: "both", splits: 3 });
 }, { f16: true });
 
 gpuTest("swigluLinear refuses a recorded gradient and bad shapes; applies only without one", () => {

@@ -2,6 +2,7 @@
  * CPU reference for the matmul family: plain loops over Float32Array with f64 accumulation, used
  * by the tests to check the GPU kernels.
  */
+import { roundToF16 } from "../tensor.ts";
 
 /** Sizes of a batched product C[b] = op(A[b]) @ op(B[b]), op(A) [M, K], op(B) [K, N]. */
 export interface MatmulDims {
@@ -90,4 +91,28 @@ export function colsum(x: ArrayLike<number>, rows: number, cols: number): Float3
   const out = new Float64Array(cols);
   for (let i = 0; i < rows; i++) for (let j = 0; j < cols; j++) out[j] += x[i * cols + j];
   return Float32Array.from(out);
+}
+
+/** Every value rounded to f16 (what a cast to f16 stores), as f32. */
+export function roundedF16(x: ArrayLike<number>): Float32Array {
+  return Float32Array.from(x, roundToF16);
+}
+
+/**
+ * The mixed-precision linear (`linear` with `half`): forward and gradients from f16-rounded
+ * operands (x, w and the output gradient g), products accumulated in f64 here, results in f32.
+ * x [R, K], w [N, K], g [R, N] -> y [R, N], dx [R, K], dw [N, K], db [N] (from the f32 g).
+ */
+export function linearF16(
+  x: ArrayLike<number>,
+  w: ArrayLike<number>,
+  g: ArrayLike<number>,
+  d: { rows: number; inF: number; outF: number; bias?: ArrayLike<number> | null },
+): { y: Float32Array; dx: Float32Array; dw: Float32Array; db: Float32Array } {
+  const x16 = roundedF16(x), w16 = roundedF16(w), g16 = roundedF16(g);
+  const { rows, inF, outF } = d;
+  const y = linear(x16, w16, d.bias ?? null, rows, inF, outF);
+  const dx = matmul(g16, w16, { batch: 1, m: rows, n: inF, k: outF });
+  const dw = matmul(g16, x16, { batch: 1, m: outF, n: inF, k: rows, transA: true });
+  return { y, dx, dw, db: colsum(g, rows, outF) };
 }

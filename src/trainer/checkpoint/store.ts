@@ -134,7 +134,14 @@ async function writeOptimizer(path: string, part: SavedModel, name: string): Pro
     ...state.v.map((v, i) => raw(`v.${i}`, v)),
     ...master.map((w, i) => raw(`w.${i}`, new Float32Array(w))),
   ];
-  await writeSafetensorsFile(path, tensors, { metadata: { step: String(state.step) } });
+  // Mixed precision: the loss scaler's state (GradScaler's state_dict) rides in the metadata.
+  const scaler = opt.scaler?.state();
+  const metadata: Record<string, string> = { step: String(state.step) };
+  if (scaler) {
+    metadata.loss_scale = String(scaler.scale);
+    metadata.loss_scale_good_steps = String(scaler.goodSteps);
+  }
+  await writeSafetensorsFile(path, tensors, { metadata });
 }
 
 async function readOptimizer(path: string, opt: Optimizer): Promise<void> {
@@ -156,6 +163,13 @@ async function readOptimizer(path: string, opt: Optimizer): Promise<void> {
     m: Array.from({ length: n }, (_, i) => get(`m.${i}`)),
     v: Array.from({ length: n }, (_, i) => get(`v.${i}`)),
   });
+  const scale = file.metadata?.loss_scale;
+  if (opt.scaler && scale !== undefined) {
+    opt.scaler.loadState({
+      scale: Number(scale),
+      goodSteps: Number(file.metadata?.loss_scale_good_steps ?? 0),
+    });
+  }
   // The folder's weights were rounded to its dtype; the master copies continue exactly.
   if (!byName.has("w.0")) return;
   opt.params.forEach((p, i) => {

@@ -1,0 +1,57 @@
+// Finishes a split-K swiglu_linear (matmul_skinny_swiglu.wgsl, `main_split`): the partials
+// part [splits, 2, M, N] hold each split's gate and up sums; y[i] = silu(g) * u with g and u the
+// sums of their splits, in order (the result does not depend on scheduling), plus their biases.
+// One invocation per element of y [M, N] (grid.wgsl).
+
+#include "grid.wgsl"
+
+#const WG: u32
+alias BIAS_T = f32;
+
+struct Params {
+  size: u32, // M * N
+  n: u32,
+  splits: u32,
+  _p0: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> part: array<f32>;
+@group(0) @binding(2) var<storage, read_write> y: array<f32>;
+@group(0) @binding(3) var<storage, read> bias_g: array<BIAS_T>;
+@group(0) @binding(4) var<storage, read> bias_u: array<BIAS_T>;
+
+// (gate, up) of element i, summed over the splits.
+fn sums(i: u32) -> vec2<f32> {
+  var s = vec2<f32>(0.0);
+  for (var z = 0u; z < p.splits; z++) {
+    let at = z * 2u * p.size + i;
+    s += vec2<f32>(part[at], part[at + p.size]);
+  }
+  return s;
+}
+
+// exp of a non-positive argument only, so nothing overflows for large |g| (as swiglu.wgsl).
+fn swiglu(g: f32, u: f32) -> f32 {
+  let e = exp(-abs(g));
+  return g * select(e / (1.0 + e), 1.0 / (1.0 + e), g >= 0.0) * u;
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_id) lid: vec3<u32>) {
+  let i = flat_index(wid, nwg, lid);
+  if (i >= p.size) { return; }
+  let s = sums(i);
+  y[i] = swiglu(s.x, s.y);
+}
+
+@compute @workgroup_size(WG)
+fn main_bias(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+             @builtin(local_invocation_id) lid: vec3<u32>) {
+  let i = flat_index(wid, nwg, lid);
+  if (i >= p.size) { return; }
+  let s = sums(i);
+  let j = i % p.n;
+  y[i] = swiglu(s.x + f32(bias_g[j]), s.y + f32(bias_u[j]));
+}

@@ -1,0 +1,159 @@
+/**
+ * Mixed precision in the trainer: the optimizer step under a loss scale (unscaled norm and update,
+ * a skipped step on an inf gradient), and the fsdp_config keys (accepted, refused, notices).
+ */
+import assert from "node:assert/strict";
+import { ConfigError, loadConfig } from "../config/mod.ts";
+import { gpu } from "../gpu/mod.ts";
+import { AdamW, HalfWeights } from "../nn/mod.ts";
+import { sum, Tensor } from "../tensor/mod.ts";
+import { assertClose, gpuTest, randomArray } from "../testing/mod.ts";
+import { LossScaler } from "./loss_scaler.ts";
+import { type Optimizer, optimizerStep, scaledBackward, scaleMetric } from "./optimizer_step.ts";
+import { applyPrecision, trainPrecision } from "./precision.ts";
+
+const OPTS = { lr: 0.01, betas: [0.9, 0.999] as [number, number], eps: 1e-8, weightDecay: 0.1 };
+
+/** A parameter with gradient `g` (as a backward would leave it), under an optimizer. */
+function setup(p0: Float32Array, scaler: LossScaler | null) {
+  const param = Tensor.from(p0, [p0.length]).keep();
+  param.requiresGrad = true;
+  const adamw = new AdamW([param], OPTS);
+  const opt: Optimizer = { adamw, params: [param], scaler };
+  return { param, adamw, opt };
+}
+
+gpuTest("a loss-scaled step equals the unscaled one: norm, clip and AdamW see g / S", async () => {
+  const n = 300, p0 = randomArray(n, 1), g = randomArray(n, 2, -2, 2);
+  const plain = setup(p0, null), scaled = setup(p0, new LossScaler({ initScale: 1024 }));
+  plain.param.grad = Tensor.from(g, [n]).keep();
+  scaled.param.grad = Tensor.from(g.map((v) => v * 1024), [n]).keep();
+  const a = await optimizerStep(plain.opt, { lr: 0.01, gradClip: 1 });
+  const b = await optimizerStep(scaled.opt, { lr: 0.01, gradClip: 1 });
+  assert.equal(b.skipped, false);
+  assertClose([b.gradNorm], [a.gradNorm], { rtol: 1e-6, label: "grad_norm" });
+  assertClose(await scaled.param.toArray(), await plain.param.toArray(), {
+    atol: 1e-7,
+    rtol: 1e-6,
+    label: "weights",
+  });
+  assert.deepEqual(scaled.opt.scaler!.state(), { scale: 1024, goodSteps: 1 });
+  assert.deepEqual(scaleMetric("actor", scaled.opt), { "actor/loss_scale": 1024 });
+  assert.deepEqual(scaleMetric("actor", plain.opt), {});
+});
+
+gpuTest(
+  "an inf gradient under loss scaling skips the step: weights, moments, step count kept",
+  async () => {
+    const n = 64, p0 = randomArray(n, 3);
+    const { param, adamw, opt } = setup(p0, new LossScaler());
+    // one good step first, so the moments are not zero
+    param.grad = Tensor.from(randomArray(n, 4), [n]).keep();
+    await optimizerStep(opt, { lr: 0.01, gradClip: 1 });
+    const before = {
+      w: await param.toArray(),
+      m: await adamw.m[0].toArray(),
+      v: await adamw.v[0].toArray(),
+    };
+    const g = randomArray(n, 5);
+    g[17] = Infinity; // an f16 overflow in the backward
+    param.grad = Tensor.from(g, [n]).keep();
+    const st = await optimizerStep(opt, { lr: 0.01, gradClip: 1 });
+    assert.equal(st.skipped, true);
+    assert.equal(Number.isFinite(st.gradNorm), false);
+    assert.deepEqual(await param.toArray(), before.w);
+    assert.deepEqual(await adamw.m[0].toArray(), before.m);
+    assert.deepEqual(await adamw.v[0].toArray(), before.v);
+    assert.equal(adamw.stepCount, 1, "a skipped step does not advance AdamW's step");
+    assert.equal(opt.scaler!.scale, 2 ** 15, "the scale halves");
+    assert.equal(param.grad, null, "the gradients are zeroed for the next step");
+  },
+);
+
+gpuTest("scaledBackward seeds the backward with the loss scale", async () => {
+  const x = Tensor.from([1, 2, 3], [3]).keep();
+  x.requiresGrad = true;
+  const { opt } = setup(new Float32Array(1), new LossScaler({ initScale: 4 }));
+  scaledBackward(sum(x), opt);
+  assert.deepEqual([...await x.grad!.toArray()], [4, 4, 4]);
+});
+
+gpuTest("HalfWeights: one f16 copy per weight until the version moves", () => {
+  let version = 0;
+  const cache = new HalfWeights(() => version);
+  const w = Tensor.from([1, 2, 3, 4], [2, 2]).keep();
+  const a = cache.get(w), b = cache.get(w);
+  assert.equal(a, b);
+  assert.equal(a.dtype, "f16");
+  version++;
+  const c = cache.get(w);
+  assert.notEqual(c, a);
+  assert.equal(a.disposed, true);
+  assert.equal(cache.size, 1);
+}, { f16: true });
+
+const KEY = "actor_rollout_ref.actor.fsdp_config";
+
+function config(overrides: string[]) {
+  return loadConfig("ppo_trainer", { overrides, skipPathChecks: true });
+}
+
+gpuTest(
+  "fsdp_config: verl's keys at their one-GPU values load; offload and other dtypes are refused",
+  () => {
+    const c = config([
+      `${KEY}.param_offload=False`,
+      `${KEY}.optimizer_offload=false`,
+      `${KEY}.fsdp_size=-1`,
+      `${KEY}.mixed_precision.param_dtype=bf16`,
+      "critic.model.fsdp_config.mixed_precision.param_dtype=fp16",
+    ]);
+    assert.equal(c.actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype, "bf16");
+    assert.equal(c.critic.model.fsdp_config.mixed_precision.param_dtype, "fp16");
+    assert.equal(
+      c.actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype === "bf16",
+      true,
+    );
+    for (
+      const bad of [
+        `${KEY}.param_offload=True`,
+        `${KEY}.optimizer_offload=true`,
+        `${KEY}.fsdp_size=8`,
+        `${KEY}.mixed_precision.reduce_dtype=bf16`,
+        `${KEY}.mixed_precision.param_dtype=fp8`,
+      ]
+    ) {
+      assert.throws(() => config([bad]), (e: Error) => {
+        assert.ok(e instanceof ConfigError, `${bad}: ${e}`);
+        assert.match(e.message, new RegExp(bad.split("=")[0].split(".").at(-1)!));
+        return true;
+      });
+    }
+  },
+);
+
+gpuTest(
+  "param_dtype on this GPU: fp32 as is; fp16 / bf16 mixed, with one notice where it differs",
+  () => {
+    const lines: string[] = [];
+    const o = { key: `${KEY}.mixed_precision.param_dtype`, notice: (l: string) => lines.push(l) };
+    assert.equal(trainPrecision("fp32", o), "f32");
+    assert.deepEqual(lines, []);
+    const half = gpu().hasF16;
+    assert.equal(trainPrecision("fp16", o), half ? "f16" : "f32");
+    assert.equal(lines.length, half ? 0 : 1);
+    if (!half) assert.match(lines[0], /no shader-f16, so training runs in f32/);
+    lines.length = 0;
+    assert.equal(trainPrecision("bfloat16", o), half ? "f16" : "f32");
+    assert.equal(lines.length, 1);
+    assert.match(lines[0], half ? /WebGPU has no bf16/ : /no shader-f16/);
+    // f32 leaves the model and optimizer alone; f16 adds the copies and a scaler
+    const model = { mixedPrecision: null as HalfWeights | null };
+    const { opt } = setup(new Float32Array(2), null);
+    assert.equal(applyPrecision("f32", model, opt), opt);
+    assert.equal(model.mixedPrecision, null);
+    const mixed = applyPrecision("f16", model, opt);
+    assert.equal(mixed.scaler?.scale, 2 ** 16);
+    assert.ok(model.mixedPrecision);
+  },
+);

@@ -26,6 +26,7 @@ function show(r: RolloutReport): void {
   if (r.adapter) $("#adapter").textContent = `GPU: ${r.adapter}`;
   if (r.jobs !== undefined) {
     $("#progress").textContent = `${r.jobs} jobs done` +
+      (r.requests ? ` (${r.requests} samples, up to ${r.peakJobs} jobs at once)` : "") +
       (r.lastJob ? `; last ${r.lastJob} with weights v${r.version}` : "");
   }
   $("#error-line").textContent = r.error ?? "";

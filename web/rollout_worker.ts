@@ -18,6 +18,9 @@ export interface RolloutReport {
   status: "joining" | "working" | "left" | "error";
   adapter?: string;
   jobs?: number;
+  /** Engine requests submitted (n per job) and the most jobs decoded at once. */
+  requests?: number;
+  peakJobs?: number;
   lastJob?: string;
   version?: number;
   error?: string;
@@ -43,11 +46,18 @@ self.onmessage = async (e: MessageEvent<JoinMessage>) => {
       prefix: j.prefix,
       workerId: j.id,
       signal: stop.signal,
-      onJob: (job) =>
-        post({ status: "working", jobs: ++jobs, lastJob: job.jobId, version: job.version }),
+      onJob: (job, _, s) =>
+        post({
+          status: "working",
+          jobs: ++jobs,
+          requests: s.requests,
+          peakJobs: s.peakJobs,
+          lastJob: job.jobId,
+          version: job.version,
+        }),
     });
     await nc.close();
-    post({ status: "left", jobs: stats.jobs });
+    post({ status: "left", jobs: stats.jobs, requests: stats.requests, peakJobs: stats.peakJobs });
   } catch (err) {
     post({ status: "error", error: (err as Error).message });
   }

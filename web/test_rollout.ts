@@ -62,7 +62,10 @@ export async function testRollout(h: Harness, out: string): Promise<void> {
     await page.waitForFunction(() =>
       ((globalThis as unknown as { webrlRollout: { jobs: number } }).webrlRollout.jobs) >= 3
     );
-    assert.match(await page.locator("#progress").innerText(), /3 jobs done/);
+    assert.match(
+      await page.locator("#progress").innerText(),
+      /3 jobs done \(6 samples, up to \d jobs at once\)/,
+    );
     await checkScreenshot(page, `${out}/7-rollout.png`, ["#progress", "#join"]);
     await page.click("#stop");
     await page.waitForFunction(() =>

@@ -4,8 +4,10 @@
  * while the trainer still stores them) while the worker generates with the version it has, so a
  * job naming the new version finds it built. A newer plan supersedes an eager fetch no job is
  * waiting for; a job naming a version not held fetches it on demand. A model is disposed only
- * when no job group uses it. Versions are keyed by the trainer process (epoch) and number: a
- * restarted trainer reuses numbers for other weights.
+ * when no job uses it (jobs of two versions in flight may keep a third while they run; it goes
+ * when one of them is released), and its disposal is awaited before the next model is built.
+ * Versions are keyed by the trainer process (epoch) and number: a restarted trainer reuses
+ * numbers for other weights.
  */
 import type { NatsConnection } from "@nats-io/nats-core";
 import type { RunNames } from "./protocol.ts";
@@ -34,7 +36,7 @@ export interface Held<M> {
 
 interface Fetching {
   key: string;
-  /** Job groups waiting for it (0: eager, may be superseded). */
+  /** Jobs waiting for it (0: eager, may be superseded). */
   waiting: number;
   abort: AbortController;
   done: Promise<void>;
@@ -43,7 +45,8 @@ interface Fetching {
 export interface WeightCacheOptions<M> {
   /** Builds a model from received weights (its GPU upload). */
   build: (w: HalfWeights) => M;
-  dispose: (model: M) => void;
+  /** Frees a model (awaited before the next build, and by `close`). */
+  dispose: (model: M) => void | Promise<void>;
   /** Milliseconds between asks for new plans; 0 = no eager fetching. */
   pollMs: number;
   /** Hears each version built (tests, stats). */
@@ -64,6 +67,8 @@ export class WeightCache<M> {
   #failed = new Set<number>();
   #stopped = false;
   #watching: Promise<void> = Promise.resolve();
+  /** Disposals under way. */
+  #disposing: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly nc: NatsConnection,
@@ -74,10 +79,10 @@ export class WeightCache<M> {
   }
 
   /**
-   * The model of `version` of trainer process `epoch` for a job group (fetched now if neither held
-   * nor on its way), with the seconds the group waited; null when the stream no longer holds that
+   * The model of `version` of trainer process `epoch` for a job (fetched now if neither held nor
+   * on its way), with the seconds the job waited; null when the stream no longer holds that
    * version (the jobs are stale). A version its trainer has not announced yet is waited for.
-   * Call `release` when the group is done.
+   * Call `release` when the job is done.
    */
   async acquire(epoch: string, version: number): Promise<{ held: Held<M>; waitS: number } | null> {
     const t0 = performance.now(), key = keyOf(epoch, version);
@@ -122,18 +127,21 @@ export class WeightCache<M> {
     return true;
   }
 
+  /** Ends a job's use of `held`; a third model kept while two were in use goes now. */
   release(held: Held<M>): void {
     held.users--;
+    if (this.#held.length > 2) this.#makeRoom(2);
   }
 
-  /** Stops watching and disposes every model. */
+  /** Stops watching and disposes every model (waiting for their disposal). */
   async close(): Promise<void> {
     this.#stopped = true;
     this.#fetching?.abort.abort();
     await this.#watching;
     await this.#fetching?.done;
-    for (const h of this.#held) this.o.dispose(h.model);
+    for (const h of this.#held) this.#dispose(h.model);
     this.#held = [];
+    await this.#disposing;
   }
 
   async #watch(): Promise<void> {
@@ -175,8 +183,10 @@ export class WeightCache<M> {
         if (!got && o.plan && !abort.signal.aborted) this.#failed.add(o.plan.seq); // purged
         if (!got || abort.signal.aborted) return;
         if (o.epoch !== undefined && got.weights.epoch !== o.epoch) return; // another trainer's
+        this.#makeRoom(1);
+        await this.#disposing;
+        if (abort.signal.aborted) return;
         const t0 = performance.now();
-        this.#makeRoom();
         const model = this.o.build(got.weights);
         const times = {
           fetchS: got.fetchS,
@@ -194,19 +204,26 @@ export class WeightCache<M> {
         if (this.#fetching === f) this.#fetching = null;
       }
     })();
-    f.done.catch(() => {}); // thrown to the job group that waits (acquire)
+    f.done.catch(() => {}); // thrown to the jobs that wait (acquire)
     this.#fetching = f;
     return f;
   }
 
-  /** Keeps at most one model besides the one being built: disposes the oldest unused one. */
-  #makeRoom(): void {
-    while (this.#held.length >= 2) {
+  /** Disposes the oldest unused models until at most `keep` are held (those in use stay). */
+  #makeRoom(keep: number): void {
+    while (this.#held.length > keep) {
       const free = this.#held.filter((h) => h.users === 0);
-      if (free.length === 0) return; // both in use: cannot happen with one group at a time
+      if (free.length === 0) return;
       const old = free.reduce((a, b) => (a.version <= b.version ? a : b));
       this.#held = this.#held.filter((h) => h !== old);
-      this.o.dispose(old.model);
+      this.#dispose(old.model);
     }
+  }
+
+  #dispose(model: M): void {
+    const done = Promise.resolve(this.o.dispose(model)).catch((e) =>
+      this.o.log?.(`weights: disposing a version failed: ${(e as Error).message}`)
+    );
+    this.#disposing = Promise.all([this.#disposing, done]).then(() => {});
   }
 }

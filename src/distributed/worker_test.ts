@@ -148,7 +148,7 @@ if (enabled) {
   );
 
   gpuTest(
-    "distributed: jobs that come while their weights are stored run in one call",
+    "distributed: jobs that come while their weights are stored run together",
     async () => {
       await withServer(PREFIX, async (s) => {
         const { tiny, coord } = await openRun(s.url, s.trainerSeed);
@@ -165,7 +165,9 @@ if (enabled) {
         done.abort();
         const stats = await worker;
         assert.equal(stats.jobs, 4);
-        assert.equal(stats.generateCalls, 1, "one generate call for the four jobs");
+        assert.equal(stats.peakJobs, 4, "the four jobs decoded together");
+        assert.equal(stats.engines, 1, "on one engine");
+        assert.equal(stats.requests, 8);
         for (const t of [...one.trajectories, ...two.trajectories]) assert.equal(t.version, 1);
         assert.ok(one.metrics["distributed/weights_wait_s/max"] >= 0.3);
         await wnc.close();

@@ -10,4 +10,5 @@ export {
 export { engineTurns, prefixCacheMetrics, submitPrompts } from "./engine_batch.ts";
 export { SampleBuffers, sampleStep } from "./sampler.ts";
 export { logProbTemperature } from "./ref_sampler.ts";
+export { type ResponseRows, responseRows } from "./response_rows.ts";
 export * from "./agent/mod.ts";

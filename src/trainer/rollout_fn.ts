@@ -24,6 +24,7 @@ import {
 } from "../rollout/mod.ts";
 import { ConfigError } from "../config/mod.ts";
 import { gpu } from "../gpu/mod.ts";
+import { responseRows } from "../rollout/mod.ts";
 import type {
   RolloutFn,
   RolloutOptions,
@@ -235,14 +236,9 @@ async function engineRollout(
   } finally {
     await engine.close();
   }
-  const N = prompts.batch * n;
-  const responses = new Int32Array(N * R).fill(c.tokenizer.padTokenId); // [B * n, R]
-  const responseMask = new Int32Array(N * R); // [B * n, R]
-  const logProbs = o.returnLogProbs ? new Float32Array(N * R) : undefined; // [B * n, R]
-  results.flat().forEach((r, i) => {
-    responses.set(r.tokens, i * R);
-    responseMask.fill(1, i * R, i * R + r.tokens.length);
-    if (logProbs && r.logProbs) logProbs.set(r.logProbs, i * R);
+  return responseRows(results.flat(), {
+    responseLength: R,
+    padTokenId: c.tokenizer.padTokenId,
+    logProbs: o.returnLogProbs ?? false,
   });
-  return { responses, responseMask, logProbs };
 }

@@ -134,42 +134,7 @@ for (const rows of loraRank > 0 ? [] : rowsList) {
           ? [{ op: "dW", a: gy, b: x, transA: true, transB: false, m: outF, n: inF, k: rows }]
           : []),
       ];
-      for (const p of products) {
-        const flop = 2 * p.m * p.n * p.k;
-        const results: { tile: string; tflops: number }[] = [];
-        for (const [tile, cfg] of [["default", null], ...Object.entries(CANDIDATES)] as const) {
-          const opts = { transA: p.transA, transB: p.transB, ...(cfg ? { tile: cfg } : {}) };
-          const t = await timeGpu(() => matmulTiled(p.a, p.b, opts).dispose(), {
-            reps,
-            perSpan: 4,
-          });
-          const tflops = +(flop / (t.medianMs * 1e9)).toFixed(2);
-          results.push({ tile, tflops });
-          console.log(JSON.stringify({
-            rows,
-            linear: name,
-            op: p.op,
-            w: wType,
-            m: p.m,
-            n: p.n,
-            k: p.k,
-            tile,
-            ms: +t.medianMs.toFixed(4),
-            tflops,
-          }));
-        }
-        const best = results.slice(1).reduce((a, b) => (b.tflops > a.tflops ? b : a));
-        console.log(JSON.stringify({
-          fig: "gemm_best",
-          rows,
-          linear: name,
-          op: p.op,
-          w: wType,
-          best: best.tile,
-          best_tflops: best.tflops,
-          default_tflops: results[0].tflops,
-        }));
-      }
+      for (const p of products) await timeProduct(p, { rows, linear: name, w: wType });
       w.dispose();
     }
     x.dispose();

@@ -83,6 +83,35 @@ Deno.test("unknown keys are rejected with a did-you-mean", () => {
   rejects(() => load(["totally.bogus=1"]), "totally.bogus", "unknown config key");
 });
 
+Deno.test("verl keys with no counterpart are refused with what to do instead", () => {
+  rejects(
+    () => load(["actor_rollout_ref.rollout.gpu_memory_utilization=0.6"]),
+    "actor_rollout_ref.rollout.gpu_memory_utilization",
+    "is verl's, not taken",
+    "rollout.kv_cache_tokens",
+  );
+  rejects(
+    () => load(["actor_rollout_ref.rollout.tensor_model_parallel_size=2"]),
+    "actor_rollout_ref.rollout.tensor_model_parallel_size",
+    "distributed.backend=nats",
+  );
+  rejects(
+    () => load(["actor_rollout_ref.rollout.engine_kwargs.vllm.swap_space=4"]),
+    "actor_rollout_ref.rollout.engine_kwargs.vllm.swap_space",
+    "vLLM / SGLang",
+  );
+  rejects(
+    () => load(["actor_rollout_ref.ref.fsdp_config.param_offload=True"]),
+    "actor_rollout_ref.ref.fsdp_config.param_offload",
+    "the reference policy runs on the actor's GPU",
+  );
+  rejects(
+    () => load(["actor_rollout_ref.actor.ulysses_sequence_parallel_size=1"]),
+    "actor_rollout_ref.actor.ulysses_sequence_parallel_size",
+    "one GPU per process",
+  );
+});
+
 Deno.test("unknown keys in a YAML file name the file", async () => {
   const f = await Deno.makeTempFile({ suffix: ".yaml" });
   await Deno.writeTextFile(f, "algorithm:\n  adv_estimater: grpo\n");

@@ -1,5 +1,6 @@
 /** Key and type validation of a merged config tree against its schema. */
 import { closestKey, ConfigError } from "./errors.ts";
+import { verlKeyReason } from "./verl_keys.ts";
 import { isMapping } from "./overrides.ts";
 import { choicesOf, Field, type Fields, type FieldSpec, Section, walkFields } from "./schema.ts";
 
@@ -15,6 +16,10 @@ export function knownKeys(root: Section<Fields>): string[] {
 
 /** Throws for a key the schema does not know, with a did-you-mean. */
 export function unknownKeyError(key: string, root: Section<Fields>, where: string): ConfigError {
+  const verl = verlKeyReason(key);
+  if (verl) {
+    return new ConfigError(key, `config key "${key}"${where} is verl's, not taken: ${verl}`);
+  }
   const hint = closestKey(key, knownKeys(root));
   return new ConfigError(
     key,

@@ -105,6 +105,7 @@ Deno.test("verl keys with no counterpart are refused with what to do instead", (
     "actor_rollout_ref.ref.fsdp_config.param_offload",
     "the reference policy runs on the actor's GPU",
   );
+  load(["actor_rollout_ref.ref.fsdp_config.param_offload=False"]); // verl's value on one GPU
   rejects(
     () => load(["actor_rollout_ref.actor.ulysses_sequence_parallel_size=1"]),
     "actor_rollout_ref.actor.ulysses_sequence_parallel_size",

@@ -137,6 +137,14 @@ const actor = section("The PPO update of the policy.", {
 });
 
 const refModel = section("The frozen reference policy (used for KL).", {
+  fsdp_config: section("verl's FSDP settings of the reference policy.", {
+    param_offload: bool(false, "Offload the reference's parameters to the CPU (FSDP).")
+      .unsupported(
+        "the reference policy runs on the actor's GPU (the actor with its adapters off under " +
+          "LoRA, else its own copy of the weights) and has no CPU offload; use LoRA " +
+          "(actor_rollout_ref.model.lora_rank) for a reference that costs no memory",
+      ),
+  }),
   log_prob_micro_batch_size_per_gpu: int(
     ref("actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu"),
     "Samples per reference forward pass.",

@@ -35,11 +35,6 @@ const RULES: readonly { path: string; why: string }[] = [
     why: "there is one mode here: every request goes through the engine's async API (the " +
       "multi-turn agent loop included); remove it",
   },
-  {
-    path: "ref.fsdp_config",
-    why: "the reference policy runs on the actor's GPU (the actor with its adapters off under " +
-      "LoRA, else its own copy of the weights) and has no offload; remove it",
-  },
 ];
 
 /** Why verl's `key` is not taken here, or undefined when it is no verl key we know of. */

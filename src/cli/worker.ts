@@ -1,25 +1,27 @@
 /**
  * `deno task worker --url nats://host:4222 [--prefix webrl.<project>.<experiment>] [--id name]
  * [--nkey-seed SU... | --token T | --creds file] [--max-jobs N] [--in-flight 8]
- * [--max-num-seqs 1024] [--kv-cache-tokens N]`: a rollout worker of a distributed run
+ * [--max-num-seqs N] [--kv-cache-tokens N]`: a rollout worker of a distributed run
  * (distributed.backend=nats). It pulls the run's prompt jobs, decodes them on this process's GPU
  * through a continuous-batching engine of the weights version each job names, scores, and
  * publishes each job's trajectory as soon as its samples are done.
  * Credentials may also come from the environment: NATS_NKEY_SEED, NATS_TOKEN.
  */
 import { parseArgs } from "node:util";
-import { ConfigError, ENGINE_MAX_NUM_SEQS } from "../config/mod.ts";
+import { ConfigError } from "../config/mod.ts";
 import { connectNats, defaultPrefix, runWorker } from "../distributed/mod.ts";
 import { initGpu } from "../gpu/mod.ts";
 import { runCli } from "./run.ts";
 
 const USAGE = `usage: deno task worker --url nats://HOST:PORT [--prefix SUBJECT_PREFIX] [--id NAME]
   [--nkey-seed SU... | --token TOKEN | --creds FILE] [--max-jobs N] [--in-flight 8]
-  [--max-num-seqs 1024] [--kv-cache-tokens N]
+  [--max-num-seqs N] [--kv-cache-tokens N]
 --in-flight: jobs decoded at once at most (pulled while fewer run; each joins the engine at once);
---max-num-seqs: sequences the engine decodes together at most (rollout.max_num_seqs);
---kv-cache-tokens: KV cache positions per engine (rollout.kv_cache_tokens); default: room for
-  the in-flight jobs' samples at the longest prompt plus response length;
+--max-num-seqs: sequences the engine decodes together at most; default: the run's
+  actor_rollout_ref.rollout.max_num_seqs;
+--kv-cache-tokens: KV cache positions per engine; default: the run's rollout.kv_cache_tokens, and
+  when that is null, room for the in-flight jobs' samples at the longest prompt plus response length;
+prefix caching follows the run's rollout.enable_prefix_caching;
 --prefix defaults to ${defaultPrefix("webrl_examples", "arithmetic")} (the default run's);
 a trainer prints the prefix of its run at start. NATS_NKEY_SEED / NATS_TOKEN work as well.`;
 
@@ -35,7 +37,7 @@ export async function main(args: string[]): Promise<void> {
       creds: { type: "string" },
       "max-jobs": { type: "string" },
       "in-flight": { type: "string", default: "8" },
-      "max-num-seqs": { type: "string", default: String(ENGINE_MAX_NUM_SEQS) },
+      "max-num-seqs": { type: "string" },
       "kv-cache-tokens": { type: "string" },
     },
   });

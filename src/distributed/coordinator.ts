@@ -62,6 +62,22 @@ export interface RunInfo {
    * weights are f16 where the worker's GPU has shader-f16 whatever it says (versions come as f16).
    */
   rolloutDtype?: "float32" | "float16";
+  /**
+   * actor_rollout_ref.rollout's engine settings (absent: the engine's defaults): every worker's
+   * engine follows them, as verl's rollout replicas share one rollout config; a worker's own
+   * --max-num-seqs / --kv-cache-tokens override the pool size for its GPU.
+   */
+  engine?: RunEngine;
+}
+
+/** The rollout engine settings a run publishes (RunInfo.engine). */
+export interface RunEngine {
+  /** rollout.max_num_seqs. */
+  maxNumSeqs: number;
+  /** rollout.kv_cache_tokens; null: sized from the jobs. */
+  kvCacheTokens: number | null;
+  /** rollout.enable_prefix_caching. */
+  prefixCaching: boolean;
 }
 
 export type JobSpec = Omit<Job, "epoch" | "step" | "version">;

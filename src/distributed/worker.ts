@@ -13,7 +13,6 @@
 import { jetstream, type JsMsg } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { Objm } from "@nats-io/obj";
-import { ENGINE_MAX_NUM_SEQS } from "../config/mod.ts";
 import { parseModelConfig } from "../io/mod.ts";
 import { gpu } from "../gpu/mod.ts";
 import { CausalLM } from "../nn/mod.ts";
@@ -32,11 +31,15 @@ export interface WorkerOptions {
    * once. Default 8.
    */
   maxInFlightJobs?: number;
-  /** Sequences an engine decodes together at most (rollout.max_num_seqs). Default 1024. */
+  /**
+   * Sequences an engine decodes together at most; default: the run's rollout.max_num_seqs (1024
+   * when the run publishes none).
+   */
   maxNumSeqs?: number;
   /**
-   * KV cache positions of an engine (rollout.kv_cache_tokens); default null: room for
-   * `maxInFlightJobs` jobs' samples at the longest prompt plus response length (enginePoolBlocks).
+   * KV cache positions of an engine; default: the run's rollout.kv_cache_tokens, and when that is
+   * null too, room for `maxInFlightJobs` jobs' samples at the longest prompt plus response length
+   * (enginePoolBlocks).
    */
   kvCacheTokens?: number | null;
   /** Stop after this many jobs (tests); default run until `signal` aborts. */
@@ -99,7 +102,7 @@ export async function runWorker(nc: NatsConnection, o: WorkerOptions): Promise<W
     engineTokens: 0,
   };
   const pool: WorkerPool = {
-    maxNumSeqs: o.maxNumSeqs ?? ENGINE_MAX_NUM_SEQS,
+    maxNumSeqs: o.maxNumSeqs ?? null,
     kvCacheTokens: o.kvCacheTokens ?? null,
     maxInFlightJobs: Math.max(1, o.maxInFlightJobs ?? 8),
     key: "--kv-cache-tokens", // kvCacheTokens, as the CLI names it

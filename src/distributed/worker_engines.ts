@@ -4,21 +4,24 @@
  * length is per request, so the version keeps one engine per sampling setting, built when a job
  * first needs it. Its pool follows the trainer's rule (enginePoolBlocks): `maxNumSeqs` sequences
  * at most, and blocks for `maxInFlightJobs` jobs' n samples at the longest prompt plus response
- * length seen (the jobs the worker holds when it is built), or `kvCacheTokens` when given. A job
+ * length seen (the jobs the worker holds when it is built), or `kvCacheTokens` when given. Pool
+ * sizes the worker leaves unset, and prefix caching, come from the run's rollout settings
+ * (RunInfo.engine), else the engine's defaults. A job
  * that needs a bigger pool (a longer prompt, more samples) gets a new engine; the old one takes
  * no new jobs and is closed once its jobs are done. `close` waits for every engine to finish
  * and frees their pools: the weight cache calls it before the version's model is disposed.
  */
-import { ENGINE_BLOCK_SIZE, enginePoolBlocks } from "../config/mod.ts";
+import { ENGINE_BLOCK_SIZE, ENGINE_MAX_NUM_SEQS, enginePoolBlocks } from "../config/mod.ts";
 import type { CausalLM, KvDtype } from "../nn/mod.ts";
 import { Engine, type EngineStats } from "../rollout/mod.ts";
 import type { JobSampling } from "./protocol.ts";
+import type { RunEngine } from "./coordinator.ts";
 
 /** The worker's pool settings (WorkerOptions). */
 export interface WorkerPool {
-  /** Sequences decoded together at most (rollout.max_num_seqs of a worker). */
-  maxNumSeqs: number;
-  /** KV cache positions of an engine; null: sized from the jobs (see the module doc). */
+  /** Sequences decoded together at most; null: the run's rollout.max_num_seqs. */
+  maxNumSeqs: number | null;
+  /** KV cache positions of an engine; null: the run's, else sized from the jobs (module doc). */
   kvCacheTokens: number | null;
   /** Jobs decoded at once at most. */
   maxInFlightJobs: number;
@@ -36,6 +39,8 @@ export interface EngineSetup {
   n: number;
   /** Longest prompt plus response length to make room for (the job's at least). */
   longest: number;
+  /** The run's rollout engine settings (RunInfo.engine), if it published them. */
+  run?: RunEngine;
 }
 
 interface Slot {
@@ -70,21 +75,32 @@ export class VersionEngines {
 
   /** The engine of `s`'s sampling setting, with room for the job (a bigger one if needed). */
   acquire(s: EngineSetup): EngineLease {
-    const key = JSON.stringify([s.sampling, s.kvDtype, s.eosTokenIds, s.padTokenId]);
+    const p = this.o.pool;
+    const maxSeqs = p.maxNumSeqs ?? s.run?.maxNumSeqs ?? ENGINE_MAX_NUM_SEQS;
+    const runTokens = p.kvCacheTokens === null ? s.run?.kvCacheTokens ?? null : null;
+    const prefixCaching = s.run?.prefixCaching ?? true;
+    const key = JSON.stringify([
+      s.sampling,
+      s.kvDtype,
+      s.eosTokenIds,
+      s.padTokenId,
+      maxSeqs,
+      prefixCaching,
+    ]);
     let slot = this.#slots.get(key);
     const n = Math.max(s.n, slot?.n ?? 0), longest = Math.max(s.longest, slot?.longest ?? 0);
-    const p = this.o.pool;
     const numBlocks = enginePoolBlocks({
-      maxNumSeqs: p.maxNumSeqs,
-      kvCacheTokens: p.kvCacheTokens,
+      maxNumSeqs: maxSeqs,
+      kvCacheTokens: p.kvCacheTokens ?? runTokens,
       sequences: p.maxInFlightJobs * n,
       longest,
-      key: p.key,
+      key: runTokens === null ? p.key : "actor_rollout_ref.rollout.kv_cache_tokens (the run's)",
     });
     if (!slot || numBlocks > slot.engine.options.numBlocks) {
       if (slot) this.#retire(slot);
       const engine = new Engine(this.model, {
-        maxSeqs: p.maxNumSeqs,
+        maxSeqs,
+        prefixCaching,
         blockSize: ENGINE_BLOCK_SIZE,
         numBlocks,
         kvDtype: s.kvDtype,

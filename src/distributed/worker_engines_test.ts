@@ -12,7 +12,7 @@ import { ARITHMETIC_DATA_SOURCE } from "../reward/mod.ts";
 import { type Engine, generate } from "../rollout/mod.ts";
 import { assertClose, gpuTest } from "../testing/mod.ts";
 import { connectNats } from "./connect.ts";
-import { Coordinator, type JobSpec } from "./coordinator.ts";
+import { Coordinator, type JobSpec, type RunEngine } from "./coordinator.ts";
 import { decodeTrajectory } from "./protocol.ts";
 import { natsTestsEnabled, tinyModel, withServer } from "./test_server.ts";
 import { runWorker } from "./worker.ts";
@@ -35,7 +35,13 @@ function job(id: string, o: Partial<JobSpec> = {}): JobSpec {
 }
 
 /** A coordinator with the tiny model's run info (stop ids `eos`) and weights as version 0. */
-async function openRun(url: string, trainerSeed: string, eos: number[], keepVersions = 2) {
+async function openRun(
+  url: string,
+  trainerSeed: string,
+  eos: number[],
+  keepVersions = 2,
+  engine?: RunEngine,
+) {
   const tiny = await tinyModel();
   const nc = await connectNats(url, { nkeySeed: trainerSeed });
   const coord = await Coordinator.open(nc, {
@@ -45,7 +51,12 @@ async function openRun(url: string, trainerSeed: string, eos: number[], keepVers
     maxDeliver: 5,
     keepVersions,
   });
-  await coord.publishRunInfo({ tokenizerFiles: tiny.tokenizerFiles, eosTokenIds: eos, reward: {} });
+  await coord.publishRunInfo({
+    tokenizerFiles: tiny.tokenizerFiles,
+    eosTokenIds: eos,
+    reward: {},
+    engine,
+  });
   await coord.publishWeights(0, tiny.modelConfig, tiny.tensors);
   return { tiny, coord, nc };
 }
@@ -208,6 +219,51 @@ if (await natsTestsEnabled()) {
         const stats = await worker;
         assert.equal(stats.engines, 4);
         for (const { engine } of engines) assert.ok(await closedAndFree(engine));
+        await wnc.close();
+        await coord.close();
+      });
+    },
+  );
+
+  gpuTest(
+    "worker engine: the run's rollout settings size it; the worker's own flags win",
+    async () => {
+      await withServer(PREFIX, async (s) => {
+        const run = { maxNumSeqs: 3, kvCacheTokens: 64, prefixCaching: false };
+        const { coord } = await openRun(s.url, s.trainerSeed, [], 2, run);
+        const wnc = await connectNats(s.url, { nkeySeed: s.workerSeed });
+        const engines: Engine[] = [];
+        await coord.submit(1, 0, [job("a")]);
+        await runWorker(wnc, {
+          prefix: PREFIX,
+          workerId: "w",
+          maxJobs: 1,
+          onEngine: (_, e) => engines.push(e),
+        });
+        assert.equal(engines.length, 1);
+        assert.equal(engines[0].options.maxSeqs, 3, "rollout.max_num_seqs");
+        assert.equal(
+          engines[0].options.numBlocks,
+          4,
+          "rollout.kv_cache_tokens 64 = 4 blocks of 16",
+        );
+        assert.equal(engines[0].options.prefixCaching, false, "rollout.enable_prefix_caching");
+        await coord.collect(1);
+        // The worker's own pool sizes win over the run's.
+        await coord.submit(2, 0, [job("b")]);
+        engines.length = 0;
+        await runWorker(wnc, {
+          prefix: PREFIX,
+          workerId: "w",
+          maxJobs: 1,
+          maxNumSeqs: 5,
+          kvCacheTokens: 32,
+          onEngine: (_, e) => engines.push(e),
+        });
+        assert.equal(engines[0].options.maxSeqs, 5);
+        assert.equal(engines[0].options.numBlocks, 2);
+        assert.equal(engines[0].options.prefixCaching, false);
+        await coord.collect(2);
         await wnc.close();
         await coord.close();
       });

@@ -67,6 +67,7 @@ export async function runJob(msg: JsMsg, job: Job, ctx: JobContext): Promise<num
     padTokenId: run.tokenizer.padTokenId,
     n,
     longest: Math.max(job.promptIds.length, ctx.longestPrompt) + R,
+    run: run.info.engine,
   });
   let results;
   try {

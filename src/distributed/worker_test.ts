@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { jetstreamManager } from "@nats-io/jetstream";
 import { gpu } from "../gpu/mod.ts";
 import { f32ToF16Into, parseModelConfig } from "../io/mod.ts";
 import { CausalLM, type KvDtype } from "../nn/mod.ts";
@@ -42,7 +43,7 @@ async function openRun(url: string, trainerSeed: string) {
   const coord = await Coordinator.open(nc, coordinatorOptions);
   await coord.publishRunInfo({ tokenizerFiles: tiny.tokenizerFiles, eosTokenIds: [0], reward: {} });
   await coord.publishWeights(0, tiny.modelConfig, tiny.tensors);
-  return { tiny, coord };
+  return { tiny, coord, nc };
 }
 
 if (enabled) {
@@ -151,14 +152,22 @@ if (enabled) {
     "distributed: jobs that come while their weights are stored run together",
     async () => {
       await withServer(PREFIX, async (s) => {
-        const { tiny, coord } = await openRun(s.url, s.trainerSeed);
+        const { tiny, coord, nc } = await openRun(s.url, s.trainerSeed);
         const wnc = await connectNats(s.url, { nkeySeed: s.workerSeed });
         const done = new AbortController();
         const worker = runWorker(wnc, { prefix: PREFIX, workerId: "w", signal: done.signal });
         // A trainer sends jobs as soon as a version is recorded, before it is stored: the first
         // job waits for v1; the jobs sent meanwhile join it.
         await coord.submit(1, 1, jobs(1, 1));
-        await new Promise((r) => setTimeout(r, 300));
+        // The worker has pulled job 1 (it waits unacked) before the clock of its wait starts.
+        const jsm = await jetstreamManager(nc);
+        const names = coord.names;
+        while ((await jsm.consumers.info(names.jobStream, names.consumer)).num_ack_pending < 1) {
+          await new Promise((r) => setTimeout(r, 20));
+        }
+        // Job 1 asks for v1 a little after it is pulled (it reads the run info first): the 0.6 s
+        // before v1 is published leave its wait well above the 0.3 s checked below.
+        await new Promise((r) => setTimeout(r, 600));
         await coord.submit(2, 1, jobs(2, 3));
         await coord.publishWeights(1, tiny.modelConfig, tiny.tensors);
         const one = await coord.collect(1), two = await coord.collect(2);

@@ -44,6 +44,11 @@ export async function attachRemote(parts: TrainerParts, o: RemoteSetupOptions): 
     eosTokenIds: o.eosTokenIds,
     reward: cfg.custom_reward_function.path === null ? rewardManagerOptions(cfg) : null,
     rolloutDtype: cfg.actor_rollout_ref.rollout.dtype,
+    engine: {
+      maxNumSeqs: cfg.actor_rollout_ref.rollout.max_num_seqs,
+      kvCacheTokens: cfg.actor_rollout_ref.rollout.kv_cache_tokens,
+      prefixCaching: cfg.actor_rollout_ref.rollout.enable_prefix_caching,
+    },
   });
   const loader = new PeekLoader(parts.trainLoader);
   parts.trainLoader = loader;

@@ -133,7 +133,8 @@ export function fsdpConfigSection(role: string) {
             "layers' inputs and weights, the LM head's included, with f32 accumulation, keeps f32 " +
             "master weights and AdamW moments, and scales the loss dynamically (torch GradScaler: " +
             "2^16 at start, halved and the step skipped on an inf/NaN gradient, doubled after 2000 " +
-            "good steps); attention, norms and RoPE stay f32. An adapter without shader-f16 runs " +
+            "good steps); attention, norms, RoPE and LoRA-adapted modules stay f32. An adapter " +
+            "without shader-f16 runs " +
             "f32 with one notice. Default fp32 (verl's FSDP default is bf16): WebGPU has no bf16 " +
             "and no tensor cores, so f16 is not faster here, and f32 is the exact path.",
         ),

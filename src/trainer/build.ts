@@ -4,7 +4,7 @@
  */
 import { createKlController } from "../algos/mod.ts";
 import type { ModelConfig, Tokenizer } from "../io/mod.ts";
-import { AdamW, CausalLM, Critic, type ForwardOptions } from "../nn/mod.ts";
+import { AdamW, CausalLM, Critic, type ForwardOptions, HalfWeights } from "../nn/mod.ts";
 import { VALUE_HEAD_WEIGHT } from "../nn/mod.ts";
 import { gpu } from "../gpu/mod.ts";
 import { type LoraStart, loraStart } from "./lora.ts";
@@ -153,11 +153,11 @@ export function buildTrainerParts(o: BuildOptions): TrainerParts {
   );
   const useRef = a.actor.use_kl_loss || cfg.algorithm.use_kl_in_reward;
   const refW = o.reference ?? o.actor;
-  const refModel = !useRef
-    ? null
-    : lora
-    ? adaptersOff(actorModel)
-    : CausalLM.fromTensors(refW.config, refW.tensors);
+  const refCopy = useRef && !lora ? CausalLM.fromTensors(refW.config, refW.tensors) : null;
+  // The reference computes in the actor's precision (verl's ref shares the actor's FSDP dtype), so
+  // the KL starts at 0; its weights never change, so its f16 copies are made once.
+  if (refCopy && precision === "f16") refCopy.mixedPrecision = new HalfWeights();
+  const refModel = !useRef ? null : lora ? adaptersOff(actorModel) : refCopy;
   const critic = criticEnabled(cfg) ? buildCritic(o) : null;
   const pool = {
     maxNumSeqs: a.rollout.max_num_seqs,

@@ -185,3 +185,25 @@ gpuTest(
     await Deno.remove(dir, { recursive: true });
   },
 );
+
+gpuTest(
+  "param_dtype reaches the actor, its reference copy, the critic and their optimizers",
+  () => {
+    const lines: string[] = [];
+    const { built } = parts([
+      "algorithm.adv_estimator=gae",
+      "actor_rollout_ref.actor.use_kl_loss=true",
+      "actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype=fp16",
+      "critic.model.fsdp_config.mixed_precision.param_dtype=fp16",
+    ], lines);
+    const half = gpu().hasF16;
+    const actor = built.actor.model as CausalLM, ref = built.ref as CausalLM;
+    assert.ok(ref instanceof CausalLM && ref !== actor, "a reference copy of its own");
+    assert.equal(actor.mixedPrecision !== null, half, "actor");
+    assert.equal(ref.mixedPrecision !== null, half, "the reference computes as the actor does");
+    assert.equal(built.actor.optimizer.scaler != null, half, "actor loss scale");
+    assert.equal(built.critic!.optimizer.scaler != null, half, "critic loss scale");
+    // Without shader-f16 each key says once that it runs f32.
+    assert.equal(lines.filter((l) => l.includes("training runs in f32")).length, half ? 0 : 2);
+  },
+);

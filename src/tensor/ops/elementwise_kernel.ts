@@ -194,3 +194,8 @@ export function castKernel(x: Tensor, dtype: DType, types: { from: string; to: s
   );
   return out;
 }
+
+/** An f16 copy of an f32 tensor, off the tape (NaN and out-of-range values become NaN / inf). */
+export function toF16(t: Tensor): Tensor {
+  return castKernel(t, "f16", { from: "f32", to: "f16" });
+}

@@ -8,7 +8,7 @@ import { gpu, packParams } from "../../gpu/mod.ts";
 import { isGradEnabled, record, registerOp } from "../autograd.ts";
 import { DTYPE_BYTES, fmtShape, Tensor } from "../tensor.ts";
 import { accumulate } from "./basic.ts";
-import { castKernel } from "./elementwise_kernel.ts";
+import { toF16 } from "./elementwise_kernel.ts";
 import { grid1d, rowDefines } from "./grid.ts";
 import { type Gemm, gemm } from "./matmul_kernel.ts";
 import { stackedRow } from "./logprob.ts";
@@ -131,7 +131,7 @@ export function lmHeadLogprob(
     );
   }
   // Under mixed precision the products read the f16 copies; the tape still holds the masters.
-  const h = half ? castKernel(hidden, "f16", { from: "f32", to: "f16" }) : hidden;
+  const h = half ? toF16(hidden) : hidden;
   const wt = half ?? weight;
   const [V, C] = weight.shape, N = targets.size;
   const cols = lmHeadChunkColumns({ rows: N, hidden: C, vocab: V, chunkBytes: options.chunkBytes });
@@ -260,7 +260,7 @@ function chunkedBackward(b: BackwardParts): void {
       workgroups: grid1d(N * w, WG),
     });
     // mixed precision (f16 operands): the logit gradient in f16, as autocast's matmul sees it
-    const dz = hidden.dtype === "f16" ? castKernel(z, "f16", { from: "f32", to: "f16" }) : z;
+    const dz = hidden.dtype === "f16" ? toF16(z) : z;
     if (dh) {
       // [N, C] = dz [N, w] @ W_c [w, C]
       gemm(dz, slice, i === 0 ? dh : part!, flat(N, C, w, false, false));

@@ -6,7 +6,7 @@
 import { gpu } from "../../gpu/mod.ts";
 import { record, registerOp } from "../autograd.ts";
 import { fmtShape, shapeSize, type Tensor } from "../tensor.ts";
-import { castKernel } from "./elementwise_kernel.ts";
+import { toF16 } from "./elementwise_kernel.ts";
 import { colsum, type Gemm, gemmNew, type TileConfig, type TileName } from "./matmul_kernel.ts";
 
 registerOp(
@@ -260,9 +260,4 @@ export function linear(
   });
   if (!node.node && xs !== x) xs.dispose(); // the queue runs the product before any reuse
   return node;
-}
-
-/** An f16 copy of an f32 tensor, off the tape (NaN and out-of-range values become NaN / inf). */
-function toF16(t: Tensor): Tensor {
-  return castKernel(t, "f16", { from: "f32", to: "f16" });
 }

@@ -63,6 +63,7 @@ export async function main(args: string[]): Promise<void> {
     maxInFlightJobs: positive(values, "in-flight"),
     maxNumSeqs: positive(values, "max-num-seqs"),
     kvCacheTokens,
+    kvCacheTokensKey: "--kv-cache-tokens",
     signal: stop.signal,
     onJob: (job, s) => console.log(`job ${job.jobId} (v${job.version}) in ${s.toFixed(2)}s`),
     onEngine: (v, e) =>

@@ -1,5 +1,10 @@
 /** `actor_rollout_ref.rollout.*`: sampling settings of the generation engine. */
-import { SANITY_CHECK_MODES, TOOL_FORMATS, TRUNCATE_SIDES } from "../rollout/mod.ts";
+import {
+  ENGINE_BLOCK_SIZE,
+  SANITY_CHECK_MODES,
+  TOOL_FORMATS,
+  TRUNCATE_SIDES,
+} from "../rollout/mod.ts";
 import { ConfigError } from "./errors.ts";
 import { bool, float, int, oneOf, ref, section, str } from "./schema.ts";
 
@@ -22,8 +27,6 @@ const ROLLOUT_DTYPE_DOC = "What the rollout decodes with: float16 is an f16 KV c
   "actor's frozen base is f16 where the GPU has shader-f16). verl's default bfloat16 does not " +
   "exist on WebGPU: use float16 or float32.";
 
-/** Positions per block of the engine's KV cache (vLLM's default). */
-export const ENGINE_BLOCK_SIZE = 16;
 /** `rollout.max_num_seqs` by default (verl's). */
 export const ENGINE_MAX_NUM_SEQS = 1024;
 

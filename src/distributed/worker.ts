@@ -42,6 +42,8 @@ export interface WorkerOptions {
    * (enginePoolBlocks).
    */
   kvCacheTokens?: number | null;
+  /** How errors name `kvCacheTokens` (the CLI: --kv-cache-tokens). Default "kvCacheTokens". */
+  kvCacheTokensKey?: string;
   /** Stop after this many jobs (tests); default run until `signal` aborts. */
   maxJobs?: number;
   signal?: AbortSignal;
@@ -105,7 +107,7 @@ export async function runWorker(nc: NatsConnection, o: WorkerOptions): Promise<W
     maxNumSeqs: o.maxNumSeqs ?? null,
     kvCacheTokens: o.kvCacheTokens ?? null,
     maxInFlightJobs: Math.max(1, o.maxInFlightJobs ?? 8),
-    key: "--kv-cache-tokens", // kvCacheTokens, as the CLI names it
+    key: o.kvCacheTokensKey ?? "kvCacheTokens",
   };
   const weights = new WeightCache<VersionEngines>(nc, names, {
     build: (w) =>

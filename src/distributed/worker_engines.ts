@@ -11,9 +11,9 @@
  * no new jobs and is closed once its jobs are done. `close` waits for every engine to finish
  * and frees their pools: the weight cache calls it before the version's model is disposed.
  */
-import { ENGINE_BLOCK_SIZE, ENGINE_MAX_NUM_SEQS, enginePoolBlocks } from "../config/mod.ts";
+import { ENGINE_MAX_NUM_SEQS, enginePoolBlocks } from "../config/mod.ts";
 import type { CausalLM, KvDtype } from "../nn/mod.ts";
-import { Engine, type EngineStats } from "../rollout/mod.ts";
+import { Engine, ENGINE_BLOCK_SIZE, type EngineStats } from "../rollout/mod.ts";
 import type { JobSampling } from "./protocol.ts";
 import type { RunEngine } from "./coordinator.ts";
 

@@ -174,7 +174,7 @@ if (enabled) {
         done.abort();
         const stats = await worker;
         assert.equal(stats.jobs, 4);
-        assert.equal(stats.peakJobs, 4, "the four jobs decoded together");
+        assert.equal(stats.peakJobs, 4, "the four jobs were in flight together");
         assert.equal(stats.engines, 1, "on one engine");
         assert.equal(stats.requests, 8);
         for (const t of [...one.trajectories, ...two.trajectories]) assert.equal(t.version, 1);

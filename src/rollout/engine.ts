@@ -29,6 +29,7 @@ import {
   type StepSequence,
 } from "./engine_step.ts";
 import {
+  ENGINE_BLOCK_SIZE,
   type EngineOptions,
   enginePool,
   type EngineRequest,
@@ -40,6 +41,7 @@ import {
 } from "./engine_types.ts";
 import type { SamplerConfig } from "./sampler.ts";
 
+export { ENGINE_BLOCK_SIZE };
 export type { EngineOptions, EngineRequest, EngineResult, EngineStats };
 
 interface Sequence extends StepSequence {

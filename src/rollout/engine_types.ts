@@ -2,6 +2,9 @@
 import { type CausalLM, type KvDtype, PagedKvCache } from "../nn/mod.ts";
 import { MAX_EOS_IDS, type SamplerConfig, type SamplingOptions } from "./sampler.ts";
 
+/** Positions per KV block of the engine's pool (vLLM's default) unless EngineOptions.blockSize says otherwise. */
+export const ENGINE_BLOCK_SIZE = 16;
+
 export interface EngineOptions {
   /** Sequences decoded together at most (verl's rollout.max_num_seqs). */
   maxSeqs: number;
@@ -99,7 +102,7 @@ export function enginePool(model: CausalLM, options: EngineOptions): PagedKvCach
   return PagedKvCache.create({
     layers: c.numHiddenLayers,
     numBlocks,
-    blockSize: options.blockSize ?? 16,
+    blockSize: options.blockSize ?? ENGINE_BLOCK_SIZE,
     kvHeads: c.numKeyValueHeads,
     headDim: c.headDim,
     dtype: options.kvDtype,

@@ -2,6 +2,7 @@
 export { generate } from "./generate.ts";
 export {
   Engine,
+  ENGINE_BLOCK_SIZE,
   type EngineOptions,
   type EngineRequest,
   type EngineResult,

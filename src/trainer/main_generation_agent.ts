@@ -7,10 +7,16 @@
  * list of n_samples conversations, each a list of `{role, content}` (prompt, assistant turns,
  * tool and user replies).
  */
-import { ENGINE_BLOCK_SIZE, enginePoolBlocks, type GenerationConfig } from "../config/mod.ts";
+import { enginePoolBlocks, type GenerationConfig } from "../config/mod.ts";
 import type { ChatMessage, Tokenizer } from "../io/mod.ts";
 import { DataError, parseChatMessages, renderPrompt, type Row } from "../data/mod.ts";
-import { Engine, engineTurns, prefixCacheMetrics, runAgentLoop } from "../rollout/mod.ts";
+import {
+  Engine,
+  ENGINE_BLOCK_SIZE,
+  engineTurns,
+  prefixCacheMetrics,
+  runAgentLoop,
+} from "../rollout/mod.ts";
 import {
   agentLoopOptions,
   agentSample,

@@ -14,17 +14,17 @@
  */
 import type { Tokenizer } from "../io/mod.ts";
 import type { CausalLM, KvDtype } from "../nn/mod.ts";
-import { ENGINE_BLOCK_SIZE, ENGINE_MAX_NUM_SEQS, enginePoolBlocks } from "../config/mod.ts";
+import { ConfigError, ENGINE_MAX_NUM_SEQS, enginePoolBlocks } from "../config/mod.ts";
 import {
   Engine,
+  ENGINE_BLOCK_SIZE,
   engineTurns,
   generate,
   prefixCacheMetrics,
+  responseRows,
   submitPrompts,
 } from "../rollout/mod.ts";
-import { ConfigError } from "../config/mod.ts";
 import { gpu } from "../gpu/mod.ts";
-import { responseRows } from "../rollout/mod.ts";
 import type {
   RolloutFn,
   RolloutOptions,
@@ -156,6 +156,12 @@ export function turnRolloutFor(
   eosTokenIds: number[] = [tokenizer.eosTokenId],
   options: RolloutForOptions = {},
 ): TurnRolloutFn {
+  if (options.engine === null) {
+    throw new Error(
+      "turnRolloutFor: the agent loop decodes through the engine; engine: null (lock-step " +
+        "generate batches) is rolloutFor's option only",
+    );
+  }
   const pool = options.engine ?? DEFAULT_POOL;
   return (o, use) =>
     withRolloutModel(model, options, async (m) => {

@@ -14,7 +14,13 @@ export { type PpoConfig, ppoTrainerSchema } from "./ppo_trainer.ts";
 export { criticEnabled, sumPiSquaredEnabled } from "./ppo_checks.ts";
 export { checkContextLength, type ContextLengths } from "./context_length.ts";
 export { type GenerationConfig, generationSchema } from "./generation.ts";
-export { ENGINE_MAX_NUM_SEQS, enginePoolBlocks } from "./ppo_rollout.ts";
+export {
+  ENGINE_MAX_NUM_SEQS,
+  enginePoolBlocks,
+  enginePoolOptions,
+  type EngineSettings,
+  engineSettings,
+} from "./ppo_rollout.ts";
 export { type SftConfig, sftTrainerSchema } from "./sft_trainer.ts";
 export { type EvaluationConfig, evaluationSchema } from "./evaluation.ts";
 export { PRECISION_NAMES, type PrecisionName } from "./common.ts";

@@ -60,6 +60,46 @@ export function enginePoolKeys(batch: string) {
 }
 
 /**
+ * The rollout engine's settings of a `rollout.*` section: its pool sizes and prefix caching.
+ * The trainer's rollout, the generator and (through the run info) the rollout workers read them.
+ */
+export interface EngineSettings {
+  /** rollout.max_num_seqs */
+  maxNumSeqs: number;
+  /** rollout.kv_cache_tokens; null: room for every sequence at its longest. */
+  kvCacheTokens: number | null;
+  /** rollout.enable_prefix_caching */
+  prefixCaching: boolean;
+}
+
+/** `r`'s engine settings. */
+export function engineSettings(
+  r: { max_num_seqs: number; kv_cache_tokens: number | null; enable_prefix_caching: boolean },
+): EngineSettings {
+  return {
+    maxNumSeqs: r.max_num_seqs,
+    kvCacheTokens: r.kv_cache_tokens,
+    prefixCaching: r.enable_prefix_caching,
+  };
+}
+
+/**
+ * The pool part of an engine's options for `sequences` of up to `longest` positions under `s`
+ * (blocks by enginePoolBlocks; `key` names kv_cache_tokens in errors).
+ */
+export function enginePoolOptions(
+  s: EngineSettings & { key: string },
+  need: { sequences: number; longest: number },
+): { maxSeqs: number; blockSize: number; numBlocks: number; prefixCaching: boolean } {
+  return {
+    maxSeqs: s.maxNumSeqs,
+    blockSize: ENGINE_BLOCK_SIZE,
+    numBlocks: enginePoolBlocks({ ...s, ...need }),
+    prefixCaching: s.prefixCaching,
+  };
+}
+
+/**
  * Blocks of the engine's pool: `kv_cache_tokens` (at `key`), or by default `sequences` (capped
  * by max_num_seqs) at their longest, `longest` positions each (prompt plus response budget).
  * A budget that cannot hold one such sequence is an error naming the key.

@@ -16,6 +16,7 @@ import {
 } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/nats-core";
 import type { RewardManagerOptions } from "../reward/mod.ts";
+import type { EngineSettings } from "../config/mod.ts";
 import { type ObjectStore, Objm } from "@nats-io/obj";
 import {
   decodeTrajectory,
@@ -67,17 +68,7 @@ export interface RunInfo {
    * engine follows them, as verl's rollout replicas share one rollout config; a worker's own
    * --max-num-seqs / --kv-cache-tokens override the pool size for its GPU.
    */
-  engine?: RunEngine;
-}
-
-/** The rollout engine settings a run publishes (RunInfo.engine). */
-export interface RunEngine {
-  /** rollout.max_num_seqs. */
-  maxNumSeqs: number;
-  /** rollout.kv_cache_tokens; null: sized from the jobs. */
-  kvCacheTokens: number | null;
-  /** rollout.enable_prefix_caching. */
-  prefixCaching: boolean;
+  engine?: EngineSettings;
 }
 
 export type JobSpec = Omit<Job, "epoch" | "step" | "version">;

@@ -11,11 +11,10 @@
  * no new jobs and is closed once its jobs are done. `close` waits for every engine to finish
  * and frees their pools: the weight cache calls it before the version's model is disposed.
  */
-import { ENGINE_MAX_NUM_SEQS, enginePoolBlocks } from "../config/mod.ts";
+import { ENGINE_MAX_NUM_SEQS, enginePoolOptions, type EngineSettings } from "../config/mod.ts";
 import type { CausalLM, KvDtype } from "../nn/mod.ts";
-import { Engine, ENGINE_BLOCK_SIZE, type EngineStats } from "../rollout/mod.ts";
+import { Engine, type EngineStats } from "../rollout/mod.ts";
 import type { JobSampling } from "./protocol.ts";
-import type { RunEngine } from "./coordinator.ts";
 
 /** The worker's pool settings (WorkerOptions). */
 export interface WorkerPool {
@@ -40,7 +39,7 @@ export interface EngineSetup {
   /** Longest prompt plus response length to make room for (the job's at least). */
   longest: number;
   /** The run's rollout engine settings (RunInfo.engine), if it published them. */
-  run?: RunEngine;
+  run?: EngineSettings;
 }
 
 interface Slot {
@@ -89,20 +88,16 @@ export class VersionEngines {
     ]);
     let slot = this.#slots.get(key);
     const n = Math.max(s.n, slot?.n ?? 0), longest = Math.max(s.longest, slot?.longest ?? 0);
-    const numBlocks = enginePoolBlocks({
+    const pool = enginePoolOptions({
       maxNumSeqs: maxSeqs,
       kvCacheTokens: p.kvCacheTokens ?? runTokens,
-      sequences: p.maxInFlightJobs * n,
-      longest,
+      prefixCaching,
       key: runTokens === null ? p.key : "actor_rollout_ref.rollout.kv_cache_tokens (the run's)",
-    });
-    if (!slot || numBlocks > slot.engine.options.numBlocks) {
+    }, { sequences: p.maxInFlightJobs * n, longest });
+    if (!slot || pool.numBlocks > slot.engine.options.numBlocks) {
       if (slot) this.#retire(slot);
       const engine = new Engine(this.model, {
-        maxSeqs,
-        prefixCaching,
-        blockSize: ENGINE_BLOCK_SIZE,
-        numBlocks,
+        ...pool,
         kvDtype: s.kvDtype,
         eosTokenIds: s.eosTokenIds,
         padTokenId: s.padTokenId,

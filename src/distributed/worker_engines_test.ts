@@ -12,7 +12,8 @@ import { ARITHMETIC_DATA_SOURCE } from "../reward/mod.ts";
 import { type Engine, generate } from "../rollout/mod.ts";
 import { assertClose, gpuTest } from "../testing/mod.ts";
 import { connectNats } from "./connect.ts";
-import { Coordinator, type JobSpec, type RunEngine } from "./coordinator.ts";
+import { Coordinator, type JobSpec } from "./coordinator.ts";
+import type { EngineSettings } from "../config/mod.ts";
 import { decodeTrajectory } from "./protocol.ts";
 import { natsTestsEnabled, tinyModel, withServer } from "./test_server.ts";
 import { runWorker } from "./worker.ts";
@@ -40,7 +41,7 @@ async function openRun(
   trainerSeed: string,
   eos: number[],
   keepVersions = 2,
-  engine?: RunEngine,
+  engine?: EngineSettings,
 ) {
   const tiny = await tinyModel();
   const nc = await connectNats(url, { nkeySeed: trainerSeed });

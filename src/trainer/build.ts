@@ -11,7 +11,7 @@ import { type LoraStart, loraStart } from "./lora.ts";
 import type { AgentInteraction, AgentTool } from "../rollout/mod.ts";
 import { RewardManager, rewardManagerOptions } from "../reward/mod.ts";
 import type { Tensor } from "../tensor/mod.ts";
-import { criticEnabled, enginePoolBlocks, type PpoConfig } from "../config/mod.ts";
+import { criticEnabled, enginePoolBlocks, engineSettings, type PpoConfig } from "../config/mod.ts";
 import type { Optimizer } from "./optimizer_step.ts";
 import { applyPrecision, trainPrecision } from "./precision.ts";
 import { DataLoader, type PromptItem } from "../data/mod.ts";
@@ -159,12 +159,7 @@ export function buildTrainerParts(o: BuildOptions): TrainerParts {
   if (refCopy && precision === "f16") refCopy.mixedPrecision = new HalfWeights();
   const refModel = !useRef ? null : lora ? adaptersOff(actorModel) : refCopy;
   const critic = criticEnabled(cfg) ? buildCritic(o) : null;
-  const pool = {
-    maxNumSeqs: a.rollout.max_num_seqs,
-    kvCacheTokens: a.rollout.kv_cache_tokens,
-    key: "actor_rollout_ref.rollout.kv_cache_tokens",
-    prefixCaching: a.rollout.enable_prefix_caching,
-  };
+  const pool = { ...engineSettings(a.rollout), key: "actor_rollout_ref.rollout.kv_cache_tokens" };
   // A budget too small for one sequence of the longest prompt and response fails now.
   enginePoolBlocks({
     ...pool,

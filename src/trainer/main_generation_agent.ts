@@ -7,16 +7,10 @@
  * list of n_samples conversations, each a list of `{role, content}` (prompt, assistant turns,
  * tool and user replies).
  */
-import { enginePoolBlocks, type GenerationConfig } from "../config/mod.ts";
+import { enginePoolOptions, engineSettings, type GenerationConfig } from "../config/mod.ts";
 import type { ChatMessage, Tokenizer } from "../io/mod.ts";
 import { DataError, parseChatMessages, renderPrompt, type Row } from "../data/mod.ts";
-import {
-  Engine,
-  ENGINE_BLOCK_SIZE,
-  engineTurns,
-  prefixCacheMetrics,
-  runAgentLoop,
-} from "../rollout/mod.ts";
+import { Engine, engineTurns, prefixCacheMetrics, runAgentLoop } from "../rollout/mod.ts";
 import {
   agentLoopOptions,
   agentSample,
@@ -173,17 +167,8 @@ export function generatorEngine(
 ): Engine {
   const r = cfg.rollout;
   return new Engine(model, {
-    maxSeqs: r.max_num_seqs,
-    blockSize: ENGINE_BLOCK_SIZE,
-    numBlocks: enginePoolBlocks({
-      maxNumSeqs: r.max_num_seqs,
-      kvCacheTokens: r.kv_cache_tokens,
-      sequences: o.sequences,
-      longest: o.longest,
-      key: "rollout.kv_cache_tokens",
-    }),
+    ...enginePoolOptions({ ...engineSettings(r), key: "rollout.kv_cache_tokens" }, o),
     kvDtype: o.kvDtype,
-    prefixCaching: r.enable_prefix_caching,
     eosTokenIds: r.ignore_eos ? [] : o.eosTokenIds,
     padTokenId: o.padTokenId,
     sampling: { temperature: r.temperature, topK: r.top_k, topP: r.top_p, doSample: r.do_sample },

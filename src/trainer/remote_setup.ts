@@ -3,6 +3,7 @@
  * credentials, creates or purges the run's streams (jobs of an earlier trainer process are
  * dropped), publishes what workers need besides weights, and lets the loader look ahead.
  */
+import { engineSettings } from "../config/mod.ts";
 import { connectNats, Coordinator } from "../distributed/mod.ts";
 import type { ModelConfig } from "../io/mod.ts";
 import { rewardManagerOptions } from "../reward/mod.ts";
@@ -44,11 +45,7 @@ export async function attachRemote(parts: TrainerParts, o: RemoteSetupOptions): 
     eosTokenIds: o.eosTokenIds,
     reward: cfg.custom_reward_function.path === null ? rewardManagerOptions(cfg) : null,
     rolloutDtype: cfg.actor_rollout_ref.rollout.dtype,
-    engine: {
-      maxNumSeqs: cfg.actor_rollout_ref.rollout.max_num_seqs,
-      kvCacheTokens: cfg.actor_rollout_ref.rollout.kv_cache_tokens,
-      prefixCaching: cfg.actor_rollout_ref.rollout.enable_prefix_caching,
-    },
+    engine: engineSettings(cfg.actor_rollout_ref.rollout),
   });
   const loader = new PeekLoader(parts.trainLoader);
   parts.trainLoader = loader;

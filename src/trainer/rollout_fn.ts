@@ -14,10 +14,14 @@
  */
 import type { Tokenizer } from "../io/mod.ts";
 import type { CausalLM, KvDtype } from "../nn/mod.ts";
-import { ConfigError, ENGINE_MAX_NUM_SEQS, enginePoolBlocks } from "../config/mod.ts";
+import {
+  ConfigError,
+  ENGINE_MAX_NUM_SEQS,
+  enginePoolOptions,
+  type EngineSettings,
+} from "../config/mod.ts";
 import {
   Engine,
-  ENGINE_BLOCK_SIZE,
   engineTurns,
   generate,
   prefixCacheMetrics,
@@ -72,16 +76,8 @@ export function checkHalfCache(key: string, headDim: number): void {
   );
 }
 
-/**
- * The engine's pool: rollout.max_num_seqs and rollout.kv_cache_tokens (named by `key`), and
- * rollout.enable_prefix_caching.
- */
-export interface EnginePool {
-  maxNumSeqs: number;
-  kvCacheTokens: number | null;
-  key: string;
-  prefixCaching: boolean;
-}
+/** The engine's settings (rollout.*), with `key` naming kv_cache_tokens in errors. */
+export type EnginePool = EngineSettings & { key: string };
 
 export interface RolloutForOptions {
   mergeLora?: boolean;
@@ -165,10 +161,11 @@ export function turnRolloutFor(
   const pool = options.engine ?? DEFAULT_POOL;
   return (o, use) =>
     withRolloutModel(model, options, async (m) => {
-      const engine = new Engine(m, {
-        ...engineOptions({ tokenizer, eosTokenIds, options, pool }, o),
-        numBlocks: enginePoolBlocks({ ...pool, sequences: o.conversations, longest: o.longest }),
-      });
+      const need = { sequences: o.conversations, longest: o.longest };
+      const engine = new Engine(
+        m,
+        engineOptions({ tokenizer, eosTokenIds, options, pool }, o, need),
+      );
       try {
         const turns = engineTurns(engine, { seed: o.seed, returnLogProbs: o.returnLogProbs });
         return await use(turns, () => prefixCacheMetrics(engine));
@@ -181,11 +178,10 @@ export function turnRolloutFor(
 function engineOptions(
   c: { tokenizer: Tokenizer; eosTokenIds: number[]; options: RolloutForOptions; pool: EnginePool },
   o: Pick<RolloutOptions, "temperature" | "topK" | "topP" | "doSample">,
+  need: { sequences: number; longest: number },
 ) {
   return {
-    maxSeqs: c.pool.maxNumSeqs,
-    blockSize: ENGINE_BLOCK_SIZE,
-    prefixCaching: c.pool.prefixCaching,
+    ...enginePoolOptions(c.pool, need),
     kvDtype: (c.options.precision ?? F32).kvDtype,
     eosTokenIds: c.eosTokenIds,
     padTokenId: c.tokenizer.padTokenId,
@@ -224,12 +220,11 @@ async function engineRollout(
     o: RolloutOptions;
   },
 ): Promise<RolloutOutput> {
-  const { prompts, o, pool } = c;
+  const { prompts, o } = c;
   const rows = promptRows(prompts);
   const n = o.n, R = o.responseLength;
   const longest = Math.max(...rows.map((r) => r.length)) + R;
-  const numBlocks = enginePoolBlocks({ ...pool, sequences: prompts.batch * n, longest });
-  const engine = new Engine(model, { ...engineOptions(c, o), numBlocks });
+  const engine = new Engine(model, engineOptions(c, o, { sequences: prompts.batch * n, longest }));
   let results;
   try {
     results = await submitPrompts(engine, rows, {

@@ -9,6 +9,8 @@ export type TypedArray = Float32Array | Int32Array | Uint32Array | Uint16Array;
 /** Reference-counted GPU buffer shared by a tensor and its reshaped views. */
 class Storage {
   refs = 1;
+  /** Writes to the buffer since it was made (see Tensor.version). */
+  version = 0;
   constructor(public buffer: GPUBuffer | null, readonly bytes: number) {}
 }
 
@@ -93,6 +95,33 @@ export class Tensor {
     const t = Tensor.empty(shape, dtype, label);
     if (n > 0) gpu().upload(t.buffer, toDtypeArray(data, dtype));
     return t;
+  }
+
+  /**
+   * How many times the buffer was written after it was made, as torch's `_version`: `write` and
+   * every in-place op bump it (`markWritten`); a view shares it with its base. What is derived
+   * from the values and kept (an f16 copy of a weight) is valid while the version it was made at
+   * is the current one.
+   */
+  get version(): number {
+    return this.#storage.version;
+  }
+
+  /** Records a write to the buffer (an in-place kernel's, recorded or dispatched now). */
+  markWritten(): void {
+    this.buffer; // throws when disposed
+    this.#storage.version++;
+  }
+
+  /** Replaces the values with `data` (same element count; f16 converted on the CPU). */
+  write(data: ArrayLike<number> | TypedArray): void {
+    if (data.length !== this.size) {
+      throw new Error(
+        `${this}.write: ${data.length} values do not fill ${fmtShape(this.shape)} (${this.size})`,
+      );
+    }
+    if (this.size > 0) gpu().upload(this.buffer, toDtypeArray(data, this.dtype));
+    this.markWritten();
   }
 
   get buffer(): GPUBuffer {

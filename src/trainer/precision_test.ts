@@ -120,18 +120,28 @@ gpuTest("scaledBackward seeds the backward with the loss scale", async () => {
   assert.deepEqual([...await x.grad!.toArray()], [4, 4, 4]);
 });
 
-gpuTest("HalfWeights: one f16 copy per weight until the version moves", () => {
-  let version = 0;
-  const cache = new HalfWeights(() => version);
+gpuTest("HalfWeights: one f16 copy per weight until the weight is written", async () => {
+  const cache = new HalfWeights();
   const w = Tensor.from([1, 2, 3, 4], [2, 2]).keep();
+  const other = Tensor.from([5, 6], [2]).keep();
   const a = cache.get(w), b = cache.get(w);
   assert.equal(a, b);
   assert.equal(a.dtype, "f16");
-  version++;
+  const kept = cache.get(other);
+  // a load (checkpoint, weights set from outside): no optimizer step, and the copy follows it
+  w.write([8, 7, 6, 5]);
   const c = cache.get(w);
   assert.notEqual(c, a);
   assert.equal(a.disposed, true);
-  assert.equal(cache.size, 1);
+  assert.deepEqual([...await c.toArray()], [8, 7, 6, 5]);
+  assert.equal(cache.get(other), kept, "an unwritten weight keeps its copy");
+  // an AdamW step writes the weights it updates
+  const { param, adamw } = setup(new Float32Array([1, 2]), null);
+  const d = cache.get(param);
+  param.grad = Tensor.from([1, 1], [2]).keep();
+  adamw.step();
+  assert.notEqual(cache.get(param), d);
+  assert.equal(cache.size, 3);
 }, { f16: true });
 
 const KEY = "actor_rollout_ref.actor.fsdp_config";

@@ -1,15 +1,13 @@
 export {
   type DType,
   DTYPE_BYTES,
-  f16BitsToF32,
-  f32ToF16Bits,
   fmtShape,
   type Node,
-  roundToF16,
   shapeSize,
   Tensor,
   type TypedArray,
 } from "./tensor.ts";
+export { f16BitsToF32, f16ToF32Into, f32ToF16Bits, f32ToF16Into, roundToF16 } from "./half.ts";
 export { scope, scopeAsync } from "./scope.ts";
 export { isGradEnabled, isRecomputedLater, noGrad, noGradAsync, withGrad } from "./grad_mode.ts";
 export { checkpoint, type CheckpointOptions } from "./ops/checkpoint.ts";

@@ -9,7 +9,6 @@
  *   deno run -A bench/lora_device.ts                         # both shapes, full and LoRA r=32
  *   deno run -A bench/lora_device.ts --shapes=1.5b --rank=32 --prompts=8 --n=8
  *   deno run -A bench/lora_device.ts --shapes=tiny           # a CPU-adapter smoke run
- *   ... --half-sums=1        # frozen f16 weights' forward products sum in f16 (halfSumsPolicy)
  *   ... --rollout=adapters   # the LoRA run decodes through the adapters, not a merged copy
  *   deno run -A bench/lora_device.ts --rollout-compare --shapes=0.5b,1.5b [--batch=64]
  *                            # decode through adapters vs merge + decode, same model, alternated
@@ -32,7 +31,6 @@ import {
 import {
   add,
   cast,
-  halfSumsPolicy,
   matmul,
   mulScalar,
   noGrad,
@@ -102,7 +100,6 @@ async function child(shape: string, rank: number): Promise<void> {
   console.log(JSON.stringify({ adapter: g.adapterName, f16: g.hasF16, shape, mode, trainable }));
   let last: Record<string, number> = {};
   if (num("splitk", 1) === 0) splitPolicy.minStages = Infinity;
-  halfSumsPolicy.frozenF16Weights = num("half-sums", 0) > 0;
   for (let step = 1; step <= steps; step++) {
     const run = () => trainStep(parts, step, parts.trainLoader.next()!);
     let m: Record<string, number> = {};

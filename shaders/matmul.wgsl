@@ -17,10 +17,6 @@
 // read-only binding: C itself is read_write and may not alias it): C = (op(A) @ op(B) + bias)
 // + resid, in that order, which is bit-for-bit the unfused add(resid, linear(...)).
 // Specialised through `defines`: tile sizes, transposes, storage types (f16 needs `enable f16`).
-// HALF_SUMS (with TILE_T = f16): the workgroup tiles hold f16 and each K step's BK products are
-// summed in f16 (packed half FMAs, twice the products per instruction) before they are added to
-// the f32 register tile. Inference-only: operands are rounded to f16 and partial sums of BK
-// products must stay below 65504.
 
 #const WG_X: u32 // threads along N
 #const WG_Y: u32 // threads along M
@@ -29,11 +25,9 @@
 #const BK: u32 // K step held in workgroup memory
 #const TRANS_A: bool
 #const TRANS_B: bool
-#const HALF_SUMS: bool
 alias A_T = f32;
 alias B_T = f32;
 alias BIAS_T = f32;
-alias TILE_T = f32; // element type of the workgroup tiles: f16 exactly when HALF_SUMS
 
 const NT: u32 = WG_X * WG_Y;
 const RG: u32 = TM / 4u; // vec4 row groups per thread
@@ -65,8 +59,8 @@ struct Params {
 @group(0) @binding(4) var<storage, read> bias: array<BIAS_T>;
 @group(0) @binding(5) var<storage, read> resid: array<f32>;
 
-var<workgroup> As: array<vec4<TILE_T>, 2u * AS_SIZE>;
-var<workgroup> Bs: array<vec4<TILE_T>, 2u * BS_SIZE>;
+var<workgroup> As: array<vec4<f32>, 2u * AS_SIZE>;
+var<workgroup> Bs: array<vec4<f32>, 2u * BS_SIZE>;
 
 // Element (row i, depth kk) of op(A), 0 outside. Branch-free: the index is clamped to 0 and
 // the value selected, which keeps the unrolled loads cheap to compile and to run.
@@ -108,50 +102,6 @@ fn fetch_b(base: u32, n0: u32, k0: u32, s: u32, ke: u32) -> vec4<f32> {
                    load_b(base, kk, j + 2u, ke), load_b(base, kk, j + 3u, ke));
 }
 
-// One K step of HALF_SUMS: the BK products of each output summed in f16 (h), then added to acc.
-// Same register layout and constant indices as the f32 loop in `block`.
-fn half_stage(acc: ptr<function, array<vec4<f32>, 16>>, ao: u32, bo: u32) {
-  var h = array<vec4<TILE_T>, 16>(); // initialised here: a bare `var` in a loop is not re-zeroed
-  for (var kk = 0u; kk < BK; kk++) {
-    let a0 = As[ao + kk * AS_STRIDE];
-    let b0 = Bs[bo + kk * BS_STRIDE];
-    var a1 = vec4<TILE_T>();
-    var b1 = vec4<TILE_T>();
-    if (RG > 1u) { a1 = As[ao + kk * AS_STRIDE + WG_Y]; }
-    if (CG > 1u) { b1 = Bs[bo + kk * BS_STRIDE + WG_X]; }
-    h[0] = fma(vec4<TILE_T>(a0.x), b0, h[0]);
-    h[2] = fma(vec4<TILE_T>(a0.y), b0, h[2]);
-    h[4] = fma(vec4<TILE_T>(a0.z), b0, h[4]);
-    h[6] = fma(vec4<TILE_T>(a0.w), b0, h[6]);
-    if (CG > 1u) {
-      h[1] = fma(vec4<TILE_T>(a0.x), b1, h[1]);
-      h[3] = fma(vec4<TILE_T>(a0.y), b1, h[3]);
-      h[5] = fma(vec4<TILE_T>(a0.z), b1, h[5]);
-      h[7] = fma(vec4<TILE_T>(a0.w), b1, h[7]);
-    }
-    if (RG > 1u) {
-      h[8] = fma(vec4<TILE_T>(a1.x), b0, h[8]);
-      h[10] = fma(vec4<TILE_T>(a1.y), b0, h[10]);
-      h[12] = fma(vec4<TILE_T>(a1.z), b0, h[12]);
-      h[14] = fma(vec4<TILE_T>(a1.w), b0, h[14]);
-    }
-    if (RG > 1u && CG > 1u) {
-      h[9] = fma(vec4<TILE_T>(a1.x), b1, h[9]);
-      h[11] = fma(vec4<TILE_T>(a1.y), b1, h[11]);
-      h[13] = fma(vec4<TILE_T>(a1.z), b1, h[13]);
-      h[15] = fma(vec4<TILE_T>(a1.w), b1, h[15]);
-    }
-  }
-  (*acc)[0] += vec4<f32>(h[0]); (*acc)[1] += vec4<f32>(h[1]);
-  (*acc)[2] += vec4<f32>(h[2]); (*acc)[3] += vec4<f32>(h[3]);
-  (*acc)[4] += vec4<f32>(h[4]); (*acc)[5] += vec4<f32>(h[5]);
-  (*acc)[6] += vec4<f32>(h[6]); (*acc)[7] += vec4<f32>(h[7]);
-  (*acc)[8] += vec4<f32>(h[8]); (*acc)[9] += vec4<f32>(h[9]);
-  (*acc)[10] += vec4<f32>(h[10]); (*acc)[11] += vec4<f32>(h[11]);
-  (*acc)[12] += vec4<f32>(h[12]); (*acc)[13] += vec4<f32>(h[13]);
-  (*acc)[14] += vec4<f32>(h[14]); (*acc)[15] += vec4<f32>(h[15]);
-}
-
 // The BM x BN block (wid.x, wid.y) of batch entry wid.z, as this thread's register tile:
 // acc[row * 2 + h] holds row `row` (0..TM) and column group h. Every access to acc uses a
 // constant index: a dynamically indexed register array compiles to slow (and, on CPU
@@ -175,11 +125,11 @@ fn block(wid: vec3<u32>, lid: vec3<u32>) -> array<vec4<f32>, 16> {
   for (var l = 0u; l < LB; l++) { pb[l] = fetch_b(b_base, n0, k_lo, tid + l * NT, k_hi); }
   for (var l = 0u; l < LA; l++) {
     let g = slot(tid + l * NT, BM / 4u, !TRANS_A);
-    As[g.y * AS_STRIDE + g.x] = vec4<TILE_T>(pa[l]);
+    As[g.y * AS_STRIDE + g.x] = pa[l];
   }
   for (var l = 0u; l < LB; l++) {
     let g = slot(tid + l * NT, BN / 4u, TRANS_B);
-    Bs[g.y * BS_STRIDE + g.x] = vec4<TILE_T>(pb[l]);
+    Bs[g.y * BS_STRIDE + g.x] = pb[l];
   }
   workgroupBarrier();
 
@@ -193,49 +143,45 @@ fn block(wid: vec3<u32>, lid: vec3<u32>) -> array<vec4<f32>, 16> {
     }
     let ao = cur * AS_SIZE + lid.y;
     let bo = cur * BS_SIZE + lid.x;
-    if (HALF_SUMS) {
-      half_stage(&acc, ao, bo);
-    } else {
-      for (var kk = 0u; kk < BK; kk++) {
-        let a0 = vec4<f32>(As[ao + kk * AS_STRIDE]);
-        let b0 = vec4<f32>(Bs[bo + kk * BS_STRIDE]);
-        var a1 = vec4<f32>(0.0);
-        var b1 = vec4<f32>(0.0);
-        if (RG > 1u) { a1 = vec4<f32>(As[ao + kk * AS_STRIDE + WG_Y]); }
-        if (CG > 1u) { b1 = vec4<f32>(Bs[bo + kk * BS_STRIDE + WG_X]); }
-        acc[0] = fma(vec4<f32>(a0.x), b0, acc[0]);
-        acc[2] = fma(vec4<f32>(a0.y), b0, acc[2]);
-        acc[4] = fma(vec4<f32>(a0.z), b0, acc[4]);
-        acc[6] = fma(vec4<f32>(a0.w), b0, acc[6]);
-        if (CG > 1u) {
-          acc[1] = fma(vec4<f32>(a0.x), b1, acc[1]);
-          acc[3] = fma(vec4<f32>(a0.y), b1, acc[3]);
-          acc[5] = fma(vec4<f32>(a0.z), b1, acc[5]);
-          acc[7] = fma(vec4<f32>(a0.w), b1, acc[7]);
-        }
-        if (RG > 1u) {
-          acc[8] = fma(vec4<f32>(a1.x), b0, acc[8]);
-          acc[10] = fma(vec4<f32>(a1.y), b0, acc[10]);
-          acc[12] = fma(vec4<f32>(a1.z), b0, acc[12]);
-          acc[14] = fma(vec4<f32>(a1.w), b0, acc[14]);
-        }
-        if (RG > 1u && CG > 1u) {
-          acc[9] = fma(vec4<f32>(a1.x), b1, acc[9]);
-          acc[11] = fma(vec4<f32>(a1.y), b1, acc[11]);
-          acc[13] = fma(vec4<f32>(a1.z), b1, acc[13]);
-          acc[15] = fma(vec4<f32>(a1.w), b1, acc[15]);
-        }
+    for (var kk = 0u; kk < BK; kk++) {
+      let a0 = As[ao + kk * AS_STRIDE];
+      let b0 = Bs[bo + kk * BS_STRIDE];
+      var a1 = vec4<f32>(0.0);
+      var b1 = vec4<f32>(0.0);
+      if (RG > 1u) { a1 = As[ao + kk * AS_STRIDE + WG_Y]; }
+      if (CG > 1u) { b1 = Bs[bo + kk * BS_STRIDE + WG_X]; }
+      acc[0] = fma(vec4<f32>(a0.x), b0, acc[0]);
+      acc[2] = fma(vec4<f32>(a0.y), b0, acc[2]);
+      acc[4] = fma(vec4<f32>(a0.z), b0, acc[4]);
+      acc[6] = fma(vec4<f32>(a0.w), b0, acc[6]);
+      if (CG > 1u) {
+        acc[1] = fma(vec4<f32>(a0.x), b1, acc[1]);
+        acc[3] = fma(vec4<f32>(a0.y), b1, acc[3]);
+        acc[5] = fma(vec4<f32>(a0.z), b1, acc[5]);
+        acc[7] = fma(vec4<f32>(a0.w), b1, acc[7]);
+      }
+      if (RG > 1u) {
+        acc[8] = fma(vec4<f32>(a1.x), b0, acc[8]);
+        acc[10] = fma(vec4<f32>(a1.y), b0, acc[10]);
+        acc[12] = fma(vec4<f32>(a1.z), b0, acc[12]);
+        acc[14] = fma(vec4<f32>(a1.w), b0, acc[14]);
+      }
+      if (RG > 1u && CG > 1u) {
+        acc[9] = fma(vec4<f32>(a1.x), b1, acc[9]);
+        acc[11] = fma(vec4<f32>(a1.y), b1, acc[11]);
+        acc[13] = fma(vec4<f32>(a1.z), b1, acc[13]);
+        acc[15] = fma(vec4<f32>(a1.w), b1, acc[15]);
       }
     }
     if (more) {
       let nxt = 1u - cur;
       for (var l = 0u; l < LA; l++) {
         let g = slot(tid + l * NT, BM / 4u, !TRANS_A);
-        As[nxt * AS_SIZE + g.y * AS_STRIDE + g.x] = vec4<TILE_T>(pa[l]);
+        As[nxt * AS_SIZE + g.y * AS_STRIDE + g.x] = pa[l];
       }
       for (var l = 0u; l < LB; l++) {
         let g = slot(tid + l * NT, BN / 4u, TRANS_B);
-        Bs[nxt * BS_SIZE + g.y * BS_STRIDE + g.x] = vec4<TILE_T>(pb[l]);
+        Bs[nxt * BS_SIZE + g.y * BS_STRIDE + g.x] = pb[l];
       }
     }
     workgroupBarrier();

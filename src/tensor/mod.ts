@@ -18,7 +18,7 @@ export { accumulate, clone, fill, fillInPlace, scaleInPlace, zeros } from "./ops
 export { grid1d } from "./ops/grid.ts";
 export { add, cast, mul, mulScalar } from "./ops/elementwise.ts";
 export { linear, type LinearOptions, matmul, matmulTiled } from "./ops/matmul.ts";
-export { halfSumsPolicy, splitPolicy } from "./ops/matmul_kernel.ts";
+export { splitPolicy } from "./ops/matmul_kernel.ts";
 export { rmsNorm } from "./ops/rmsnorm.ts";
 export {
   type DynamicRopeOptions,

@@ -7,14 +7,7 @@ import { gpu } from "../../gpu/mod.ts";
 import { record, registerOp } from "../autograd.ts";
 import { fmtShape, shapeSize, type Tensor } from "../tensor.ts";
 import { toF16 } from "./elementwise_kernel.ts";
-import {
-  colsum,
-  type Gemm,
-  gemmNew,
-  halfSumsPolicy,
-  type TileConfig,
-  type TileName,
-} from "./matmul_kernel.ts";
+import { colsum, type Gemm, gemmNew, type TileConfig, type TileName } from "./matmul_kernel.ts";
 
 registerOp(
   "matmul",
@@ -246,13 +239,7 @@ export function linear(
   });
   // Under mixed precision both operands are f16; x16 is what the backward keeps.
   const xs = half && x.dtype !== "f16" ? toF16(x) : x, ws = half ?? weight;
-  const halfSums = halfSumsPolicy.frozenF16Weights && !half && weight.dtype === "f16" &&
-    !weight.requiresGrad;
-  const out = gemmNew(xs, ws, outShape, flat(rows, outF, inF, false, true), {
-    bias,
-    residual,
-    halfSums,
-  });
+  const out = gemmNew(xs, ws, outShape, flat(rows, outF, inF, false, true), { bias, residual });
   const inputs = bias ? [x, weight, bias] : [x, weight];
   if (residual) inputs.push(residual);
   const node = record("linear", inputs, out, (g) => {

@@ -103,20 +103,7 @@ export interface GemmOptions {
   tile?: TileName | TileConfig;
   /** K splits of a single tiled product; default from `splitPolicy` (tests force it). */
   splits?: number;
-  /**
-   * Sum each K step's products in f16 before adding them to the f32 result (HALF_SUMS in
-   * shaders/matmul.wgsl; needs shader-f16). Operands are rounded to f16. Only the tiled kernel
-   * has it: few-row products that take the skinny kernel keep f32 sums.
-   */
-  halfSums?: boolean;
 }
-
-/**
- * Whether `linear` sums in f16 (`GemmOptions.halfSums`) the forward products of frozen f16
- * weights: a rollout copy, a LoRA base. Products whose weight trains, the mixed-precision path
- * and every backward product keep f32 sums. Set from the config; mutable for benchmarks.
- */
-export const halfSumsPolicy = { frozenF16Weights: false };
 
 /** When a single tiled product splits K. Mutable for benchmarks. */
 export const splitPolicy = {
@@ -154,9 +141,7 @@ export function gemm(a: Tensor, b: Tensor, out: Tensor, d: Gemm, options: GemmOp
   checkTile(tile);
   const { bm, bn } = tileShape(tile);
   const bias = options.bias ?? null;
-  const halfSums = options.halfSums ?? false;
-  if (halfSums && !g.hasF16) throw new Error("matmul: halfSums needs shader-f16");
-  const f16 = halfSums || a.dtype === "f16" || b.dtype === "f16" || bias?.dtype === "f16";
+  const f16 = a.dtype === "f16" || b.dtype === "f16" || bias?.dtype === "f16";
   const spec: KernelSpec = {
     shader: "matmul",
     entry: epilogueEntry(bias, residual),
@@ -172,8 +157,6 @@ export function gemm(a: Tensor, b: Tensor, out: Tensor, d: Gemm, options: GemmOp
       A_T: a.dtype,
       B_T: b.dtype,
       BIAS_T: bias?.dtype ?? "f32",
-      HALF_SUMS: halfSums,
-      TILE_T: halfSums ? "f16" : "f32",
     },
   };
   const stages = Math.ceil(d.k / tile.bk);

@@ -116,32 +116,3 @@ export function linearF16(
   const dw = matmul(g16, x16, { batch: 1, m: outF, n: inF, k: rows, transA: true });
   return { y, dx, dw, db: colsum(g, rows, outF) };
 }
-
-/**
- * y = x @ w^T with the tiled kernel's HALF_SUMS arithmetic: operands rounded to f16, each K step
- * of `bk` products summed by f16 FMAs (one rounding per FMA, in k order), the steps' sums added
- * in f32. x [rows, inF], w [outF, inF].
- */
-export function linearHalfSums(
-  x: ArrayLike<number>,
-  w: ArrayLike<number>,
-  d: { rows: number; inF: number; outF: number; bk: number },
-): Float32Array {
-  const { rows, inF, outF, bk } = d;
-  const x16 = roundedF16(x), w16 = roundedF16(w);
-  const y = new Float32Array(rows * outF);
-  for (let i = 0; i < rows; i++) {
-    for (let j = 0; j < outF; j++) {
-      let acc = 0;
-      for (let k0 = 0; k0 < inF; k0 += bk) {
-        let h = 0;
-        for (let k = k0; k < Math.min(inF, k0 + bk); k++) {
-          h = roundToF16(x16[i * inF + k] * w16[j * inF + k] + h); // exact in f64, then one rounding
-        }
-        acc = Math.fround(acc + h);
-      }
-      y[i * outF + j] = acc;
-    }
-  }
-  return y;
-}

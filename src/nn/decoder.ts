@@ -217,6 +217,7 @@ export class DecoderTrunk {
     let h = rows.dtype === "f16" ? scope(() => cast(rows, "f32")) : rows;
     if (h !== rows) rows.dispose();
     const inference = !isGradEnabled();
+    if (!inference && adapters) this.lora?.beginPass(); // new lora_dropout masks
     const rope = this.#ropeCall(positions, longest);
     this.layers.forEach((w, l) => {
       const ctx = { config: this.config, positions, ...attention(l), rope, adapters, half };

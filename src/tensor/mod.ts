@@ -15,6 +15,8 @@ export { backward, OPS, record, recordMany, registerOp, zeroGrad } from "./autog
 export { accumulate, clone, fill, fillInPlace, scaleInPlace, zeros } from "./ops/basic.ts";
 export { grid1d } from "./ops/grid.ts";
 export { add, cast, mul, mulScalar } from "./ops/elementwise.ts";
+export { dropout, dropoutMasked } from "./ops/dropout.ts";
+export { dropoutRef } from "./ref/dropout.ts";
 export { linear, type LinearOptions, matmul, matmulTiled } from "./ops/matmul.ts";
 export { splitPolicy } from "./ops/matmul_kernel.ts";
 export { rmsNorm } from "./ops/rmsnorm.ts";

@@ -9,7 +9,7 @@
  *   deno run -A bench/hfma_probe.ts [--n=4096] [--bk=8,16,32]
  */
 import { gpu, initGpu } from "../src/gpu/mod.ts";
-import { f16BitsToF32, f32ToF16Bits } from "../src/io/mod.ts";
+import { f16BitsToF32, f32ToF16Bits } from "../src/tensor/mod.ts";
 import { rng } from "../src/testing/mod.ts";
 import { timeGpu } from "./gpu_timer.ts";
 

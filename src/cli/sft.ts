@@ -8,7 +8,7 @@ import { initGpu } from "../gpu/mod.ts";
 import { charTokenizerTexts, readAdapterFolder, toolTokenizerTexts } from "../io/mod.ts";
 import { tinyModelConfig, tinyWeights } from "../nn/mod.ts";
 import { CausalLM } from "../nn/mod.ts";
-import { formatConfig, loadConfig } from "../config/mod.ts";
+import { ConfigError, formatConfig, loadConfig } from "../config/mod.ts";
 import { saveCheckpoint } from "../trainer/mod.ts";
 import { writeModel } from "../trainer/mod.ts";
 import { loraBaseDtype, loraStart, makeOptimizer } from "../trainer/mod.ts";
@@ -18,9 +18,35 @@ import { sftFit } from "../trainer/mod.ts";
 import { createTracking } from "../tracking/mod.ts";
 import { runCli, splitArgs } from "./run.ts";
 
+/**
+ * resume_mode=auto: verl's SFT would resume from the newest global_step_N under `dir`; an SFT run
+ * here does not resume, so one found there is an error (none: the run starts fresh).
+ */
+async function refuseResume(dir: string): Promise<void> {
+  const steps: number[] = [];
+  try {
+    for await (const e of Deno.readDir(dir)) {
+      const m = /^global_step_(\d+)$/.exec(e.name);
+      if (e.isDirectory && m) steps.push(Number(m[1]));
+    }
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound) return;
+    throw e;
+  }
+  if (steps.length === 0) return;
+  const last = `${dir}/global_step_${Math.max(...steps)}`;
+  throw new ConfigError(
+    "trainer.resume_mode",
+    `trainer.resume_mode=auto found ${last}, but an SFT run does not resume: start a new run ` +
+      `from it (model.partial_pretrain=${last}/huggingface, or its lora_adapter/ with ` +
+      "model.lora_adapter_path), or use another trainer.default_local_dir, or resume_mode=disable",
+  );
+}
+
 export async function main(args: string[]): Promise<{ step: number; valLoss: number }> {
   const cfg = loadConfig("sft_trainer", splitArgs(args));
   console.log(formatConfig(cfg));
+  if (cfg.trainer.resume_mode === "auto") await refuseResume(cfg.trainer.default_local_dir);
   await initGpu();
   const start = cfg.model.partial_pretrain
     ? await readWeights(cfg.model.partial_pretrain)

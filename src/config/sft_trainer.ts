@@ -106,8 +106,13 @@ export const sftRoot = section("Supervised fine-tuning.", {
     resume_path: str(null, "global_step_N folder to resume from.", { isPath: true }).unsupported(
       NO_SFT_RESUME,
     ),
-    resume_mode: oneOf(["disable", "auto", "resume_path"], "disable", "Resume an SFT run.")
-      .unsupported(NO_SFT_RESUME),
+    resume_mode: oneOf(
+      ["disable", "auto", "resume_path"],
+      "disable",
+      "disable starts fresh; auto (verl's default) starts fresh when default_local_dir holds no " +
+        "checkpoint and stops with an error when it does, since an SFT run does not resume; " +
+        "resume_path is refused.",
+    ),
     project_name: str("webrl_sft", "Project name."),
     experiment_name: str("arithmetic", "Run name."),
     total_epochs: int(4, "Passes over the training set.", { min: 1 }),
@@ -135,6 +140,12 @@ export const sftTrainerSchema: ConfigSchema<typeof sftRoot> = {
   title: "SFT trainer config (deno task sft): masked cross-entropy on responses.",
   root: sftRoot,
   check: (cfg) => {
+    if (cfg.trainer.resume_mode === "resume_path") {
+      throw new ConfigError(
+        "trainer.resume_mode",
+        `trainer.resume_mode=resume_path: ${NO_SFT_RESUME}`,
+      );
+    }
     const { train_batch_size: b, micro_batch_size_per_gpu: m } = cfg.data;
     if (m > b) {
       throw new ConfigError(

@@ -20,6 +20,7 @@ export {
   enginePoolOptions,
   type EngineSettings,
   engineSettings,
+  type RolloutDtype,
 } from "./ppo_rollout.ts";
 export { type SftConfig, sftTrainerSchema } from "./sft_trainer.ts";
 export { type EvaluationConfig, evaluationSchema } from "./evaluation.ts";

@@ -19,14 +19,15 @@ const valKwargs = section("Sampling settings used during validation.", {
   n: int(1, "Responses per validation prompt (reported as mean@n).", { min: 1 }),
 });
 
-/** `rollout.dtype` values: WebGPU has no bfloat16, verl's default. */
-export const ROLLOUT_DTYPES = ["float32", "float16"] as const;
+/** `rollout.dtype` values; bfloat16 (verl's default) runs as float16: WebGPU has no bfloat16. */
+export const ROLLOUT_DTYPES = ["float32", "float16", "bfloat16"] as const;
+export type RolloutDtype = typeof ROLLOUT_DTYPES[number];
 
 const ROLLOUT_DTYPE_DOC = "What the rollout decodes with: float16 is an f16 KV cache, and a " +
   "per-rollout f16 copy of the weight matrices and lm_head where the GPU has shader-f16 (else " +
   "f32 weights, with a notice); float32 is an f32 KV cache and the actor's own weights (a LoRA " +
-  "actor's frozen base is f16 where the GPU has shader-f16). verl's default bfloat16 does not " +
-  "exist on WebGPU: use float16 or float32.";
+  "actor's frozen base is f16 where the GPU has shader-f16). bfloat16 (verl's default) runs as " +
+  "float16 with one notice: WebGPU has no bfloat16.";
 
 /** `rollout.max_num_seqs` by default (verl's). */
 export const ENGINE_MAX_NUM_SEQS = 1024;

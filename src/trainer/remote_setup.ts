@@ -44,7 +44,10 @@ export async function attachRemote(parts: TrainerParts, o: RemoteSetupOptions): 
     tokenizerFiles: o.tokenizerFiles,
     eosTokenIds: o.eosTokenIds,
     reward: cfg.custom_reward_function.path === null ? rewardManagerOptions(cfg) : null,
-    rolloutDtype: cfg.actor_rollout_ref.rollout.dtype,
+    // bfloat16 runs as float16 (WebGPU has none); the workers take the dtype that runs
+    rolloutDtype: cfg.actor_rollout_ref.rollout.dtype === "bfloat16"
+      ? "float16"
+      : cfg.actor_rollout_ref.rollout.dtype,
     engine: engineSettings(cfg.actor_rollout_ref.rollout),
   });
   const loader = new PeekLoader(parts.trainLoader);

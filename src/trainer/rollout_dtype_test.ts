@@ -70,19 +70,20 @@ function parts(overrides: string[], lines: string[]) {
   return { ...s, built };
 }
 
-Deno.test("rollout.dtype takes float32 (the default) or float16, and names the key otherwise", () => {
+Deno.test("rollout.dtype takes float32 (the default), float16 or bfloat16, names the key otherwise", () => {
   const cfg = (o: string[]) => loadConfig("ppo_trainer", { overrides: o, skipPathChecks: true });
   assert.equal(cfg([]).actor_rollout_ref.rollout.dtype, "float32");
   assert.equal(cfg([`${KEY}=float16`]).actor_rollout_ref.rollout.dtype, "float16");
+  assert.equal(cfg([`${KEY}=bfloat16`]).actor_rollout_ref.rollout.dtype, "bfloat16");
   const gen = (o: string[]) => loadConfig("generation", { overrides: o, skipPathChecks: true });
   assert.equal(gen([]).rollout.dtype, "float32");
   assert.equal(gen(["rollout.dtype=float16"]).rollout.dtype, "float16");
   for (const [load, key] of [[cfg, KEY], [gen, "rollout.dtype"]] as const) {
     assert.throws(
-      () => load([`${key}=bfloat16`]),
+      () => load([`${key}=float64`]),
       (e: unknown) =>
         e instanceof ConfigError && e.key === key &&
-        /expects one of float32, float16, got "bfloat16"/.test(e.message),
+        /expects one of float32, float16, bfloat16, got "float64"/.test(e.message),
     );
   }
 });
@@ -101,6 +102,14 @@ gpuTest("rolloutPrecision: float16 is an f16 KV cache, f16 weights only with sha
     (e: unknown) =>
       e instanceof ConfigError && e.key === KEY && /multiple of 4.* is 6/.test(e.message),
   );
+  // bfloat16 (verl's default) runs as float16, with one notice saying so
+  const bf = rolloutPrecision("bfloat16", o);
+  assert.deepEqual(bf, { kvDtype: "f16", f16Weights: gpu().hasF16 });
+  assert.match(
+    lines.shift()!,
+    /rollout\.dtype=bfloat16: WebGPU has no bfloat16, so the rollout runs float16/,
+  );
+  lines.length = 0;
   const half = rolloutPrecision("float16", o);
   assert.deepEqual(half, { kvDtype: "f16", f16Weights: gpu().hasF16 });
   if (gpu().hasF16) assert.deepEqual(lines, []);

@@ -19,6 +19,7 @@ import {
   ENGINE_MAX_NUM_SEQS,
   enginePoolOptions,
   type EngineSettings,
+  type RolloutDtype,
 } from "../config/mod.ts";
 import {
   Engine,
@@ -51,10 +52,13 @@ export interface RolloutPrecision {
  * `headDim` (when the model is known): float16 needs a head size that is a multiple of 4.
  */
 export function rolloutPrecision(
-  dtype: "float32" | "float16",
+  dtype: RolloutDtype,
   o: { key: string; headDim?: number; notice: (line: string) => void },
 ): RolloutPrecision {
-  if (dtype !== "float16") return { kvDtype: "f32", f16Weights: false };
+  if (dtype === "float32") return { kvDtype: "f32", f16Weights: false };
+  if (dtype === "bfloat16") {
+    o.notice(`${o.key}=bfloat16: WebGPU has no bfloat16, so the rollout runs float16`);
+  }
   if (o.headDim !== undefined) checkHalfCache(o.key, o.headDim);
   const f16Weights = gpu().hasF16;
   if (!f16Weights) {

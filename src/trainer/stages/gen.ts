@@ -4,7 +4,7 @@
  * of the tool-calling agent loop instead.
  */
 import type { PromptItem } from "../../data/mod.ts";
-import { runAgentLoop, type TurnGenerator } from "../../rollout/mod.ts";
+import { runAgentLoop, type TurnGenerator, turnSeed } from "../../rollout/mod.ts";
 import type { Tick } from "../../tracking/mod.ts";
 import { deriveSeed } from "../../tensor/mod.ts";
 import type { GenBatch } from "../batch.ts";
@@ -200,7 +200,7 @@ async function genAgent(
 
 /**
  * Without the agent loop's engine (TrainerParts.turnRollout): each turn is a rollout call of its
- * own, a batch of one, seeded by (seed, sample, turn).
+ * own, a batch of one, drawn with its turnSeed (the engine's).
  */
 function turnsByRollout(
   parts: TrainerParts,
@@ -215,7 +215,7 @@ function turnsByRollout(
       attentionMask: new Int32Array(L).fill(1),
       batch: 1,
       promptLength: L,
-    }, { ...o, n: 1, responseLength: R, seed: deriveSeed(o.seed, req.sample, req.turn) });
+    }, { ...o, n: 1, responseLength: R, seed: turnSeed(o.seed, req) });
     let k = 0;
     while (k < R && out.responseMask[k]) k++;
     return { tokens: out.responses.subarray(0, k), logProbs: out.logProbs?.subarray(0, k) };

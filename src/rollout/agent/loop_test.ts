@@ -103,6 +103,25 @@ Deno.test("agent loop: max_parallel_calls runs the first calls only", async () =
   assert.deepEqual(t.messages.filter((m) => m.role === "tool").map((m) => m.content), ["2", "4"]);
 });
 
+Deno.test("agent loop: onProgress hears each conversation as it ends, while others still run", async () => {
+  const requests: { sample: number; length: number; turn: number }[] = [];
+  const heard: { done: number; total: number; requests: number }[] = [];
+  // Sample 1 ends after one turn, sample 0 after two, sample 2 after three.
+  const scripts = [[call("1+1"), "ok"], ["ok"], [call("1+1"), call("2+2"), "ok"]];
+  await runAgentLoop(
+    [0, 1, 2].map((k) => ({ messages: user(k) })),
+    scriptedEngine(tok, scripts, requests, 5),
+    options({
+      responseLength: 1000,
+      onProgress: (done, total) => heard.push({ done, total, requests: requests.length }),
+    }),
+  );
+  assert.deepEqual(heard.map((h) => [h.done, h.total]), [[1, 3], [2, 3], [3, 3]]);
+  assert.equal(requests.length, 6);
+  // The first reports come before the last turns are asked for.
+  assert.ok(heard[0].requests < heard[1].requests && heard[1].requests < 6, JSON.stringify(heard));
+});
+
 Deno.test("agent loop: stops at max_assistant_turns, max_user_turns and the response budget", async () => {
   const loop = [call("1+1"), call("2+2"), call("3+3"), call("4+4")];
   const run = (o: Partial<AgentLoopOptions>, requests: { length: number }[] = []) =>

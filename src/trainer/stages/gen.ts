@@ -153,6 +153,8 @@ async function genAgent(
     eosTokenIds: [parts.tokenizer.eosTokenId],
     log: parts.print,
   });
+  // The bar moves as conversations end (the single-turn path's moves as responses end).
+  loopOptions.onProgress = options.onProgress;
   const { trajectories, metrics } = parts.turnRollout
     ? await parts.turnRollout(
       {

@@ -1,12 +1,12 @@
 import assert from "node:assert/strict";
-import { CausalLM, TINY_QWEN2, tinyModelConfig, tinyWeights } from "../nn/mod.ts";
+import type { CausalLM } from "../nn/mod.ts";
 import { assertClose, gpuTest } from "../testing/mod.ts";
 import { Engine, type EngineOptions, type EngineResult, type EngineStats } from "./engine.ts";
+import { greedyOptions as opts, tinyEngineModel } from "./test_engine.ts";
 
 function setup() {
-  const config = tinyModelConfig(TINY_QWEN2);
-  const model = CausalLM.fromTensors(config, tinyWeights(config, { seed: 31, init: "varied" }));
-  const V = config.vocabSize;
+  const model = tinyEngineModel();
+  const V = model.config.vocabSize;
   // Token ids drawn from seed k (a small LCG): distinct prompts for distinct k.
   const ids = (len: number, k: number) => {
     let x = 1 + 7919 * k;
@@ -14,16 +14,6 @@ function setup() {
   };
   return { model, ids };
 }
-
-const opts = (o: Partial<EngineOptions> = {}): EngineOptions => ({
-  maxSeqs: 4,
-  blockSize: 4,
-  numBlocks: 64,
-  eosTokenIds: [],
-  padTokenId: 0,
-  sampling: { doSample: false },
-  ...o,
-});
 
 /** A request: its prompt (or a function of the results so far) and its length. */
 interface Turn {

@@ -1,13 +1,13 @@
 import assert from "node:assert/strict";
-import { CausalLM, TINY_QWEN2, tinyModelConfig, tinyWeights } from "../nn/mod.ts";
+import type { CausalLM } from "../nn/mod.ts";
 import { assertClose, gpuTest } from "../testing/mod.ts";
 import { Engine, type EngineOptions, type EngineResult } from "./engine.ts";
+import { greedyOptions, tinyEngineModel } from "./test_engine.ts";
 
 /** Prompts of 9 tokens (the last block partly filled) and 8 (every block full, blocks of 4). */
 function setup() {
-  const config = tinyModelConfig(TINY_QWEN2);
-  const model = CausalLM.fromTensors(config, tinyWeights(config, { seed: 31, init: "varied" }));
-  const V = config.vocabSize;
+  const model = tinyEngineModel();
+  const V = model.config.vocabSize;
   const prompts = [9, 8, 9].map((len, p) =>
     Int32Array.from({ length: len }, (_, i) => (p * 37 + i * 11 + 5) % V)
   );
@@ -17,16 +17,13 @@ function setup() {
 const N = 3; // samples per prompt
 
 // The prefix cache off: these count what sharing alone saves (engine_prefix_cache_test.ts has both).
-const opts = (o: Partial<EngineOptions> = {}): EngineOptions => ({
-  prefixCaching: false,
-  maxSeqs: 8,
-  blockSize: 4,
-  numBlocks: 64,
-  eosTokenIds: [],
-  padTokenId: 0,
-  sampling: { temperature: 1, doSample: true },
-  ...o,
-});
+const opts = (o: Partial<EngineOptions> = {}): EngineOptions =>
+  greedyOptions({
+    prefixCaching: false,
+    maxSeqs: 8,
+    sampling: { temperature: 1, doSample: true },
+    ...o,
+  });
 
 /** Every sample of every prompt at once; sample j of prompt p has seed 100 p + j. */
 async function run(

@@ -2,28 +2,13 @@ import assert from "node:assert/strict";
 import { renderChat } from "../../data/mod.ts";
 import { CalculatorTool } from "./builtin_tools.ts";
 import { type AgentLoopOptions, runAgentLoop } from "./loop.ts";
-import { agentTokenizer, RecordingTool, scriptedEngine } from "./test_agent.ts";
+import { agentTokenizer, loopOptions, RecordingTool, scriptedEngine } from "./test_agent.ts";
 
 const tok = agentTokenizer();
 const calc = new CalculatorTool(CalculatorTool.defaultSchema);
 
-function options(over: Partial<AgentLoopOptions> = {}): AgentLoopOptions {
-  return {
-    tokenizer: tok,
-    tools: [calc],
-    format: "hermes",
-    maxAssistantTurns: null,
-    maxUserTurns: null,
-    maxParallelCalls: 1,
-    maxToolResponseLength: 256,
-    toolResponseTruncateSide: "middle",
-    sanityCheck: "strict",
-    responseLength: 200,
-    maxPromptLength: 100,
-    eosTokenIds: [tok.eosTokenId],
-    ...over,
-  };
-}
+const options = (over: Partial<AgentLoopOptions> = {}) =>
+  loopOptions(tok, { tools: [calc], ...over });
 
 const call = (expr: string) =>
   `<tool_call>{"name": "calculator", "arguments": {"expression": "${expr}"}}</tool_call>`;

@@ -170,10 +170,10 @@ export class PagedKvCache {
   }
 
   /**
-   * Copies the first `rows` positions of block `from` into block `to`, in every layer (through a
-   * scratch buffer: WebGPU copies within one buffer are not allowed).
+   * Copies the first `rows` positions of block `from` into each block of `to`, in every layer
+   * (through one scratch buffer: WebGPU copies within one buffer are not allowed).
    */
-  copyBlock(from: number, to: number, rows: number): void {
+  copyBlock(from: number, to: readonly number[], rows: number): void {
     if (!(rows > 0 && rows <= this.blockSize)) {
       throw new Error(`PagedKvCache.copyBlock: ${rows} rows of a block of ${this.blockSize}`);
     }
@@ -182,7 +182,9 @@ export class PagedKvCache {
     const scratch = Tensor.empty([(pools.length * size) / 4], "f32", "paged_kv.copy");
     try {
       pools.forEach((t, i) => g.copy(t.buffer, from * stride, scratch.buffer, i * size, size));
-      pools.forEach((t, i) => g.copy(scratch.buffer, i * size, t.buffer, to * stride, size));
+      for (const block of to) {
+        pools.forEach((t, i) => g.copy(scratch.buffer, i * size, t.buffer, block * stride, size));
+      }
     } finally {
       scratch.dispose();
     }

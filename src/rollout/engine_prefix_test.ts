@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import type { CausalLM } from "../nn/mod.ts";
+import { type CausalLM, PagedKvCache } from "../nn/mod.ts";
 import { assertClose, gpuTest } from "../testing/mod.ts";
 import { Engine, type EngineOptions, type EngineResult } from "./engine.ts";
 import { greedyOptions, tinyEngineModel } from "./test_engine.ts";
@@ -124,6 +124,32 @@ gpuTest(
     assert.ok(small.stats.preemptions > 0, `preemptions ${small.stats.preemptions}`);
     assert.ok(small.stats.peakBlocks <= 9);
     assert.equal(small.stats.freeBlocks, 9, "every block back in the pool");
+    model.dispose();
+  },
+);
+
+gpuTest(
+  "engine prefixes: samples admitted together copy their prompt's partly filled block from one staging",
+  async () => {
+    const { model, prompts: [a, b] } = setup();
+    // Two 9-token prompts (their third block partly filled) and an 8-token one (blocks all full).
+    const prompts = [a, b, a.map((x) => (x + 1) % model.config.vocabSize)];
+    const copies: number[] = [];
+    const copyBlock = PagedKvCache.prototype.copyBlock;
+    PagedKvCache.prototype.copyBlock = function (from, to, rows) {
+      copies.push(to.length);
+      return copyBlock.call(this, from, to, rows);
+    };
+    try {
+      const plain = await run(model, prompts, opts({ sharePrefixes: false, maxSeqs: 9 }));
+      assert.deepEqual(copies, []);
+      const shared = await run(model, prompts, opts({ maxSeqs: 9 }));
+      assertSame(shared.results, plain.results);
+    } finally {
+      PagedKvCache.prototype.copyBlock = copyBlock;
+    }
+    // One copy per 9-token prompt, into its N samples' own blocks.
+    assert.deepEqual(copies, [N, N]);
     model.dispose();
   },
 );

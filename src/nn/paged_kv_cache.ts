@@ -86,6 +86,11 @@ export class PagedKvCache {
     return this.#index.size;
   }
 
+  /** Changes whenever the prefix cache's contents do (what `findPrefix` answers may change). */
+  get prefixVersion(): number {
+    return this.#index.version;
+  }
+
   /** Blocks that `length` positions fill. */
   blocksFor(length: number): number {
     return Math.ceil(length / this.blockSize);
@@ -132,14 +137,10 @@ export class PagedKvCache {
   }
 
   /**
-   * Gives empty `seq` the cached blocks of the longest run of full blocks that starts `ids`,
-   * covering at most `limit` positions; returns the positions they hold (a multiple of
-   * blockSize). `seq.length` stays 0: the caller fills the rest (`writePrefill` with `at`).
+   * The cached blocks, in order, of the longest run of full blocks that starts `ids`, covering
+   * at most `limit` positions. Changes nothing (the eviction order included): `share` holds them.
    */
-  matchPrefix(seq: PagedSequence, ids: Int32Array, limit: number): number {
-    if (seq.blocks.length > 0) {
-      throw new Error("PagedKvCache.matchPrefix: the sequence holds blocks");
-    }
+  findPrefix(ids: Int32Array, limit: number): number[] {
     const bs = this.blockSize, found: number[] = [];
     for (let parent = 0, i = 0; (i + 1) * bs <= Math.min(limit, ids.length); i++) {
       const hit = this.#index.find(parent, ids.subarray(i * bs, (i + 1) * bs));
@@ -147,8 +148,25 @@ export class PagedKvCache {
       found.push(hit.block);
       parent = hit.node;
     }
+    return found;
+  }
+
+  /** Free blocks once `blocks` (held or cached) are shared: cached ones nobody holds are not. */
+  freeAfterShare(blocks: readonly number[]): number {
+    return this.freeBlocks - blocks.filter((id) => this.#refs[id] === 0).length;
+  }
+
+  /**
+   * Gives empty `seq` the blocks `findPrefix` finds; returns the positions they hold (a multiple
+   * of blockSize). `seq.length` stays 0: the caller fills the rest (`writePrefill` with `at`).
+   */
+  matchPrefix(seq: PagedSequence, ids: Int32Array, limit: number): number {
+    if (seq.blocks.length > 0) {
+      throw new Error("PagedKvCache.matchPrefix: the sequence holds blocks");
+    }
+    const found = this.findPrefix(ids, limit);
     this.share(seq, found);
-    return found.length * bs;
+    return found.length * this.blockSize;
   }
 
   /**

@@ -15,6 +15,7 @@ import { gpu } from "../gpu/mod.ts";
 import type { CausalLM, KvDtype, PagedKvCache, PagedSequence } from "../nn/mod.ts";
 import { scope, Tensor } from "../tensor/mod.ts";
 import type { PrefixEntry } from "./engine_prefix.ts";
+import type { PrefixProbe } from "./engine_prefix_probe.ts";
 import { prefill } from "./engine_prefill.ts";
 import { SampleBuffers, type SamplerConfig, sampleStep } from "./sampler.ts";
 
@@ -33,6 +34,8 @@ export interface StepSequence {
   prefix: PrefixEntry | null;
   /** Positions of its context its blocks held from the prefix cache when admitted. */
   cached: number;
+  /** What it found in the prefix cache while it waits for blocks (engine_prefix_probe.ts). */
+  probe: PrefixProbe | null;
 }
 
 export interface StepInput {

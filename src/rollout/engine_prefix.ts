@@ -84,7 +84,6 @@ export class PrefixTable {
       cache.share(seq, found);
       const cached = found.length * cache.blockSize;
       e = { key, ids: s.prompt, cache: seq, full, cached, logits: null, users: 0 };
-      s.probe = null;
       cache.reserve(e.cache, P);
       e.cache.length = P;
       this.#entries.set(key, e);
@@ -94,6 +93,7 @@ export class PrefixTable {
     cache.reserve(s.cache, P + 1);
     e.users++;
     s.prefix = e;
+    s.probe = null;
     return true;
   }
 

@@ -6,7 +6,7 @@
  *
  *   deno run -A bench/coop_probe.ts
  */
-import { f16BitsToF32 as halfToFloat, f32ToF16Bits as f16Bits } from "../src/io/mod.ts";
+import { f16BitsToF32 as halfToFloat, f32ToF16Bits as f16Bits } from "../src/tensor/mod.ts";
 
 const adapter = await navigator.gpu.requestAdapter({ powerPreference: "high-performance" });
 if (!adapter) throw new Error("no WebGPU adapter");

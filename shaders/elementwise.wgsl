@@ -11,6 +11,7 @@
 // rank 0 marks the common case of two inputs with the output's own shape (no index arithmetic).
 
 #include "grid.wgsl"
+#include "sigmoid.wgsl"
 
 alias T = f32;
 alias TI = f32;
@@ -97,11 +98,9 @@ fn binary_grad(x: T, z: T) -> T {
   }
 }
 
-fn sigmoid(x: T) -> T {
-  // Two forms so that exp never overflows.
-  if (x >= T(0)) { return T(1) / (T(1) + exp(-x)); }
-  let e = exp(x);
-  return e / (T(1) + e);
+// sigmoid.wgsl's, in T (computed in f32).
+fn sigmoid_t(x: T) -> T {
+  return T(sigmoid(f32(x)));
 }
 
 fn tanh_stable(x: T) -> T {
@@ -131,8 +130,8 @@ fn unary(x: T, s: T) -> T {
     case 4u: { return inverseSqrt(x); }
     case 5u: { return x * x; }
     case 6u: { return abs(x); }
-    case 7u: { return sigmoid(x); }
-    case 8u: { return x * sigmoid(x); }
+    case 7u: { return sigmoid_t(x); }
+    case 8u: { return x * sigmoid_t(x); }
     case 9u: { return tanh_stable(x); }
     case 10u: { return max(x, T(0)); }
     case 11u: { return x + s; }
@@ -152,11 +151,11 @@ fn unary_grad(x: T, s: T) -> T {
     case 5u: { return T(2) * x; }
     case 6u: { return sign(x); }
     case 7u: {
-      let sg = sigmoid(x);
+      let sg = sigmoid_t(x);
       return sg * (T(1) - sg);
     }
     case 8u: {
-      let sg = sigmoid(x);
+      let sg = sigmoid_t(x);
       return sg * (T(1) + x * (T(1) - sg));
     }
     case 9u: {

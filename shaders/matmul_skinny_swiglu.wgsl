@@ -19,6 +19,7 @@
 
 #include "skinny_tile.wgsl"
 #include "skinny_store.wgsl"
+#include "sigmoid.wgsl"
 
 alias X4 = vec4<f32>;
 alias W4 = vec4<f32>;
@@ -112,10 +113,8 @@ fn block(wid: vec3<u32>, lid: vec3<u32>) -> array<vec4<f32>, 8> {
   return acc;
 }
 
-// exp of a non-positive argument only, so nothing overflows for large |g| (as swiglu.wgsl).
 fn sigmoid4(g: vec4<f32>) -> vec4<f32> {
-  let e = exp(-abs(g));
-  return select(e / (1.0 + e), 1.0 / (1.0 + e), g >= vec4<f32>(0.0));
+  return vec4<f32>(sigmoid(g.x), sigmoid(g.y), sigmoid(g.z), sigmoid(g.w));
 }
 
 // Row m at columns n + (0..3) * WG_X: silu(g) * u.

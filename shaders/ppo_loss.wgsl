@@ -27,6 +27,7 @@
 //   entropy_grad: d loss / d entropy = -g_loss w ent_coef, 0 when masked.
 
 #include "grid.wgsl"
+#include "sigmoid.wgsl"
 
 #const WG: u32
 alias MaskT = i32;
@@ -137,7 +138,7 @@ fn pg_token(i: u32, row: f32) -> Token {
     }
     case 2u: {
       let tau = select(p.tau_neg, p.tau_pos, a > 0.0);
-      let s = 1.0 / (1.0 + exp(-tau * (r20 - 1.0)));
+      let s = sigmoid(tau * (r20 - 1.0));
       return Token(-s * (4.0 / tau) * a, -a * 4.0 * s * (1.0 - s) * dr20, 0.0, -x20, 0.0);
     }
     case 3u: {

@@ -34,12 +34,15 @@ fn total(i: u32, size: u32) -> f32 {
   return s;
 }
 
+fn width() -> u32 {
+  return p.nq + p.nk + p.nv;
+}
+
 // Element i of [M, Nq + Nk + Nv] goes to q, k or v by its column j; `b` is its bias (or 0).
 fn put(i: u32, b: f32) {
-  let width = p.nq + p.nk + p.nv;
-  let m = i / width;
-  let j = i % width;
-  let s = total(i, p.m * width) + b;
+  let m = i / width();
+  let j = i % width();
+  let s = total(i, p.m * width()) + b;
   if (j < p.nq) {
     yq[m * p.nq + j] = s;
   } else if (j < p.nq + p.nk) {
@@ -53,11 +56,13 @@ fn put(i: u32, b: f32) {
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_id) lid: vec3<u32>) {
   let i = flat_index(wid, nwg, lid);
-  if (i < p.m * (p.nq + p.nk + p.nv)) { put(i, 0.0); }
+  if (i < p.m * width()) { put(i, 0.0); }
 }
 
-// The bias of column j (only this entry reads the bias bindings).
-fn bias_at(j: u32) -> f32 {
+// The bias of element i's column. Only main_bias reads them: `main`'s auto layout must not
+// require the bindings.
+fn bias_at(i: u32) -> f32 {
+  let j = i % width();
   if (j < p.nq) { return f32(bias_q[j]); }
   if (j < p.nq + p.nk) { return f32(bias_k[j - p.nq]); }
   return f32(bias_v[j - p.nq - p.nk]);
@@ -66,7 +71,6 @@ fn bias_at(j: u32) -> f32 {
 @compute @workgroup_size(WG)
 fn main_bias(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
              @builtin(local_invocation_id) lid: vec3<u32>) {
-  let width = p.nq + p.nk + p.nv;
   let i = flat_index(wid, nwg, lid);
-  if (i < p.m * width) { put(i, bias_at(i % width)); }
+  if (i < p.m * width()) { put(i, bias_at(i)); }
 }

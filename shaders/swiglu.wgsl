@@ -3,6 +3,7 @@
 // One invocation per element (flat_index of grid.wgsl).
 
 #include "grid.wgsl"
+#include "sigmoid.wgsl"
 
 #const WG: u32
 
@@ -22,12 +23,6 @@ struct Params {
 @group(0) @binding(3) var<storage, read> grad: array<f32>;
 @group(0) @binding(4) var<storage, read_write> d_gate: array<f32>;
 @group(0) @binding(5) var<storage, read_write> d_up: array<f32>;
-
-// exp of a non-positive argument only, so nothing overflows for large |g|.
-fn sigmoid(g: f32) -> f32 {
-  let e = exp(-abs(g));
-  return select(e / (1.0 + e), 1.0 / (1.0 + e), g >= 0.0);
-}
 
 @compute @workgroup_size(WG)
 fn forward(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,

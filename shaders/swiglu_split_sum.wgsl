@@ -4,6 +4,7 @@
 // One invocation per element of y [M, N] (grid.wgsl).
 
 #include "grid.wgsl"
+#include "sigmoid.wgsl"
 
 #const WG: u32
 alias BIAS_T = f32;
@@ -31,27 +32,29 @@ fn sums(i: u32) -> vec2<f32> {
   return s;
 }
 
-// exp of a non-positive argument only, so nothing overflows for large |g| (as swiglu.wgsl).
-fn swiglu(g: f32, u: f32) -> f32 {
-  let e = exp(-abs(g));
-  return g * select(e / (1.0 + e), 1.0 / (1.0 + e), g >= 0.0) * u;
+// y[i] = silu(g) * u, g and u element i's sums plus `b`, its column's (gate, up) biases.
+fn finish(i: u32, b: vec2<f32>) {
+  let s = sums(i) + b;
+  y[i] = s.x * sigmoid(s.x) * s.y;
 }
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_id) lid: vec3<u32>) {
   let i = flat_index(wid, nwg, lid);
-  if (i >= p.size) { return; }
-  let s = sums(i);
-  y[i] = swiglu(s.x, s.y);
+  if (i < p.size) { finish(i, vec2<f32>(0.0)); }
+}
+
+// The gate and up biases of element i's column. Only main_bias reads them: `main`'s auto layout
+// must not require the bindings.
+fn biases(i: u32) -> vec2<f32> {
+  let j = i % p.n;
+  return vec2<f32>(f32(bias_g[j]), f32(bias_u[j]));
 }
 
 @compute @workgroup_size(WG)
 fn main_bias(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
              @builtin(local_invocation_id) lid: vec3<u32>) {
   let i = flat_index(wid, nwg, lid);
-  if (i >= p.size) { return; }
-  let s = sums(i);
-  let j = i % p.n;
-  y[i] = swiglu(s.x + f32(bias_g[j]), s.y + f32(bias_u[j]));
+  if (i < p.size) { finish(i, biases(i)); }
 }

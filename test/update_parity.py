@@ -26,6 +26,8 @@ agree to rounding, not bit for bit):
     terms is ~1e-6 relative (measured 1.8e-6 at the small shape against a plain torch Qwen2 on a
     CPU); 1e-4 leaves room for the 151,936-way softmax of the big shape, while one token taking
     the other clip branch, a missed mask or a wrong aggregation weight gives errors of 1e-2..1.
+  - grad_cosine: every parameter's gradient points as torch's: cosine >= 1 - 1e-6 (f32), 0.999 (f16),
+    over parameters whose gradient is above 1e-6 of the model's largest (below, rounding decides).
   - grad_norm: 1e-5 relative (our trainer's norm, computed on the GPU, vs torch's gradients' in f64).
   - adamw_on_our_grads: 1e-6 absolute (the same inputs: the update rule alone).
   - weights_after: AdamW's first step moves a weight by lr * g / (|g| + eps) (plus weight decay),
@@ -41,7 +43,8 @@ does. Autocast also runs attention and the LM head's logits in f16 where we keep
 agree to f16 rounding, not f32's: log-probs and values 2e-2 absolute (logits near 10 are spaced
 ~8e-3 in f16), gradients 5e-2 of the model's largest gradient (a bias gradient is a sum over
 positions that mostly cancels, so its own largest entry is no scale for f16 error), grad norm 1e-2
-relative. AdamW on our own gradients and the explained-weights check keep their f32 tolerances.
+relative, and each parameter's gradient cosine 0.999 or more (measured 0.999997 at the tiny
+shape). AdamW on our own gradients and the explained-weights check keep their f32 tolerances.
 Each side's old log-probs keep the batch's designed log-ratio to its own log-probs (f16 rounding
 moves log-probs by ~1e-3, more than GSPO's clip range of 3e-4).
 
@@ -65,11 +68,13 @@ from transformers_parity import import_torch, load_model  # noqa: E402
 LOGPROB_ATOL = 1e-4
 GRAD_RTOL = 1e-4
 GRAD_NORM_RTOL = 1e-5
+GRAD_COS = 1 - 1e-6
 WEIGHT_ATOL = 1e-6
 # Mixed precision (the docstring says why).
 F16_LOGPROB_ATOL = 2e-2
 F16_GRAD_RTOL = 5e-2
 F16_GRAD_NORM_RTOL = 1e-2
+F16_GRAD_COS = 0.999
 
 
 def read_safetensors(path, torch):
@@ -217,6 +222,18 @@ def run_case(root, name, model, batch, m, device, torch):
     worst = max(per_param, key=per_param.get)
     yield {"quantity": "grad", "max_rel_err": per_param[worst], "worst": worst, "tol": tol_g,
            "pass": per_param[worst] <= tol_g, "per_param": per_param}
+    # Direction per parameter, whatever its scale: in f16 the error is measured against the
+    # model's largest gradient, which alone would let a parameter of small gradients be wrong.
+    cos = {}
+    for n in params:
+        a, b = ours_g[n].double().flatten(), torch_g[n].double().flatten()
+        na, nb = a.norm().item(), b.norm().item()
+        if nb > 0 and nb >= 1e-6 * largest:  # gradients at rounding level have no direction
+            cos[n] = (a @ b).item() / (na * nb) if na > 0 else 0.0
+    tol_cos = F16_GRAD_COS if half else GRAD_COS
+    low = min(cos, key=cos.get)
+    yield {"quantity": "grad_cosine", "min": cos[low], "worst": low, "tol": tol_cos,
+           "pass": cos[low] >= tol_cos}
 
     torch_w, torch_norm = adamw_step(before, torch_g, m, torch)
     ours_w_from_ours, _ = adamw_step(before, ours_g, m, torch)

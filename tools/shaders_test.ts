@@ -77,6 +77,7 @@ export const COVERAGE: Record<string, Coverage> = {
   axpy: basic,
   basic,
   cross_entropy: tensorOp("cross_entropy"),
+  dropout: tensorOp("dropout"),
   elementwise: tensorOp("elementwise"),
   embedding: tensorOp("embedding"),
   gae: {

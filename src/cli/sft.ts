@@ -97,6 +97,7 @@ export async function main(args: string[]): Promise<{ step: number; valLoss: num
     val,
     batchSize: d.train_batch_size,
     microBatchSize: d.micro_batch_size_per_gpu,
+    removePadding: cfg.use_remove_padding,
     totalSteps: t.total_training_steps ?? perEpoch * t.total_epochs,
     lr: cfg.optim.lr,
     warmupStepsRatio: cfg.optim.warmup_steps_ratio,

@@ -12,6 +12,16 @@ import {
   strList,
 } from "./schema.ts";
 
+/** Why a parallel size other than verl's one-GPU value is refused (one home for the reason). */
+export const ONE_GPU_MODEL =
+  "a model here runs on one GPU per process (sequence, tensor, data and expert parallelism are " +
+  "not built); scale rollout out with distributed.backend=nats workers instead";
+
+/** verl's parallel-size key, accepted at 1 (one GPU holds the model), refused otherwise. */
+export function parallelSize(doc: string) {
+  return int(1, `${doc} (verl's; only 1 here).`).unsupported(ONE_GPU_MODEL);
+}
+
 /**
  * verl's LoRA keys of a model section (actor, critic, SFT), with PEFT's meaning. `what` names
  * what trains besides the adapters (the critic's value head).

@@ -107,8 +107,42 @@ Deno.test("verl keys with no counterpart are refused with what to do instead", (
   );
   load(["actor_rollout_ref.ref.fsdp_config.param_offload=False"]); // verl's value on one GPU
   rejects(
-    () => load(["actor_rollout_ref.actor.ulysses_sequence_parallel_size=1"]),
+    () => load(["actor_rollout_ref.actor.ulysses_sequence_parallel_size=2"]),
     "actor_rollout_ref.actor.ulysses_sequence_parallel_size",
+    "one GPU per process",
+  );
+  for (
+    const [o, key, why] of [
+      ["rollout.mode=sync", "rollout.mode", "async API"],
+      ["model.trust_remote_code=True", "model.trust_remote_code", "no model code is run"],
+      ["rollout.agent.num_workers=8", "rollout.agent.num_workers", "agent-loop worker"],
+    ]
+  ) rejects(() => load([`actor_rollout_ref.${o}`]), `actor_rollout_ref.${key}`, why);
+  // verl's one-GPU values, as its example command lines pass them, are accepted.
+  load([
+    "actor_rollout_ref.rollout.tensor_model_parallel_size=1",
+    "actor_rollout_ref.rollout.data_parallel_size=1",
+    "actor_rollout_ref.actor.ulysses_sequence_parallel_size=1",
+    "actor_rollout_ref.ref.ulysses_sequence_parallel_size=1",
+    "critic.ulysses_sequence_parallel_size=1",
+    "actor_rollout_ref.rollout.mode=async",
+    "actor_rollout_ref.rollout.free_cache_engine=True",
+    "actor_rollout_ref.rollout.layered_summon=False",
+    "actor_rollout_ref.model.trust_remote_code=False",
+    "actor_rollout_ref.model.use_shm=False",
+    "critic.strategy=webgpu",
+  ]);
+  loadConfig("generation", {
+    overrides: ["rollout.tensor_model_parallel_size=1", "rollout.free_cache_engine=True"],
+    skipPathChecks: true,
+  });
+  rejects(
+    () =>
+      loadConfig("generation", {
+        overrides: ["rollout.tensor_model_parallel_size=2"],
+        skipPathChecks: true,
+      }),
+    "rollout.tensor_model_parallel_size",
     "one GPU per process",
   );
 });

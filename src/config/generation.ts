@@ -1,6 +1,6 @@
 /** The generator schema (verl's generation.yaml): prompts parquet in, responses parquet out. */
 import { ConfigError } from "./errors.ts";
-import { enginePoolKeys, multiTurn, ROLLOUT_DTYPES } from "./ppo_rollout.ts";
+import { enginePoolKeys, multiTurn, ROLLOUT_DTYPES, verlEngineKeys } from "./ppo_rollout.ts";
 import { bool, type ConfigSchema, float, type Infer, int, oneOf, section, str } from "./schema.ts";
 
 export const generationRoot = section("Batch generation.", {
@@ -39,6 +39,7 @@ export const generationRoot = section("Batch generation.", {
     ),
   }),
   rollout: section("Sampling.", {
+    ...verlEngineKeys(),
     name: oneOf(["webgpu"], "webgpu", "Generation engine."),
     dtype: oneOf(
       ROLLOUT_DTYPES,

@@ -6,7 +6,13 @@ import {
   POLICY_LOSSES,
   type PolicyLossKey,
 } from "../algos/mod.ts";
-import { checkpointSection, fsdpConfigSection, loraFields, optimSection } from "./common.ts";
+import {
+  checkpointSection,
+  fsdpConfigSection,
+  loraFields,
+  optimSection,
+  parallelSize,
+} from "./common.ts";
 import { ConfigError } from "./errors.ts";
 import {
   bool,
@@ -45,6 +51,14 @@ const model = section("The policy model (a Hugging Face folder).", {
       "less GPU memory for one more forward; the same gradients.",
   ),
   ...loraFields(),
+  trust_remote_code: bool(
+    false,
+    "Run a model folder's own Python code (transformers' auto_map); never here: a folder's " +
+      "architecture must be a built-in family.",
+  ).unsupported("no model code is run here: the folder's architecture must be a built-in family"),
+  use_shm: bool(false, "verl: load the model through shared memory (/dev/shm).").unsupported(
+    "weights load from the folder straight to the GPU; there is no shared-memory staging",
+  ),
   override_config: map("Entries that replace those of the model's config.json.").unsupported(
     "edit the model folder's config.json instead",
   ),
@@ -57,6 +71,7 @@ const model = section("The policy model (a Hugging Face folder).", {
 
 const actor = section("The PPO update of the policy.", {
   strategy: oneOf(["webgpu"], "webgpu", "Training backend."),
+  ulysses_sequence_parallel_size: parallelSize("GPUs a sequence is split over"),
   ppo_mini_batch_size: int(
     256,
     "Prompts per optimizer step; multiplied by rollout.n to count samples, as in verl.",
@@ -137,6 +152,7 @@ const actor = section("The PPO update of the policy.", {
 });
 
 const refModel = section("The frozen reference policy (used for KL).", {
+  ulysses_sequence_parallel_size: parallelSize("GPUs a sequence is split over"),
   fsdp_config: section("verl's FSDP settings of the reference policy.", {
     param_offload: bool(false, "Offload the reference's parameters to the CPU (FSDP).")
       .unsupported(

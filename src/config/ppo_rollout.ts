@@ -6,6 +6,7 @@ import {
   TRUNCATE_SIDES,
 } from "../rollout/mod.ts";
 import { ConfigError } from "./errors.ts";
+import { parallelSize } from "./common.ts";
 import { bool, float, int, oneOf, ref, section, str } from "./schema.ts";
 
 const valKwargs = section("Sampling settings used during validation.", {
@@ -179,8 +180,38 @@ export const multiTurn = section(
   },
 );
 
+/**
+ * verl's rollout-engine keys that describe this engine at one value (verl command lines carry
+ * them): accepted there, refused otherwise with the reason. Shared by the trainer's and the
+ * generation config's rollout sections.
+ */
+export function verlEngineKeys() {
+  return {
+    mode: oneOf(
+      ["async", "sync"],
+      "async",
+      "verl's rollout mode: async, every request through the engine's async API (the agent loop's " +
+        "turns and single-turn batches alike).",
+    ).unsupported(
+      "the engine serves every request through its async API (verl's async mode); the batch-at-" +
+        "once sync mode is not built",
+    ),
+    tensor_model_parallel_size: parallelSize("GPUs per rollout model"),
+    data_parallel_size: parallelSize("Rollout data-parallel replicas per model"),
+    expert_parallel_size: parallelSize("GPUs per expert group"),
+    free_cache_engine: bool(true, "Free the KV pool after each rollout call (verl's vLLM key).")
+      .unsupported("the engine frees its KV pool after every rollout call, always"),
+    layered_summon: bool(
+      false,
+      "verl's layer-by-layer LoRA weight sync from FSDP to vLLM; here a LoRA rollout merges the " +
+        "adapters into a copy on the GPU.",
+    ).unsupported("there is no FSDP-to-vLLM weight sync: LoRA rollouts merge on the GPU"),
+  };
+}
+
 export const ppoRollout = section("Generation engine and sampling.", {
   name: oneOf(["webgpu"], "webgpu", "Rollout engine (KV-cache decoding in WGSL)."),
+  ...verlEngineKeys(),
   dtype: oneOf(ROLLOUT_DTYPES, "float32", ROLLOUT_DTYPE_DOC),
   temperature: float(
     1.0,

@@ -58,7 +58,8 @@ export const ppoTrainerSection = section("Run control: length, logging, checkpoi
     3,
     "Stop with an error after this many consecutive steps in which an optimizer update was " +
       "skipped for a NaN/Inf gradient norm (a run whose weights or data went bad). Under mixed " +
-      "precision's loss scaling, overflow skips count only once the loss scale is down to 1.",
+      "precision's loss scaling, a step skipped while the loss scale was above 1 does not count " +
+      "(the scaler backs off); one skipped at scale 1 does.",
     { min: 1 },
   ),
   seed: int(1, "Seed of model init, sampling and mini-batch shuffles."),

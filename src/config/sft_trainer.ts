@@ -1,5 +1,5 @@
 /** The SFT trainer schema (verl's sft_trainer.yaml): masked cross-entropy on responses. */
-import { checkpointSection, loraFields } from "./common.ts";
+import { checkpointSection, loraFields, parallelSize, PRECISION_NAMES } from "./common.ts";
 import { ConfigError } from "./errors.ts";
 import { TRUNCATIONS } from "../data/mod.ts";
 import {
@@ -16,6 +16,11 @@ import {
   strList,
 } from "./schema.ts";
 import { LOGGERS } from "../tracking/mod.ts";
+
+const ONE_GPU_HOLDS_ALL = "SFT trains on one GPU that holds the parameters, gradients and " +
+  "optimizer state: there is no sharding or CPU offload";
+const NO_SFT_RESUME = "an SFT run does not resume: start a new run with model.partial_pretrain " +
+  "set to a saved huggingface/ folder";
 
 export const sftRoot = section("Supervised fine-tuning.", {
   data: section("Prompt/response pairs.", {
@@ -56,7 +61,35 @@ export const sftRoot = section("Supervised fine-tuning.", {
       "Recompute each decoder layer's activations in the backward pass (less GPU memory).",
     ),
     ...loraFields(),
+    strategy: oneOf(["webgpu"], "webgpu", "Training backend."),
+    trust_remote_code: bool(false, "Run a model folder's own Python code; never here.")
+      .unsupported(
+        "no model code is run here: the folder's architecture must be a built-in family",
+      ),
+    use_liger: bool(false, "verl: Liger's fused Triton kernels.").unsupported(
+      "Liger's kernels are CUDA-only; the LM head and cross-entropy here already run over " +
+        "vocabulary chunks without [tokens, vocab] logits",
+    ),
+    use_shm: bool(false, "verl: load the model through shared memory (/dev/shm).").unsupported(
+      "weights load from the folder straight to the GPU; there is no shared-memory staging",
+    ),
+    fsdp_config: section("verl's FSDP settings, at their one-GPU values.", {
+      model_dtype: oneOf(PRECISION_NAMES, "fp32", "Dtype of the trained weights.").unsupported(
+        "SFT trains f32 weights and AdamW moments",
+      ),
+      cpu_offload: bool(false, "Offload to the CPU (FSDP).").unsupported(ONE_GPU_HOLDS_ALL),
+      offload_params: bool(false, "Offload parameters to the CPU (FSDP).").unsupported(
+        ONE_GPU_HOLDS_ALL,
+      ),
+    }),
   }),
+  use_remove_padding: bool(
+    false,
+    "Pack each micro-batch's real tokens (no pads) for the embedding, norms, linear layers and " +
+      "the LM head; attention runs padded. The same loss up to f32 rounding, less work on " +
+      "ragged batches.",
+  ),
+  ulysses_sequence_parallel_size: parallelSize("GPUs a sequence is split over"),
   optim: section("AdamW and schedule.", {
     lr: float(1e-5, "Peak learning rate.", { min: 0 }),
     betas: floatList([0.9, 0.95], "Adam beta1 and beta2.", { length: 2, min: 0, max: 1 }),
@@ -71,8 +104,10 @@ export const sftRoot = section("Supervised fine-tuning.", {
       "Checkpoint root.",
     ),
     resume_path: str(null, "global_step_N folder to resume from.", { isPath: true }).unsupported(
-      "SFT runs start from model.partial_pretrain; point it at a saved huggingface/ folder",
+      NO_SFT_RESUME,
     ),
+    resume_mode: oneOf(["disable", "auto", "resume_path"], "disable", "Resume an SFT run.")
+      .unsupported(NO_SFT_RESUME),
     project_name: str("webrl_sft", "Project name."),
     experiment_name: str("arithmetic", "Run name."),
     total_epochs: int(4, "Passes over the training set.", { min: 1 }),

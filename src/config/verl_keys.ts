@@ -9,9 +9,10 @@
 const VLLM_ONLY =
   "a setting of verl's vLLM / SGLang rollout engines; the built-in WebGPU engine has none " +
   "(it frees its KV pool after each rollout call and prefills whole prompts): remove it";
-const ONE_GPU_MODEL =
-  "a model here runs on one GPU per process (sequence and tensor parallelism are not built); " +
-  "remove it, and scale rollout out with distributed.backend=nats workers instead";
+import { ONE_GPU_MODEL } from "./common.ts";
+
+const AGENT_WORKERS = "verl's agent-loop worker processes (Ray); here every conversation runs " +
+  "concurrently in the trainer's process over the engine's async API: remove it";
 
 const RULES: readonly { path: string; why: string }[] = [
   {
@@ -19,21 +20,18 @@ const RULES: readonly { path: string; why: string }[] = [
     why: "WebGPU reports no device memory size to take a fraction of; size the KV pool with " +
       "rollout.kv_cache_tokens (and rollout.max_num_seqs) instead",
   },
-  { path: "rollout.tensor_model_parallel_size", why: ONE_GPU_MODEL },
-  { path: "rollout.data_parallel_size", why: ONE_GPU_MODEL },
-  { path: "rollout.expert_parallel_size", why: ONE_GPU_MODEL },
-  { path: "ulysses_sequence_parallel_size", why: ONE_GPU_MODEL },
+  { path: "ulysses_sequence_parallel_size", why: `${ONE_GPU_MODEL}; remove it` },
   { path: "rollout.enforce_eager", why: VLLM_ONLY },
-  { path: "rollout.free_cache_engine", why: VLLM_ONLY },
   { path: "rollout.load_format", why: VLLM_ONLY },
   { path: "rollout.enable_chunked_prefill", why: VLLM_ONLY },
   { path: "rollout.max_num_batched_tokens", why: VLLM_ONLY },
   { path: "rollout.disable_log_stats", why: VLLM_ONLY },
   { path: "rollout.engine_kwargs", why: VLLM_ONLY },
+  { path: "rollout.agent", why: AGENT_WORKERS },
   {
-    path: "rollout.mode",
-    why: "there is one mode here: every request goes through the engine's async API (the " +
-      "multi-turn agent loop included); remove it",
+    path: "rollout.trace",
+    why: "verl's rollout tracing (weave / mlflow) is not built; the trainer's dumps " +
+      "(trainer.rollout_data_dir) hold every generation: remove it",
   },
 ];
 

@@ -8,7 +8,7 @@
  * as it is complete, so conversion overlaps the upload; decoding keeps the f16 bits as they arrive
  * while each chunk's digest is computed (crypto.subtle), and checks them against the manifest.
  */
-import { f16ToF32Into, f32ToF16Into } from "../io/mod.ts";
+import { f16ToF32Into, f32ToF16Into } from "../tensor/mod.ts";
 import { ChecksumError, sha256Hex } from "./protocol.ts";
 
 /**

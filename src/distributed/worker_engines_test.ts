@@ -6,7 +6,8 @@
 import assert from "node:assert/strict";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { gpu } from "../gpu/mod.ts";
-import { f32ToF16Into, parseModelConfig } from "../io/mod.ts";
+import { parseModelConfig } from "../io/mod.ts";
+import { f32ToF16Into } from "../tensor/mod.ts";
 import { CausalLM } from "../nn/mod.ts";
 import { ARITHMETIC_DATA_SOURCE } from "../reward/mod.ts";
 import { type Engine, generate } from "../rollout/mod.ts";

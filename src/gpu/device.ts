@@ -68,7 +68,8 @@ export class Gpu {
   }
 
   static async create(options: GpuOptions = {}): Promise<Gpu> {
-    const nav = (globalThis as { navigator?: Navigator }).navigator;
+    // navigator.gpu as a window and a worker both have it (a worker's navigator is no Navigator)
+    const nav = (globalThis as { navigator?: { gpu?: GPU } }).navigator;
     const adapter = options.adapter ??
       await nav?.gpu?.requestAdapter({ powerPreference: options.powerPreference });
     if (!adapter) {

@@ -28,6 +28,8 @@ export interface LoraSettings {
   excludeModules: string | readonly string[] | null;
   /** rsLoRA: scale alpha / sqrt(r) instead of alpha / r. */
   useRslora: boolean;
+  /** lora_dropout: the drop probability of the adapter branch's input while training. */
+  dropout: number;
   /** Modules trained in full and saved with the adapter (a critic's `score` head). */
   modulesToSave: readonly string[] | null;
   baseModelNameOrPath: string | null;
@@ -112,7 +114,7 @@ export function adapterConfigJson(
     layers_pattern: null,
     layers_to_transform: null,
     lora_alpha: s.alpha,
-    lora_dropout: 0.0,
+    lora_dropout: s.dropout,
     modules_to_save: s.modulesToSave,
     peft_type: "LORA",
     r: s.rank,
@@ -165,6 +167,10 @@ export function parseAdapterConfig(text: string, file: string): LoraSettings {
   const r = j.r, alpha = j.lora_alpha ?? 8;
   if (typeof r !== "number" || !Number.isInteger(r) || r < 1) fail(`r=${JSON.stringify(r)}`);
   if (typeof alpha !== "number") fail(`lora_alpha=${JSON.stringify(alpha)}`);
+  const dropout = j.lora_dropout ?? 0;
+  if (typeof dropout !== "number" || !(dropout >= 0 && dropout < 1)) {
+    fail(`lora_dropout=${JSON.stringify(j.lora_dropout)} is not a probability in [0, 1)`);
+  }
   const names = (key: string): string | string[] | null => {
     const v = j[key];
     if (v === null || v === undefined) return null;
@@ -181,6 +187,7 @@ export function parseAdapterConfig(text: string, file: string): LoraSettings {
     targetModules: target!,
     excludeModules: names("exclude_modules"),
     useRslora: j.use_rslora === true,
+    dropout: dropout as number,
     modulesToSave: typeof save === "string" ? [save] : save,
     baseModelNameOrPath: typeof j.base_model_name_or_path === "string"
       ? j.base_model_name_or_path

@@ -6,8 +6,6 @@
  */
 import { gpu } from "../gpu/mod.ts";
 import {
-  f16ToF32Into,
-  f32ToF16Into,
   type LoraArrays,
   type LoraSettings,
   type ModelConfig,
@@ -16,7 +14,7 @@ import {
 } from "../io/mod.ts";
 import { attention, cast, checkpoint, embedding, isGradEnabled } from "../tensor/mod.ts";
 import { type LmHeadLogprobOptions, rmsNorm, scope } from "../tensor/mod.ts";
-import { f16BitsToF32, fmtShape } from "../tensor/mod.ts";
+import { f16BitsToF32, f16ToF32Into, f32ToF16Into, fmtShape } from "../tensor/mod.ts";
 import { ropeDynamicInvFreq, Tensor } from "../tensor/mod.ts";
 import {
   decoderLayer,
@@ -219,6 +217,7 @@ export class DecoderTrunk {
     let h = rows.dtype === "f16" ? scope(() => cast(rows, "f32")) : rows;
     if (h !== rows) rows.dispose();
     const inference = !isGradEnabled();
+    if (!inference && adapters) this.lora?.beginPass(); // new lora_dropout masks
     const rope = this.#ropeCall(positions, longest);
     this.layers.forEach((w, l) => {
       const ctx = { config: this.config, positions, ...attention(l), rope, adapters, half };

@@ -58,6 +58,8 @@ function setup(config: ModelConfig, lora: boolean) {
         a: Tensor.from(randomArray(r * inF, o), [r, inF]),
         b: Tensor.from(randomArray(o * r, inF), [o, r]),
         scale: 0.5,
+        dropout: 0,
+        dropoutSeed: () => 0,
       });
     }
   }

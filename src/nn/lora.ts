@@ -19,6 +19,9 @@ import {
   accumulate,
   add,
   cast,
+  dropoutMasked,
+  isGradEnabled,
+  isRecomputedLater,
   linear,
   type LinearOptions,
   matmul,
@@ -37,6 +40,10 @@ export interface LoraPair {
   a: Tensor; // [r, in]
   b: Tensor; // [out, r]
   scale: number;
+  /** lora_dropout: drop probability of the branch's input x in training forwards. */
+  dropout: number;
+  /** This module's dropout mask in the current training pass (see LoraAdapters.beginPass). */
+  dropoutSeed: () => number;
 }
 
 /** Default settings for verl's keys (PEFT's defaults for the rest). */
@@ -47,6 +54,7 @@ export function loraSettings(o: {
   excludeModules?: string | readonly string[] | null;
   baseModel?: string | null;
   taskType?: LoraSettings["taskType"];
+  dropout?: number;
 }): LoraSettings {
   return {
     rank: o.rank,
@@ -54,6 +62,7 @@ export function loraSettings(o: {
     targetModules: o.targetModules ?? "all-linear",
     excludeModules: o.excludeModules ?? null,
     useRslora: false,
+    dropout: o.dropout ?? 0,
     modulesToSave: o.taskType === "TOKEN_CLS" ? ["score"] : null,
     baseModelNameOrPath: o.baseModel ?? null,
     taskType: o.taskType ?? "CAUSAL_LM",
@@ -77,6 +86,11 @@ export function initLora(config: ModelConfig, s: LoraSettings, seed = 0): LoraAr
 export class LoraAdapters {
   readonly pairs = new Map<string, LoraPair>();
   readonly scale: number;
+  /**
+   * Training forwards so far: with the module's index it seeds the module's dropout mask, so a
+   * checkpointed layer's recompute (within the same pass) draws the forward's mask.
+   */
+  #pass = 0;
 
   constructor(
     readonly config: ModelConfig,
@@ -86,7 +100,7 @@ export class LoraAdapters {
     this.scale = loraScale(settings);
     const shapes = linearModules(config);
     const r = settings.rank;
-    for (const m of resolveLoraTargets(config, settings)) {
+    resolveLoraTargets(config, settings).forEach((m, i) => {
       const x = arrays.get(m);
       if (!x) throw new Error(`LoRA: no adapter for ${m}`);
       const [o, inF] = shapes.get(m)!;
@@ -94,8 +108,15 @@ export class LoraAdapters {
         a: Tensor.from(x.a, [r, inF], "f32", peftKey(m, "A")).keep(),
         b: Tensor.from(x.b, [o, r], "f32", peftKey(m, "B")).keep(),
         scale: this.scale,
+        dropout: settings.dropout,
+        dropoutSeed: () => (Math.imul(this.#pass, 0x9e3779b1) + i) >>> 0,
       });
-    }
+    });
+  }
+
+  /** Starts a training forward: the next dropout masks are new ones. */
+  beginPass(): void {
+    this.#pass++;
   }
 
   /** Weight shapes [out, in] of the adapted modules. */
@@ -146,6 +167,8 @@ registerOp(
  * x A^T [N, r], so an adapted layer holds no activation of [N, out] beyond the base linear's.
  * Backward (g = dL/dy, l = x A^T): dB = s g^T l, dl = s g B, dA = dl^T x, dx = g W + dl A.
  * `options.residual` goes into the base product's epilogue (`linear`); its gradient is g.
+ * With lora_dropout p in a training forward the branch reads d(x) = x * mask / (1 - p) instead of
+ * x (l = d(x) A^T, dA = dl^T d(x), dx = g W + d(dl A)); the mask is re-drawn, not stored.
  */
 export function loraLinear(
   x: Tensor,
@@ -162,9 +185,16 @@ export function loraLinear(
   const { a, b, scale } = lora;
   const inF = w.shape[1], outF = w.shape[0], r = a.shape[0];
   const rows = x.size / inF;
+  // PEFT's lora_dropout: on the adapter branch's input, in training forwards only (a
+  // checkpointed segment's first forward is one: its recompute must see the same values).
+  const training = (isGradEnabled() || isRecomputedLater()) && (a.requiresGrad || b.requiresGrad);
+  const p = training ? lora.dropout : 0, seed = p > 0 ? lora.dropoutSeed() : 0;
+  const drop = (t: Tensor) => p > 0 ? dropoutMasked(t, p, seed) : t;
   const [y, low] = noGrad(() => {
     const y = linear(x, w, bias, { residual }); // [..., out]
-    const low = linear(x, a); // [..., r]
+    const xd = drop(x);
+    const low = linear(xd, a); // [..., r]
+    if (xd !== x) xd.dispose();
     const up = linear(low, b); // [..., out]
     accumulate(y, up, scale);
     up.dispose();
@@ -178,13 +208,17 @@ export function loraLinear(
     if (gb) scaleInPlace(gb, scale);
     const gl = matmul(g2, b); // [N, r]
     scaleInPlace(gl, scale);
-    const ga = a.requiresGrad ? matmul(gl, x2, { transA: true }) : null; // [r, in]
+    const xd = drop(x2); // the forward's mask, drawn again
+    const ga = a.requiresGrad ? matmul(gl, xd, { transA: true }) : null; // [r, in]
+    if (xd !== x2) xd.dispose();
     let gx: Tensor | null = null;
     if (x.requiresGrad) {
       const flat = matmul(g2, w); // [N, in]
       const viaA = matmul(gl, a); // [N, in]
-      accumulate(flat, viaA);
+      const viaAd = drop(viaA);
+      accumulate(flat, viaAd);
       viaA.dispose();
+      if (viaAd !== viaA) viaAd.dispose();
       gx = flat.reshape(x.shape);
       flat.dispose();
     }

@@ -73,8 +73,8 @@ export class AdamW {
       if (state.m[i].length !== p.size || state.v[i].length !== p.size) {
         throw new Error(`optimizer state of parameter ${p.label}: size does not match ${p.size}`);
       }
-      gpu().upload(this.m[i].buffer, state.m[i]);
-      gpu().upload(this.v[i].buffer, state.v[i]);
+      this.m[i].write(state.m[i]);
+      this.v[i].write(state.v[i]);
     });
     this.stepCount = state.step;
   }

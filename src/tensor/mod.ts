@@ -1,15 +1,13 @@
 export {
   type DType,
   DTYPE_BYTES,
-  f16BitsToF32,
-  f32ToF16Bits,
   fmtShape,
   type Node,
-  roundToF16,
   shapeSize,
   Tensor,
   type TypedArray,
 } from "./tensor.ts";
+export { f16BitsToF32, f16ToF32Into, f32ToF16Bits, f32ToF16Into, roundToF16 } from "./half.ts";
 export { scope, scopeAsync } from "./scope.ts";
 export { isGradEnabled, isRecomputedLater, noGrad, noGradAsync, withGrad } from "./grad_mode.ts";
 export { checkpoint, type CheckpointOptions } from "./ops/checkpoint.ts";
@@ -17,6 +15,8 @@ export { backward, OPS, record, recordMany, registerOp, zeroGrad } from "./autog
 export { accumulate, clone, fill, fillInPlace, scaleInPlace, zeros } from "./ops/basic.ts";
 export { grid1d } from "./ops/grid.ts";
 export { add, cast, mul, mulScalar } from "./ops/elementwise.ts";
+export { dropout, dropoutMasked } from "./ops/dropout.ts";
+export { dropoutRef } from "./ref/dropout.ts";
 export { linear, type LinearOptions, matmul, matmulTiled } from "./ops/matmul.ts";
 export { splitPolicy } from "./ops/matmul_kernel.ts";
 export { rmsNorm } from "./ops/rmsnorm.ts";

@@ -1,6 +1,7 @@
 import { gpu } from "../gpu/mod.ts";
 import { trackTensor, untrackTensor } from "./scope.ts";
 import { isGradEnabled } from "./grad_mode.ts";
+import { f16ToF32Into, f32ToF16Into } from "./half.ts";
 
 export type DType = "f32" | "f16" | "i32" | "u32";
 export const DTYPE_BYTES: Record<DType, number> = { f32: 4, f16: 2, i32: 4, u32: 4 };
@@ -9,6 +10,8 @@ export type TypedArray = Float32Array | Int32Array | Uint32Array | Uint16Array;
 /** Reference-counted GPU buffer shared by a tensor and its reshaped views. */
 class Storage {
   refs = 1;
+  /** Writes to the buffer since it was made (see Tensor.version). */
+  version = 0;
   constructor(public buffer: GPUBuffer | null, readonly bytes: number) {}
 }
 
@@ -93,6 +96,33 @@ export class Tensor {
     const t = Tensor.empty(shape, dtype, label);
     if (n > 0) gpu().upload(t.buffer, toDtypeArray(data, dtype));
     return t;
+  }
+
+  /**
+   * How many times the buffer was written after it was made, as torch's `_version`: `write` and
+   * every in-place op bump it (`markWritten`); a view shares it with its base. What is derived
+   * from the values and kept (an f16 copy of a weight) is valid while the version it was made at
+   * is the current one.
+   */
+  get version(): number {
+    return this.#storage.version;
+  }
+
+  /** Records a write to the buffer (an in-place kernel's, recorded or dispatched now). */
+  markWritten(): void {
+    this.buffer; // throws when disposed
+    this.#storage.version++;
+  }
+
+  /** Replaces the values with `data` (same element count; f16 converted on the CPU). */
+  write(data: ArrayLike<number> | TypedArray): void {
+    if (data.length !== this.size) {
+      throw new Error(
+        `${this}.write: ${data.length} values do not fill ${fmtShape(this.shape)} (${this.size})`,
+      );
+    }
+    if (this.size > 0) gpu().upload(this.buffer, toDtypeArray(data, this.dtype));
+    this.markWritten();
   }
 
   get buffer(): GPUBuffer {
@@ -181,7 +211,7 @@ export function toDtypeArray(data: ArrayLike<number>, dtype: DType): TypedArray 
       return data instanceof Uint32Array ? data : Uint32Array.from(data);
     case "f16": {
       const out = new Uint16Array(data.length);
-      for (let i = 0; i < data.length; i++) out[i] = f32ToF16Bits(data[i]);
+      f32ToF16Into(data instanceof Float32Array ? data : Float32Array.from(data), out);
       return out;
     }
   }
@@ -198,52 +228,8 @@ function fromBytes(bytes: ArrayBuffer, dtype: DType): Float32Array | Int32Array 
     case "f16": {
       const h = new Uint16Array(bytes);
       const out = new Float32Array(h.length);
-      for (let i = 0; i < h.length; i++) out[i] = f16BitsToF32(h[i]);
+      f16ToF32Into(h, out);
       return out;
     }
   }
-}
-
-const f32 = new Float32Array(1);
-const u32 = new Uint32Array(f32.buffer);
-
-/** IEEE half from float, round to nearest even; NaN and infinities kept. */
-export function f32ToF16Bits(v: number): number {
-  f32[0] = v;
-  const x = u32[0];
-  const sign = (x >>> 16) & 0x8000;
-  const exp = (x >>> 23) & 0xff;
-  let mant = x & 0x7fffff;
-  if (exp === 0xff) return sign | 0x7c00 | (mant ? 0x200 : 0);
-  let e = exp - 127 + 15;
-  if (e >= 0x1f) return sign | 0x7c00;
-  if (e <= 0) {
-    if (e < -10) return sign;
-    mant |= 0x800000;
-    const shift = 14 - e;
-    let half = mant >>> shift;
-    const rem = mant & ((1 << shift) - 1);
-    const mid = 1 << (shift - 1);
-    if (rem > mid || (rem === mid && (half & 1))) half++;
-    return sign | half;
-  }
-  let half = (e << 10) | (mant >>> 13);
-  const rem = mant & 0x1fff;
-  if (rem > 0x1000 || (rem === 0x1000 && (half & 1))) half++;
-  e = half; // rounding may carry into the exponent, which is still correct
-  return sign | e;
-}
-
-/** v rounded to the nearest f16 (ties to even; past the f16 range +-inf), as a number. */
-export function roundToF16(v: number): number {
-  return f16BitsToF32(f32ToF16Bits(v));
-}
-
-export function f16BitsToF32(h: number): number {
-  const sign = h & 0x8000 ? -1 : 1;
-  const exp = (h >>> 10) & 0x1f;
-  const mant = h & 0x3ff;
-  if (exp === 0) return sign * mant * 2 ** -24;
-  if (exp === 0x1f) return mant ? NaN : sign * Infinity;
-  return sign * (1 + mant / 1024) * 2 ** (exp - 15);
 }

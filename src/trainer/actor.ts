@@ -10,7 +10,7 @@ import { type LoraAdapters, type Packing, packingOf } from "../nn/mod.ts";
 import { type LmHeadLogprobResult, noGrad, scope, Tensor } from "../tensor/mod.ts";
 import { type Batch, range, responseSlice, sequenceInputs } from "./batch.ts";
 import { microBatches, type MicroBatching } from "./dynamic_bsz.ts";
-import { type Optimizer, scaledBackward, scaleMetric } from "./optimizer_step.ts";
+import { type Optimizer, scaledBackward, stepMetrics } from "./optimizer_step.ts";
 import { updateLoop, type UpdateLoopOptions } from "./minibatch.ts";
 import {
   type ActorLossConfig,
@@ -155,7 +155,7 @@ export async function updateActor(
   const T = batch.promptLength + batch.responseLength;
   const withEntropy = o.loss.entropyCoeff !== 0;
   let micro = 0; // micro-batches so far in this update, for clip_cov's seed
-  const { metrics, skipped } = await updateLoop(
+  const { metrics, skips } = await updateLoop(
     batch,
     optimizer,
     { ...o, stream: 17 },
@@ -182,7 +182,6 @@ export async function updateActor(
   return {
     ...metrics,
     "actor/lr": o.lr,
-    "actor/skipped_steps": skipped,
-    ...scaleMetric("actor", optimizer),
+    ...stepMetrics("actor", optimizer, skips),
   };
 }

@@ -11,7 +11,7 @@ import { noGrad, scope, type Tensor } from "../tensor/mod.ts";
 import { type TrainableModel, uploadSequences } from "./actor.ts";
 import { type Batch, range, responseSlice } from "./batch.ts";
 import { microBatches, type MicroBatching } from "./dynamic_bsz.ts";
-import { type Optimizer, scaledBackward, scaleMetric } from "./optimizer_step.ts";
+import { type Optimizer, scaledBackward, stepMetrics } from "./optimizer_step.ts";
 import { updateLoop, type UpdateLoopOptions } from "./minibatch.ts";
 import { CRITIC_STAT_NAMES, criticMicroLoss } from "./ppo_micro_loss.ts";
 
@@ -69,7 +69,7 @@ export async function updateCritic(
   batch: Batch,
   o: CriticUpdateOptions,
 ): Promise<Record<string, number>> {
-  const { metrics, skipped } = await updateLoop(
+  const { metrics, skips } = await updateLoop(
     batch,
     optimizer,
     { ...o, stream: 29 },
@@ -86,7 +86,6 @@ export async function updateCritic(
   return {
     ...metrics,
     "critic/lr": o.lr,
-    "critic/skipped_steps": skipped,
-    ...scaleMetric("critic", optimizer),
+    ...stepMetrics("critic", optimizer, skips),
   };
 }

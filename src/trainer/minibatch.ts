@@ -22,7 +22,7 @@ import {
   zeros,
 } from "../tensor/mod.ts";
 import { type Batch, chunks, range } from "./batch.ts";
-import { type Optimizer, optimizerStep } from "./optimizer_step.ts";
+import { type Optimizer, optimizerStep, type SkipCounts } from "./optimizer_step.ts";
 import { microBatches, type MicroBatching } from "./dynamic_bsz.ts";
 
 export interface UpdateLoopOptions extends MicroBatching {
@@ -80,7 +80,7 @@ export interface UpdateMetricNames {
 /**
  * Runs `micro` (forward, loss, backward; returns its `[k]` stats tensor, k = names.stats.length)
  * for every micro-batch inside a scope, steps the optimizer after each mini-batch, and returns the
- * metric means plus the mean grad norm and the count of skipped (non-finite) steps.
+ * metric means plus the mean grad norm and the counts of skipped (non-finite) steps.
  */
 export async function updateLoop(
   batch: Batch,
@@ -88,13 +88,14 @@ export async function updateLoop(
   o: UpdateLoopOptions,
   names: UpdateMetricNames,
   micro: (m: MicroBatch) => MicroOut,
-): Promise<{ metrics: Record<string, number>; skipped: number }> {
+): Promise<{ metrics: Record<string, number>; skips: SkipCounts }> {
   const R = batch.responseLength, k = names.stats.length;
   // an audit masks rows for the rest of the update, so it works on a copy
   const mask = o.audit ? batch.responseMask.slice() : batch.responseMask; // [B, R]
   const sums = new Float64Array(k); // over every micro-batch of the update
   const norms: number[] = [];
-  let micros = 0, skipped = 0, minis = 0;
+  let micros = 0, minis = 0;
+  const skips: SkipCounts = { skipped: 0, overflows: 0 };
   const totalMinis = o.ppoEpochs * Math.ceil(batch.size / o.miniBatchSize);
   for (let epoch = 0; epoch < o.ppoEpochs; epoch++) {
     const order = o.shuffle
@@ -117,7 +118,8 @@ export async function updateLoop(
       acc.stats.dispose();
       st.read.forEach((v, j) => (sums[j] += v));
       norms.push(st.gradNorm);
-      if (st.skipped) skipped++;
+      if (st.skipped) skips.skipped++;
+      if (st.overflow) skips.overflows++;
       o.onProgress?.(++minis, totalMinis);
     }
   }
@@ -162,5 +164,5 @@ export async function updateLoop(
     if (name !== null && micros > 0) metrics[name] = sums[j] / micros;
   });
   if (norms.length) metrics[names.gradNorm] = norms.reduce((a, b) => a + b, 0) / norms.length;
-  return { metrics, skipped };
+  return { metrics, skips };
 }

@@ -27,12 +27,33 @@ export function lossScaleOf(opt: Optimizer): number {
   return opt.scaler?.scale ?? 1;
 }
 
+/** How many of an update's optimizer steps were skipped, and why. */
+export interface SkipCounts {
+  /** Steps skipped for a non-finite grad norm (`{role}/skipped_steps`). */
+  skipped: number;
+  /** Of those, the ones skipped under a loss scale above 1 (see OptimizerStepResult.overflow). */
+  overflows: number;
+}
+
 /**
- * `{role}/loss_scale`: the loss scale after an update's last optimizer step (the one the next
- * backward uses), as GradScaler.get_scale() reads; nothing without loss scaling.
+ * An update's step metrics: `{role}/skipped_steps`, and under loss scaling `{role}/loss_scale`
+ * (the scale after the update's last optimizer step, the one the next backward uses, as
+ * GradScaler.get_scale() reads) and `{role}/overflow_steps` (skips that were the scaler's).
  */
-export function scaleMetric(role: string, opt: Optimizer): Record<string, number> {
-  return opt.scaler ? { [`${role}/loss_scale`]: opt.scaler.scale } : {};
+export function stepMetrics(role: string, opt: Optimizer, n: SkipCounts): Record<string, number> {
+  const m: Record<string, number> = { [`${role}/skipped_steps`]: n.skipped };
+  if (!opt.scaler) return m;
+  m[`${role}/loss_scale`] = opt.scaler.scale;
+  m[`${role}/overflow_steps`] = n.overflows;
+  return m;
+}
+
+/**
+ * Skipped optimizer steps in `m` (an update's metrics, from stepMetrics) that count towards
+ * trainer.max_nonfinite_steps: every skip, less the overflows the loss scaler handled.
+ */
+export function failedSteps(m: Record<string, number>, role: string): number {
+  return (m[`${role}/skipped_steps`] ?? 0) - (m[`${role}/overflow_steps`] ?? 0);
 }
 
 /**
@@ -57,6 +78,12 @@ export interface OptimizerStepOptions {
 export interface OptimizerStepResult {
   gradNorm: number;
   skipped: boolean;
+  /**
+   * Skipped under a loss scale above 1 (as it was for this step's backward, before the scaler
+   * backs off): an overflow for the scaler to handle, not a failed update. A step that is not
+   * finite at scale 1 or without loss scaling is not one.
+   */
+  overflow: boolean;
   /** The values of `readAlso` (empty without it). */
   read: Float32Array;
 }
@@ -70,7 +97,8 @@ export async function optimizerStep(
     : [];
   if (!opt.params.some((p) => p.grad)) {
     const bytes = extra.length ? await gpu().read(extra) : [];
-    return { gradNorm: 0, skipped: true, read: new Float32Array(bytes[0] ?? new ArrayBuffer(0)) };
+    const read = new Float32Array(bytes[0] ?? new ArrayBuffer(0));
+    return { gradNorm: 0, skipped: true, overflow: false, read };
   }
   const maxNorm = options.gradClip > 0 ? options.gradClip : Infinity;
   const clip = clipGradNorm(opt.params, maxNorm, { inverseScale: opt.scaler?.inverse ?? 1 });
@@ -82,6 +110,7 @@ export async function optimizerStep(
   ]);
   const norm = new Float32Array(normBytes)[0];
   const skipped = !Number.isFinite(norm);
+  const overflow = skipped && lossScaleOf(opt) > 1; // read before the scaler backs off
   if (!skipped) opt.adamw.step({ lr: options.lr, clip });
   opt.scaler?.update(!skipped);
   clip.dispose();
@@ -89,6 +118,7 @@ export async function optimizerStep(
   return {
     gradNorm: norm,
     skipped,
+    overflow,
     read: new Float32Array(extraBytes ?? new ArrayBuffer(0)),
   };
 }

@@ -21,6 +21,7 @@ import { updateActorStage } from "./stages/update_actor.ts";
 import { updateCriticStage } from "./stages/update_critic.ts";
 import { generationRows, validate } from "./stages/validate.ts";
 import { values } from "./stages/values.ts";
+import { failedSteps } from "./optimizer_step.ts";
 import { learningRate, Timer } from "./util.ts";
 
 export interface FitResult {
@@ -156,14 +157,11 @@ export async function trainStep(
 
 /**
  * Updates skipped for a non-finite grad norm that count towards max_nonfinite_steps. Under loss
- * scaling an overflow is the scaler's to handle (it halves the scale) while the scale stays above
- * 1; gradients that are not finite even at scale 1 count as in f32.
+ * scaling an overflow at a scale above 1 is the scaler's to handle (it backs off); gradients that
+ * are not finite even at scale 1 count as in f32.
  */
 function skippedUpdates(m: Record<string, number>): number {
-  return ["actor", "critic"].reduce(
-    (n, w) => n + ((m[`${w}/loss_scale`] ?? 0) > 1 ? 0 : m[`${w}/skipped_steps`] ?? 0),
-    0,
-  );
+  return failedSteps(m, "actor") + failedSteps(m, "critic");
 }
 
 /** Nothing is saved for the failing steps: the latest checkpoint is the last good state. */

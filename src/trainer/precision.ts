@@ -37,7 +37,8 @@ export function trainPrecision(
 
 /**
  * Switches `model`'s training passes to mixed precision and gives `optimizer` a loss scaler; the
- * f16 weight copies are remade when the optimizer's step count moves. Returns the optimizer to use.
+ * f16 weight copies are remade after each write of their weight (an optimizer step, a load).
+ * Returns the optimizer to use.
  * "f32" leaves both as they are.
  */
 export function applyPrecision(
@@ -47,6 +48,6 @@ export function applyPrecision(
   scaler: LossScalerOptions = {},
 ): Optimizer {
   if (precision === "f32") return optimizer;
-  model.mixedPrecision = new HalfWeights(() => optimizer.adamw.stepCount);
+  model.mixedPrecision = new HalfWeights();
   return { ...optimizer, scaler: new LossScaler(scaler) };
 }

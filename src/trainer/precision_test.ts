@@ -9,7 +9,13 @@ import { AdamW, HalfWeights } from "../nn/mod.ts";
 import { sum, Tensor } from "../tensor/mod.ts";
 import { assertClose, gpuTest, randomArray } from "../testing/mod.ts";
 import { LossScaler } from "./loss_scaler.ts";
-import { type Optimizer, optimizerStep, scaledBackward, scaleMetric } from "./optimizer_step.ts";
+import {
+  failedSteps,
+  type Optimizer,
+  optimizerStep,
+  scaledBackward,
+  stepMetrics,
+} from "./optimizer_step.ts";
 import { applyPrecision, trainPrecision } from "./precision.ts";
 
 const OPTS = { lr: 0.01, betas: [0.9, 0.999] as [number, number], eps: 1e-8, weightDecay: 0.1 };
@@ -38,8 +44,14 @@ gpuTest("a loss-scaled step equals the unscaled one: norm, clip and AdamW see g 
     label: "weights",
   });
   assert.deepEqual(scaled.opt.scaler!.state(), { scale: 1024, goodSteps: 1 });
-  assert.deepEqual(scaleMetric("actor", scaled.opt), { "actor/loss_scale": 1024 });
-  assert.deepEqual(scaleMetric("actor", plain.opt), {});
+  assert.equal(b.overflow, false);
+  const skips = { skipped: 0, overflows: 0 };
+  assert.deepEqual(stepMetrics("actor", scaled.opt, skips), {
+    "actor/skipped_steps": 0,
+    "actor/loss_scale": 1024,
+    "actor/overflow_steps": 0,
+  });
+  assert.deepEqual(stepMetrics("actor", plain.opt, skips), { "actor/skipped_steps": 0 });
 });
 
 gpuTest(
@@ -70,6 +82,36 @@ gpuTest(
   },
 );
 
+gpuTest(
+  "an overflow at scale 2 is the scaler's (not counted as failed) though it leaves the scale at 1",
+  async () => {
+    const n = 8;
+    const inf = () => {
+      const g = randomArray(n, 6);
+      g[3] = Infinity;
+      return Tensor.from(g, [n]).keep();
+    };
+    const scaled = setup(randomArray(n, 7), new LossScaler({ initScale: 2 }));
+    const plain = setup(randomArray(n, 7), null);
+    const metricsOf = async (s: typeof scaled) => {
+      s.param.grad = inf();
+      const st = await optimizerStep(s.opt, { lr: 0.01, gradClip: 1 });
+      assert.equal(st.skipped, true);
+      const m = stepMetrics("actor", s.opt, { skipped: 1, overflows: st.overflow ? 1 : 0 });
+      return { m, failed: failedSteps(m, "actor") };
+    };
+    const first = await metricsOf(scaled);
+    assert.equal(first.m["actor/loss_scale"], 1, "the backoff took the scale from 2 to 1");
+    assert.equal(first.m["actor/overflow_steps"], 1);
+    assert.equal(first.failed, 0, "a skip under scale 2 does not count towards the limit");
+    const second = await metricsOf(scaled);
+    assert.equal(second.m["actor/loss_scale"], 0.5);
+    assert.equal(second.failed, 1, "not finite at scale 1: a failed update, as in f32");
+    assert.equal((await metricsOf(plain)).failed, 1, "without loss scaling every skip counts");
+    assert.equal(failedSteps({}, "critic"), 0, "no update, nothing skipped");
+  },
+);
+
 gpuTest("scaledBackward seeds the backward with the loss scale", async () => {
   const x = Tensor.from([1, 2, 3], [3]).keep();
   x.requiresGrad = true;
@@ -78,18 +120,28 @@ gpuTest("scaledBackward seeds the backward with the loss scale", async () => {
   assert.deepEqual([...await x.grad!.toArray()], [4, 4, 4]);
 });
 
-gpuTest("HalfWeights: one f16 copy per weight until the version moves", () => {
-  let version = 0;
-  const cache = new HalfWeights(() => version);
+gpuTest("HalfWeights: one f16 copy per weight until the weight is written", async () => {
+  const cache = new HalfWeights();
   const w = Tensor.from([1, 2, 3, 4], [2, 2]).keep();
+  const other = Tensor.from([5, 6], [2]).keep();
   const a = cache.get(w), b = cache.get(w);
   assert.equal(a, b);
   assert.equal(a.dtype, "f16");
-  version++;
+  const kept = cache.get(other);
+  // a load (checkpoint, weights set from outside): no optimizer step, and the copy follows it
+  w.write([8, 7, 6, 5]);
   const c = cache.get(w);
   assert.notEqual(c, a);
   assert.equal(a.disposed, true);
-  assert.equal(cache.size, 1);
+  assert.deepEqual([...await c.toArray()], [8, 7, 6, 5]);
+  assert.equal(cache.get(other), kept, "an unwritten weight keeps its copy");
+  // an AdamW step writes the weights it updates
+  const { param, adamw } = setup(new Float32Array([1, 2]), null);
+  const d = cache.get(param);
+  param.grad = Tensor.from([1, 1], [2]).keep();
+  adamw.step();
+  assert.notEqual(cache.get(param), d);
+  assert.equal(cache.size, 3);
 }, { f16: true });
 
 const KEY = "actor_rollout_ref.actor.fsdp_config";

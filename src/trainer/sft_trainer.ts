@@ -16,6 +16,7 @@ import {
 } from "../tensor/mod.ts";
 import { gpu } from "../gpu/mod.ts";
 import type { CausalModel } from "./actor.ts";
+import { type Packing, packingOf } from "../nn/mod.ts";
 import { chunks, range } from "./batch.ts";
 import { type Optimizer, optimizerStep } from "./optimizer_step.ts";
 import type { Logger } from "../tracking/mod.ts";
@@ -27,13 +28,18 @@ interface MicroInputs {
   pos: Tensor; // [b, T] i32
   targets: Tensor; // [b * T] i32, -100 outside the response
   tokens: number;
+  /** use_remove_padding: the passes run on the real tokens only. */
+  packing?: Packing;
 }
 
 /**
  * Right-pads prompt + response; position t predicts token t + 1 where that token is a response
  * token the loss mask keeps.
  */
-export function sftInputs(examples: SftExample[]): MicroInputs {
+export function sftInputs(
+  examples: SftExample[],
+  options: { removePadding?: boolean } = {},
+): MicroInputs {
   const T = Math.max(2, ...examples.map((e) => e.promptIds.length + e.responseIds.length));
   const n = examples.length;
   const ids = new Int32Array(n * T), mask = new Int32Array(n * T), pos = new Int32Array(n * T);
@@ -58,6 +64,7 @@ export function sftInputs(examples: SftExample[]): MicroInputs {
     pos: Tensor.from(pos, [n, T], "i32"),
     targets: Tensor.from(targets, [n * T], "i32"),
     tokens,
+    packing: options.removePadding ? packingOf(mask, [n, T]) : undefined,
   };
 }
 
@@ -72,6 +79,7 @@ function sumLoss(model: CausalModel, m: MicroInputs): Tensor {
     positionIds: m.pos,
     attentionMask: m.mask,
     targets: m.targets,
+    packing: m.packing,
   });
   return mulScalar(sum(out.logProbs), -1);
 }
@@ -88,12 +96,13 @@ export async function sftEvalLoss(
   model: CausalModel,
   examples: SftExample[],
   microBatchSize: number,
+  options: { removePadding?: boolean } = {},
 ): Promise<number> {
   let tokens = 0;
   const losses: Tensor[] = [];
   for (const rows of chunks(range(examples.length), microBatchSize)) {
     const loss = scope(() => {
-      const m = sftInputs(rows.map((i) => examples[i]));
+      const m = sftInputs(rows.map((i) => examples[i]), options);
       tokens += m.tokens;
       return noGrad(() => sumLoss(model, m));
     });
@@ -109,6 +118,8 @@ export interface SftFitOptions {
   val: SftExample[];
   batchSize: number;
   microBatchSize: number;
+  /** use_remove_padding: pack each micro-batch's real tokens (the same loss, less work). */
+  removePadding?: boolean;
   totalSteps: number;
   lr: number;
   warmupStepsRatio: number;
@@ -144,7 +155,7 @@ export async function sftFit(o: SftFitOptions): Promise<{ step: number; valLoss:
     const losses: Tensor[] = [];
     for (const rows of chunks(range(batch.length), o.microBatchSize)) {
       const loss = scope(() => {
-        const m = sftInputs(rows.map((i) => batch[i]));
+        const m = sftInputs(rows.map((i) => batch[i]), { removePadding: o.removePadding });
         const loss = sumLoss(o.model, m);
         backward(mulScalar(loss, 1 / totalTokens));
         return loss;
@@ -168,7 +179,9 @@ export async function sftFit(o: SftFitOptions): Promise<{ step: number; valLoss:
     };
     const last = step === o.totalSteps;
     if ((o.testFreq > 0 && step % o.testFreq === 0) || last) {
-      valLoss = await sftEvalLoss(o.model, o.val, o.microBatchSize);
+      valLoss = await sftEvalLoss(o.model, o.val, o.microBatchSize, {
+        removePadding: o.removePadding,
+      });
       metrics["val/loss"] = valLoss;
     }
     if (o.save && ((o.saveFreq > 0 && step % o.saveFreq === 0) || last)) await o.save(step);

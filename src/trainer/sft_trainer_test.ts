@@ -88,3 +88,51 @@ gpuTest("sft lowers the response loss of a small set by a factor of four", async
   assert.ok(logged.every((m) => Number.isFinite(m["train/loss"])));
   assert.ok(Math.abs(logged[0]["train/loss"] - before) < 0.5, "first train loss near the start");
 });
+
+gpuTest("use_remove_padding: packed micro-batches give the padded loss and gradients", async () => {
+  const tok = charTokenizer();
+  const config = tinyModelConfig({ vocabSize: tok.vocabSize, eosTokenId: tok.eosTokenId });
+  const all = examples(); // one- and two-digit operands: rows of different lengths
+  const data = [0, 8, 13, 4, 12, 1].map((i) => all[i]);
+  const run = async (removePadding: boolean) => {
+    const model = CausalLM.random(config, { seed: 3 });
+    const optimizer = makeOptimizer(model.params(), {
+      lr: 0.05,
+      betas: [0.9, 0.95],
+      weight_decay: 0,
+    });
+    const before = await sftEvalLoss(model, data, 3, { removePadding });
+    await sftFit({
+      model,
+      optimizer,
+      train: data,
+      val: data,
+      batchSize: 6,
+      microBatchSize: 3,
+      removePadding,
+      totalSteps: 1,
+      lr: 0.05,
+      warmupStepsRatio: 0,
+      scheduler: "constant",
+      clipGrad: 1,
+      seed: 1,
+      shuffle: false,
+      testFreq: -1,
+      tracking: { log: () => {}, close() {} },
+      saveFreq: -1,
+    });
+    const after = await model.toArrays();
+    model.dispose();
+    return { before, after };
+  };
+  const p = sftInputs(data.slice(0, 3), { removePadding: true }).packing!;
+  assert.ok(p.tokens < p.batch * p.length, "the rows are ragged: packing drops padding");
+  assert.equal(sftInputs(data.slice(0, 3)).packing, undefined);
+  const padded = await run(false), packed = await run(true);
+  assert.ok(Math.abs(packed.before - padded.before) < 1e-5, `${packed.before} ${padded.before}`);
+  for (const [name, w] of padded.after) {
+    const p = packed.after.get(name)!;
+    const worst = w.reduce((m, v, i) => Math.max(m, Math.abs(v - p[i])), 0);
+    assert.ok(worst < 1e-5, `${name}: the step differs by ${worst}`);
+  }
+});

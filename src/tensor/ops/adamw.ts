@@ -37,6 +37,7 @@ export function adamwStep(
     }
   }
   if (clip.size < 2) throw new Error(`adamw: clip must hold [norm, scale], got ${clip}`);
+  for (const t of [param, m, v]) t.markWritten();
   gpu().dispatch({ shader: "adamw", defines: { WG } }, {
     params: packParams([
       param.size,

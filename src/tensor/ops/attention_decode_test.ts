@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { assertClose, gpuTest, randomArray } from "../../testing/mod.ts";
 import { noGrad } from "../autograd.ts";
-import { f16BitsToF32, f32ToF16Bits, Tensor } from "../tensor.ts";
+import { roundToF16 } from "../half.ts";
+import { Tensor } from "../tensor.ts";
 import { type AttentionDims, attentionRef } from "../ref/attention.ts";
 import { attention } from "./attention.ts";
 import { validate } from "./attention_common.ts";
@@ -29,7 +30,7 @@ async function check(c: Case, seed: number): Promise<void> {
   const { B, T, S, Hq, Hkv, D } = c.dims;
   const qa = randomArray(B * T * Hq * D, seed, -2, 2);
   // A cache of halves holds k and v rounded to halves: the reference sees the same values.
-  const round = (a: Float32Array) => c.half ? a.map((x) => f16BitsToF32(f32ToF16Bits(x))) : a;
+  const round = (a: Float32Array) => c.half ? a.map(roundToF16) : a;
   const ka = round(randomArray(B * S * Hkv * D, seed + 1, -2, 2));
   const va = round(randomArray(B * S * Hkv * D, seed + 2));
   const kvType = c.half ? "f16" : "f32";

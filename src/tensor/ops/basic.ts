@@ -13,7 +13,7 @@ function requireF32(op: string, ...ts: Tensor[]): void {
 /** A new f32 tensor filled with `value`. */
 export function fill(shape: readonly number[], value: number, label = "fill"): Tensor {
   const out = Tensor.empty(shape, "f32", label);
-  fillInPlace(out, value);
+  dispatchFill(out, value); // its first values, not a write (version 0, as Tensor.from)
   return out;
 }
 
@@ -22,6 +22,11 @@ export function zeros(shape: readonly number[], label = "zeros"): Tensor {
 }
 
 export function fillInPlace(t: Tensor, value: number): void {
+  dispatchFill(t, value);
+  t.markWritten();
+}
+
+function dispatchFill(t: Tensor, value: number): void {
   requireF32("fill", t);
   gpu().dispatch({ shader: "basic", entry: "fill", defines: { WG } }, {
     params: packParams([t.size, { f32: value }]),
@@ -33,6 +38,7 @@ export function fillInPlace(t: Tensor, value: number): void {
 /** t *= a, in place. */
 export function scaleInPlace(t: Tensor, a: number): void {
   requireF32("scale", t);
+  t.markWritten();
   gpu().dispatch({ shader: "basic", entry: "scale", defines: { WG } }, {
     params: packParams([t.size, { f32: a }]),
     buffers: [t.buffer],
@@ -46,6 +52,7 @@ export function accumulate(y: Tensor, x: Tensor, a = 1): void {
   if (x.size !== y.size) {
     throw new Error(`accumulate: sizes differ, ${fmtShape(y.shape)} += ${fmtShape(x.shape)}`);
   }
+  y.markWritten();
   gpu().dispatch({ shader: "axpy", defines: { WG } }, {
     params: packParams([y.size, { f32: a }]),
     buffers: [x.buffer, y.buffer],

@@ -2,7 +2,8 @@ import assert from "node:assert/strict";
 import { gpu } from "../../gpu/mod.ts";
 import { assertClose, gpuTest, randomArray } from "../../testing/mod.ts";
 import * as ref from "../ref/matmul.ts";
-import { f16BitsToF32, f32ToF16Bits, Tensor } from "../tensor.ts";
+import { roundToF16 } from "../half.ts";
+import { Tensor } from "../tensor.ts";
 import { gemmSkinny, type SkinnyConfig, skinnyConfig, skinnySplits } from "./matmul_skinny.ts";
 
 const TOL = { atol: 1e-4, rtol: 1e-4 };
@@ -32,7 +33,7 @@ async function check(
   const x = randomArray(m * k, seed);
   let w = randomArray(n * k, seed + 1);
   const b = options.bias ? randomArray(n, seed + 2) : null;
-  if (options.f16) w = w.map((v) => f16BitsToF32(f32ToF16Bits(v)));
+  if (options.f16) w = w.map(roundToF16);
   const X = Tensor.from(x, [m, k]);
   const W = Tensor.from(w, [n, k], options.f16 ? "f16" : "f32");
   const B = b ? Tensor.from(b, [n]) : null;

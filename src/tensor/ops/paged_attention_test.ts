@@ -1,12 +1,13 @@
 import assert from "node:assert/strict";
 import { assertClose, gpuTest, randomArray } from "../../testing/mod.ts";
 import { noGrad } from "../grad_mode.ts";
-import { f16BitsToF32, f32ToF16Bits, Tensor } from "../tensor.ts";
+import { roundToF16 } from "../half.ts";
+import { Tensor } from "../tensor.ts";
 import { pagedAttentionRef, type PagedLayout, pagedRopeCacheRef } from "../ref/paged.ts";
 import { pagedAttention } from "./paged_attention.ts";
 import { pagedRopeQKIntoCache } from "./paged_rope_cache.ts";
 
-const round = (a: Float32Array) => a.map((x) => f16BitsToF32(f32ToF16Bits(x)));
+const round = (a: Float32Array) => a.map(roundToF16);
 
 /** [B, 1 + W] of lengths and block ids, unused entries 0. */
 function tableOf(layout: PagedLayout): { table: Tensor; maxLength: number } {

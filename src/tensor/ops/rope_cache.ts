@@ -101,6 +101,7 @@ export function dispatchRopeIntoCache(
       buffers: [...inputs, ...(t.table ? [t.table] : [])].map((x) => x.buffer),
       workgroups: grid1d(n, WG),
     });
+    for (const x of [t.q, t.k, t.keys, t.values]) x.markWritten();
   }
   // A per-call upload, not the cached table or the caller's tensor.
   if (o.rope.invFreq !== undefined && !(o.rope.invFreq instanceof Tensor)) invFreq.dispose();

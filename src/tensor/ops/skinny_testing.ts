@@ -1,5 +1,5 @@
 /** The fixture the fused skinny ops' tests share (qkv_linear_test.ts, swiglu_linear_test.ts). */
-import { f16BitsToF32, f32ToF16Bits } from "../tensor.ts";
+import { roundToF16 } from "../half.ts";
 import type { FusedSkinnyConfig } from "./skinny_fused.ts";
 
 export const TOL = { atol: 1e-4, rtol: 1e-4 };
@@ -13,4 +13,4 @@ export const TILES: (FusedSkinnyConfig | undefined)[] = [
 ];
 
 /** Values rounded through f16 (weights an f16 tensor holds exactly). */
-export const round16 = (a: Float32Array) => a.map((v) => f16BitsToF32(f32ToF16Bits(v)));
+export const round16 = (a: Float32Array) => a.map(roundToF16);

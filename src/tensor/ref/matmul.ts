@@ -2,7 +2,7 @@
  * CPU reference for the matmul family: plain loops over Float32Array with f64 accumulation, used
  * by the tests to check the GPU kernels.
  */
-import { roundToF16 } from "../tensor.ts";
+import { roundToF16 } from "../half.ts";
 
 /** Sizes of a batched product C[b] = op(A[b]) @ op(B[b]), op(A) [M, K], op(B) [K, N]. */
 export interface MatmulDims {

@@ -177,7 +177,7 @@ async function readOptimizer(path: string, opt: Optimizer): Promise<void> {
     if (w.length !== p.size || p.dtype !== "f32") {
       throw new Error(`${path}: master weight w.${i} has ${w.length} values, the model ${p.size}`);
     }
-    gpu().upload(p.buffer, w);
+    p.write(w); // bumps the version the f16 copies are keyed on
   });
 }
 

@@ -90,8 +90,12 @@ gpuTest("resuming from a bf16 checkpoint restores the f32 master weights exactly
   const b = bf16Model(0, new Map([...folder.tensors].map(([n, t]) => [n, tensorToFloat32(t)])));
   const rounded = await b.model.toArrays();
   assert.notDeepEqual(rounded, await a.model.toArrays());
+  const versions = b.optimizer.params.map((p) => p.version);
   await store(b, path).resume();
   assert.deepEqual(await b.model.toArrays(), await a.model.toArrays());
+  // the step count is 0 before and after: the weights' versions are what says they changed
+  assert.equal(b.optimizer.adamw.stepCount, 0);
+  b.optimizer.params.forEach((p, i) => assert.ok(p.version > versions[i], p.label));
   assert.equal(folder.config.torchDtype, "bfloat16");
   a.model.dispose();
   b.model.dispose();

@@ -11,6 +11,7 @@ Deno.test("gen with multi_turn: onProgress moves as the conversations end", asyn
   const config = loadConfig("ppo_trainer", {
     overrides: [
       "actor_rollout_ref.rollout.multi_turn.enable=true",
+      "data.return_raw_chat=true",
       "data.max_prompt_length=64",
       "data.max_response_length=16",
       "actor_rollout_ref.rollout.response_length=16",

@@ -21,6 +21,12 @@ export class BlockIndex {
   /** Published blocks that no sequence holds, in release order (oldest first). */
   readonly #idle = new Set<number>();
   #nodes = 0;
+  #version = 0;
+
+  /** Changes whenever what `find` answers may change (a block published, evicted or cleared). */
+  get version(): number {
+    return this.#version;
+  }
 
   /** Published blocks nobody holds (evictable). */
   get idle(): number {
@@ -54,6 +60,7 @@ export class BlockIndex {
     const e = { block, node: ++this.#nodes, key };
     this.#byKey.set(key, e);
     this.#byBlock.set(block, e);
+    this.#version++;
     return e.node;
   }
 
@@ -77,6 +84,7 @@ export class BlockIndex {
     this.#idle.delete(block);
     this.#byKey.delete(this.#byBlock.get(block)!.key);
     this.#byBlock.delete(block);
+    this.#version++;
     return block;
   }
 
@@ -86,6 +94,7 @@ export class BlockIndex {
     this.#idle.clear();
     this.#byKey.clear();
     this.#byBlock.clear();
+    this.#version++;
     return idle;
   }
 }

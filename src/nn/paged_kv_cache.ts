@@ -86,6 +86,11 @@ export class PagedKvCache {
     return this.#index.size;
   }
 
+  /** Changes whenever the prefix cache's contents do (what `findPrefix` answers may change). */
+  get prefixVersion(): number {
+    return this.#index.version;
+  }
+
   /** Blocks that `length` positions fill. */
   blocksFor(length: number): number {
     return Math.ceil(length / this.blockSize);
@@ -132,14 +137,10 @@ export class PagedKvCache {
   }
 
   /**
-   * Gives empty `seq` the cached blocks of the longest run of full blocks that starts `ids`,
-   * covering at most `limit` positions; returns the positions they hold (a multiple of
-   * blockSize). `seq.length` stays 0: the caller fills the rest (`writePrefill` with `at`).
+   * The cached blocks, in order, of the longest run of full blocks that starts `ids`, covering
+   * at most `limit` positions. Changes nothing (the eviction order included): `share` holds them.
    */
-  matchPrefix(seq: PagedSequence, ids: Int32Array, limit: number): number {
-    if (seq.blocks.length > 0) {
-      throw new Error("PagedKvCache.matchPrefix: the sequence holds blocks");
-    }
+  findPrefix(ids: Int32Array, limit: number): number[] {
     const bs = this.blockSize, found: number[] = [];
     for (let parent = 0, i = 0; (i + 1) * bs <= Math.min(limit, ids.length); i++) {
       const hit = this.#index.find(parent, ids.subarray(i * bs, (i + 1) * bs));
@@ -147,8 +148,25 @@ export class PagedKvCache {
       found.push(hit.block);
       parent = hit.node;
     }
+    return found;
+  }
+
+  /** Free blocks once `blocks` (held or cached) are shared: cached ones nobody holds are not. */
+  freeAfterShare(blocks: readonly number[]): number {
+    return this.freeBlocks - blocks.filter((id) => this.#refs[id] === 0).length;
+  }
+
+  /**
+   * Gives empty `seq` the blocks `findPrefix` finds; returns the positions they hold (a multiple
+   * of blockSize). `seq.length` stays 0: the caller fills the rest (`writePrefill` with `at`).
+   */
+  matchPrefix(seq: PagedSequence, ids: Int32Array, limit: number): number {
+    if (seq.blocks.length > 0) {
+      throw new Error("PagedKvCache.matchPrefix: the sequence holds blocks");
+    }
+    const found = this.findPrefix(ids, limit);
     this.share(seq, found);
-    return found.length * bs;
+    return found.length * this.blockSize;
   }
 
   /**
@@ -170,10 +188,10 @@ export class PagedKvCache {
   }
 
   /**
-   * Copies the first `rows` positions of block `from` into block `to`, in every layer (through a
-   * scratch buffer: WebGPU copies within one buffer are not allowed).
+   * Copies the first `rows` positions of block `from` into each block of `to`, in every layer
+   * (through one scratch buffer: WebGPU copies within one buffer are not allowed).
    */
-  copyBlock(from: number, to: number, rows: number): void {
+  copyBlock(from: number, to: readonly number[], rows: number): void {
     if (!(rows > 0 && rows <= this.blockSize)) {
       throw new Error(`PagedKvCache.copyBlock: ${rows} rows of a block of ${this.blockSize}`);
     }
@@ -182,7 +200,9 @@ export class PagedKvCache {
     const scratch = Tensor.empty([(pools.length * size) / 4], "f32", "paged_kv.copy");
     try {
       pools.forEach((t, i) => g.copy(t.buffer, from * stride, scratch.buffer, i * size, size));
-      pools.forEach((t, i) => g.copy(scratch.buffer, i * size, t.buffer, to * stride, size));
+      for (const block of to) {
+        pools.forEach((t, i) => g.copy(scratch.buffer, i * size, t.buffer, block * stride, size));
+      }
     } finally {
       scratch.dispose();
     }

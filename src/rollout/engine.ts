@@ -95,6 +95,7 @@ export class Engine {
         key,
         prefix: null,
         cached: 0,
+        probe: null,
         tokens: [],
         sampled: 0,
         row: -1,

@@ -3,7 +3,7 @@
  * a seed of its own.
  */
 import { deriveSeed, mixSeed } from "../tensor/mod.ts";
-import type { TurnGenerator } from "./agent/mod.ts";
+import type { TurnGenerator, TurnRequest } from "./agent/mod.ts";
 import type { Engine, EngineResult } from "./engine.ts";
 
 /**
@@ -51,8 +51,16 @@ export function prefixCacheMetrics(engine: Engine): Record<string, number> {
 }
 
 /**
+ * The seed of one agent-loop turn: deriveSeed(seed, sample, turn), its own whatever else runs
+ * beside it (the same whether the engine or a rollout call of its own samples the turn).
+ */
+export function turnSeed(seed: number, turn: Pick<TurnRequest, "sample" | "turn">): number {
+  return deriveSeed(seed, turn.sample, turn.turn);
+}
+
+/**
  * The agent loop's turns as engine requests: each turn of each conversation is submitted on its
- * own, drawn with seed deriveSeed(seed, sample, turn), whatever else runs beside it.
+ * own, drawn with its turnSeed.
  */
 export function engineTurns(
   engine: Engine,
@@ -62,7 +70,7 @@ export function engineTurns(
     const r = await engine.submit({
       promptIds: req.ids,
       maxTokens: req.maxTokens,
-      seed: deriveSeed(options.seed, req.sample, req.turn),
+      seed: turnSeed(options.seed, req),
       returnLogProbs: options.returnLogProbs,
     });
     return { tokens: r.tokens, logProbs: r.logProbs };

@@ -11,7 +11,6 @@
  * values are then copied into its blocks after the cached ones.
  */
 import type { CausalLM, KvCache, KvDtype, PagedKvCache, PagedSequence } from "../nn/mod.ts";
-import { gpu } from "../gpu/mod.ts";
 import { attention, Tensor, unpackHalves } from "../tensor/mod.ts";
 
 /** Token ids to prefill into the blocks of `cache`, of which the first `cached` hold theirs. */
@@ -27,24 +26,29 @@ export interface PrefillInput {
   kvDtype: KvDtype;
 }
 
+/** Where a target's last-position logits are: row `row` of `logits` [n, V]. */
+export interface PrefillRow {
+  logits: Tensor;
+  row: number;
+}
+
 /**
  * Prefills `targets` (blocks reserved): those with cached positions together (`extend`), the
- * others in one plain prefill (not padded to the cached ones' length); logits [n, V] of each
- * one's last position, in order.
+ * others in one plain prefill (not padded to the cached ones' length); where each one's
+ * last-position logits are, in order (the caller copies each row once, to where it goes).
  */
-export function prefill(input: PrefillInput, targets: PrefillTarget[]): Tensor {
+export function prefill(input: PrefillInput, targets: PrefillTarget[]): PrefillRow[] {
   const cached = targets.filter((t) => t.cached > 0);
-  if (cached.length === 0) return plain(input, targets);
-  if (cached.length === targets.length) return extend(input, targets);
   const fresh = targets.filter((t) => t.cached === 0);
-  const parts = [extend(input, cached), plain(input, fresh)];
-  const V = input.model.config.vocabSize, out = Tensor.empty([targets.length, V], "f32");
+  const parts = [
+    cached.length > 0 ? extend(input, cached) : null,
+    fresh.length > 0 ? plain(input, fresh) : null,
+  ];
   const next = [0, 0];
-  targets.forEach((t, i) => {
+  return targets.map((t) => {
     const k = t.cached > 0 ? 0 : 1;
-    gpu().copy(parts[k].buffer, next[k]++ * V * 4, out.buffer, i * V * 4, V * 4);
+    return { logits: parts[k]!, row: next[k]++ };
   });
-  return out;
 }
 
 /** One left-padded prefill of targets without cached positions. */

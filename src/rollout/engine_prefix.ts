@@ -10,6 +10,7 @@
  */
 import type { PagedKvCache, PagedSequence } from "../nn/mod.ts";
 import type { Tensor } from "../tensor/mod.ts";
+import { cachedPrefix, type ProbeHolder } from "./engine_prefix_probe.ts";
 
 /** One shared prompt: its blocks (full ones, then the partly filled one, if any). */
 export interface PrefixEntry {
@@ -27,7 +28,7 @@ export interface PrefixEntry {
 }
 
 /** What the table needs of a sequence. */
-export interface PrefixHolder {
+export interface PrefixHolder extends ProbeHolder {
   prompt: Int32Array;
   cache: PagedSequence;
   prefix: PrefixEntry | null;
@@ -67,8 +68,8 @@ export class PrefixTable {
   /**
    * Gives the fresh sequence `s` (no blocks yet) the entry of its prompt (created when missing,
    * from the prefix cache's blocks of all but its last token where caching is on) and the blocks
-   * of its own that its prompt and first token need; false, taking nothing, when the pool is
-   * short.
+   * of its own that its prompt and first token need; false, taking and touching nothing, when
+   * the pool is short.
    */
   join(s: PrefixHolder, key: string): boolean {
     const cache = this.cache, P = s.prompt.length;
@@ -77,12 +78,11 @@ export class PrefixTable {
     const own = cache.blocksFor(P + 1) - full;
     let e = existing;
     if (!e) {
+      const found = this.prefixCaching ? cachedPrefix(cache, s, () => s.prompt, P - 1) : [];
+      if (own + cache.blocksFor(P) - found.length > cache.freeAfterShare(found)) return false;
       const seq = { length: 0, blocks: [] };
-      const cached = this.prefixCaching ? cache.matchPrefix(seq, s.prompt, P - 1) : 0;
-      if (cache.freeBlocks < own + cache.blocksFor(P) - seq.blocks.length) {
-        cache.release(seq);
-        return false;
-      }
+      cache.share(seq, found);
+      const cached = found.length * cache.blockSize;
       e = { key, ids: s.prompt, cache: seq, full, cached, logits: null, users: 0 };
       cache.reserve(e.cache, P);
       e.cache.length = P;
@@ -93,6 +93,7 @@ export class PrefixTable {
     cache.reserve(s.cache, P + 1);
     e.users++;
     s.prefix = e;
+    s.probe = null;
     return true;
   }
 

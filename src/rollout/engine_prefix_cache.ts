@@ -10,19 +10,22 @@
  */
 import type { PagedKvCache } from "../nn/mod.ts";
 import type { PrefixEntry } from "./engine_prefix.ts";
+import { cachedPrefix } from "./engine_prefix_probe.ts";
 import { context, type StepSequence } from "./engine_step.ts";
 
 /**
  * Gives `s` (no blocks) the cached blocks of its context's first C - 1 tokens at most, then the
- * blocks the rest and its first sampled token need; sets `s.cached`. False, taking nothing,
- * when the pool is short.
+ * blocks the rest and its first sampled token need; sets `s.cached`. False when the pool is
+ * short: then nothing is taken or touched (engine_prefix_probe.ts).
  */
 export function reserveCached(cache: PagedKvCache, s: StepSequence, C: number): boolean {
-  s.cached = cache.matchPrefix(s.cache, context(s), C - 1);
-  if (cache.reserve(s.cache, C + 1)) return true;
-  cache.release(s.cache);
-  s.cached = 0;
-  return false;
+  const blocks = cachedPrefix(cache, s, () => context(s), C - 1);
+  if (cache.blocksFor(C + 1) - blocks.length > cache.freeAfterShare(blocks)) return false;
+  cache.share(s.cache, blocks);
+  cache.reserve(s.cache, C + 1);
+  s.cached = blocks.length * cache.blockSize;
+  s.probe = null;
+  return true;
 }
 
 /** Publishes the full blocks of the shared prompts and the admitted sequences a step prefilled. */

@@ -1,12 +1,14 @@
 import assert from "node:assert/strict";
-import { CausalLM, TINY_QWEN2, tinyModelConfig, tinyWeights } from "../nn/mod.ts";
+import { type CausalLM, PagedKvCache, type PagedSequence } from "../nn/mod.ts";
 import { assertClose, gpuTest } from "../testing/mod.ts";
 import { Engine, type EngineOptions, type EngineResult, type EngineStats } from "./engine.ts";
+import { reserveCached } from "./engine_prefix_cache.ts";
+import type { StepSequence } from "./engine_step.ts";
+import { greedyOptions as opts, tinyEngineModel } from "./test_engine.ts";
 
 function setup() {
-  const config = tinyModelConfig(TINY_QWEN2);
-  const model = CausalLM.fromTensors(config, tinyWeights(config, { seed: 31, init: "varied" }));
-  const V = config.vocabSize;
+  const model = tinyEngineModel();
+  const V = model.config.vocabSize;
   // Token ids drawn from seed k (a small LCG): distinct prompts for distinct k.
   const ids = (len: number, k: number) => {
     let x = 1 + 7919 * k;
@@ -14,16 +16,6 @@ function setup() {
   };
   return { model, ids };
 }
-
-const opts = (o: Partial<EngineOptions> = {}): EngineOptions => ({
-  maxSeqs: 4,
-  blockSize: 4,
-  numBlocks: 64,
-  eosTokenIds: [],
-  padTokenId: 0,
-  sampling: { doSample: false },
-  ...o,
-});
 
 /** A request: its prompt (or a function of the results so far) and its length. */
 interface Turn {
@@ -184,3 +176,63 @@ gpuTest("prefix cache: resetPrefixCache forgets every cached block", async () =>
   await engine.close();
   model.dispose();
 });
+
+gpuTest(
+  "prefix cache: an admission the pool is short for leaves the eviction order and looks up once",
+  () => {
+    const cache = PagedKvCache.create({
+      layers: 1,
+      numBlocks: 6,
+      blockSize: 4,
+      kvHeads: 1,
+      headDim: 2,
+    });
+    const looked: number[] = [];
+    const findPrefix = cache.findPrefix.bind(cache);
+    cache.findPrefix = (ids, limit) => (looked.push(limit), findPrefix(ids, limit));
+    const seq = (): PagedSequence => ({ length: 0, blocks: [] });
+    const a = Int32Array.from({ length: 8 }, (_, i) => i + 1), b = a.map((x) => x + 10);
+    // a's two blocks, then b's, cached nobody holding them: released in that order.
+    const published = [a, b].map((ctx) => {
+      const s = seq();
+      cache.reserve(s, 8);
+      cache.publish(s, ctx, 8);
+      const blocks = [...s.blocks];
+      cache.release(s);
+      return blocks;
+    });
+    const rest = seq();
+    assert.ok(cache.reserve(rest, 8), "the last two free blocks");
+    // 20 tokens starting with a: 6 blocks with the first token sampled, a's 2 among them, but
+    // only b's 2 idle blocks left besides.
+    const waiting: StepSequence = {
+      prompt: Int32Array.from([...a, ...b, ...b.subarray(0, 4)]),
+      tokens: [],
+      sampled: 0,
+      seed: 0,
+      cache: seq(),
+      row: -1,
+      prefix: null,
+      cached: 0,
+      probe: null,
+    };
+    for (let step = 0; step < 3; step++) assert.ok(!reserveCached(cache, waiting, 20));
+    assert.deepEqual(looked, [19], "nothing changed between the tries: one look-up");
+    assert.deepEqual(waiting.cache.blocks, []);
+    assert.equal(waiting.cached, 0);
+    assert.equal(cache.freeBlocks, 4);
+    // Least recently released first, as if the admission had not been tried: a's last block
+    // (a sequence releases its last block first), a's first, then b's.
+    const next = seq();
+    assert.ok(cache.reserve(next, 12));
+    assert.deepEqual(next.blocks, [published[0][1], published[0][0], published[1][1]]);
+    // The cache changed (a's blocks evicted): the next try looks again, finds nothing of a.
+    cache.release(next);
+    cache.release(rest);
+    assert.ok(reserveCached(cache, waiting, 20));
+    assert.deepEqual(looked, [19, 19]);
+    assert.equal(waiting.cached, 0);
+    cache.release(waiting.cache);
+    cache.dispose();
+  },
+);

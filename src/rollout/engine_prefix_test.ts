@@ -1,13 +1,13 @@
 import assert from "node:assert/strict";
-import { CausalLM, TINY_QWEN2, tinyModelConfig, tinyWeights } from "../nn/mod.ts";
+import { type CausalLM, PagedKvCache } from "../nn/mod.ts";
 import { assertClose, gpuTest } from "../testing/mod.ts";
 import { Engine, type EngineOptions, type EngineResult } from "./engine.ts";
+import { greedyOptions, tinyEngineModel } from "./test_engine.ts";
 
 /** Prompts of 9 tokens (the last block partly filled) and 8 (every block full, blocks of 4). */
 function setup() {
-  const config = tinyModelConfig(TINY_QWEN2);
-  const model = CausalLM.fromTensors(config, tinyWeights(config, { seed: 31, init: "varied" }));
-  const V = config.vocabSize;
+  const model = tinyEngineModel();
+  const V = model.config.vocabSize;
   const prompts = [9, 8, 9].map((len, p) =>
     Int32Array.from({ length: len }, (_, i) => (p * 37 + i * 11 + 5) % V)
   );
@@ -17,16 +17,13 @@ function setup() {
 const N = 3; // samples per prompt
 
 // The prefix cache off: these count what sharing alone saves (engine_prefix_cache_test.ts has both).
-const opts = (o: Partial<EngineOptions> = {}): EngineOptions => ({
-  prefixCaching: false,
-  maxSeqs: 8,
-  blockSize: 4,
-  numBlocks: 64,
-  eosTokenIds: [],
-  padTokenId: 0,
-  sampling: { temperature: 1, doSample: true },
-  ...o,
-});
+const opts = (o: Partial<EngineOptions> = {}): EngineOptions =>
+  greedyOptions({
+    prefixCaching: false,
+    maxSeqs: 8,
+    sampling: { temperature: 1, doSample: true },
+    ...o,
+  });
 
 /** Every sample of every prompt at once; sample j of prompt p has seed 100 p + j. */
 async function run(
@@ -127,6 +124,32 @@ gpuTest(
     assert.ok(small.stats.preemptions > 0, `preemptions ${small.stats.preemptions}`);
     assert.ok(small.stats.peakBlocks <= 9);
     assert.equal(small.stats.freeBlocks, 9, "every block back in the pool");
+    model.dispose();
+  },
+);
+
+gpuTest(
+  "engine prefixes: samples admitted together copy their prompt's partly filled block from one staging",
+  async () => {
+    const { model, prompts: [a, b] } = setup();
+    // Two 9-token prompts (their third block partly filled) and an 8-token one (blocks all full).
+    const prompts = [a, b, a.map((x) => (x + 1) % model.config.vocabSize)];
+    const copies: number[] = [];
+    const copyBlock = PagedKvCache.prototype.copyBlock;
+    PagedKvCache.prototype.copyBlock = function (from, to, rows) {
+      copies.push(to.length);
+      return copyBlock.call(this, from, to, rows);
+    };
+    try {
+      const plain = await run(model, prompts, opts({ sharePrefixes: false, maxSeqs: 9 }));
+      assert.deepEqual(copies, []);
+      const shared = await run(model, prompts, opts({ maxSeqs: 9 }));
+      assertSame(shared.results, plain.results);
+    } finally {
+      PagedKvCache.prototype.copyBlock = copyBlock;
+    }
+    // One copy per 9-token prompt, into its N samples' own blocks.
+    assert.deepEqual(copies, [N, N]);
     model.dispose();
   },
 );

@@ -15,6 +15,7 @@ import { gpu } from "../gpu/mod.ts";
 import type { CausalLM, KvDtype, PagedKvCache, PagedSequence } from "../nn/mod.ts";
 import { scope, Tensor } from "../tensor/mod.ts";
 import type { PrefixEntry } from "./engine_prefix.ts";
+import type { PrefixProbe } from "./engine_prefix_probe.ts";
 import { prefill } from "./engine_prefill.ts";
 import { SampleBuffers, type SamplerConfig, sampleStep } from "./sampler.ts";
 
@@ -33,6 +34,8 @@ export interface StepSequence {
   prefix: PrefixEntry | null;
   /** Positions of its context its blocks held from the prefix cache when admitted. */
   cached: number;
+  /** What it found in the prefix cache while it waits for blocks (engine_prefix_probe.ts). */
+  probe: PrefixProbe | null;
 }
 
 export interface StepInput {
@@ -77,15 +80,24 @@ export function context(s: StepSequence): Int32Array {
   return out;
 }
 
-/** Starts `s` from its shared prompt: its copy of the partly filled block; the prompt's logits. */
-function startShared(input: StepInput, s: StepSequence, e: PrefixEntry): Tensor {
-  const P = e.ids.length, bs = input.cache.blockSize;
-  if (!e.logits) throw new Error("engine: a shared prompt is used before its prefill");
-  if (e.cache.blocks.length > e.full) {
-    input.cache.copyBlock(e.cache.blocks[e.full], s.cache.blocks[e.full], P - e.full * bs);
+/**
+ * Starts the admitted that hold a shared prompt from it: each gets its own copy of the prompt's
+ * partly filled block (staged once per prompt for all of them).
+ */
+function startShared(input: StepInput): void {
+  const holders = new Map<PrefixEntry, StepSequence[]>();
+  for (const s of input.admitted) {
+    if (s.prefix) holders.set(s.prefix, [...holders.get(s.prefix) ?? [], s]);
   }
-  s.cache.length = P;
-  return e.logits;
+  for (const [e, seqs] of holders) {
+    const P = e.ids.length, bs = input.cache.blockSize;
+    if (!e.logits) throw new Error("engine: a shared prompt is used before its prefill");
+    if (e.cache.blocks.length > e.full) {
+      const own = seqs.map((s) => s.cache.blocks[e.full]);
+      input.cache.copyBlock(e.cache.blocks[e.full], own, P - e.full * bs);
+    }
+    for (const s of seqs) s.cache.length = P;
+  }
 }
 
 /** Logits [n, V] of one decode step of `rows` over the paged cache. */
@@ -153,16 +165,16 @@ export function recordStep(input: StepInput): InFlightStep {
       ...input.prefixes.map((e) => ({ ids: e.ids, cache: e.cache, cached: e.cached })),
       ...plain.map((s) => ({ ids: context(s), cache: s.cache, cached: s.cached })),
     ];
-    const pre = targets.length > 0 ? prefill(input, targets) : null;
+    const pre = targets.length > 0 ? prefill(input, targets) : [];
     input.prefixes.forEach((e, k) => {
       e.logits = Tensor.empty([1, V], "f32", "engine.prefix_logits").keep();
-      g.copy(pre!.buffer, k * V * 4, e.logits.buffer, 0, V * 4);
+      g.copy(pre[k].logits.buffer, pre[k].row * V * 4, e.logits.buffer, 0, V * 4);
     });
+    startShared(input);
     let k = input.prefixes.length;
     input.admitted.forEach((s, i) => {
-      if (s.prefix) {
-        g.copy(startShared(input, s, s.prefix).buffer, 0, logits.buffer, i * V * 4, V * 4);
-      } else g.copy(pre!.buffer, k++ * V * 4, logits.buffer, i * V * 4, V * 4);
+      const from = s.prefix ? { logits: s.prefix.logits!, row: 0 } : pre[k++];
+      g.copy(from.logits.buffer, from.row * V * 4, logits.buffer, i * V * 4, V * 4);
     });
     if (input.decoding.length > 0) {
       const l = decode(input, input.decoding);

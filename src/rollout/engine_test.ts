@@ -1,17 +1,16 @@
 import assert from "node:assert/strict";
-import { CausalLM, type KvDtype } from "../nn/mod.ts";
-import { TINY_QWEN2, tinyModelConfig, tinyWeights } from "../nn/mod.ts";
+import type { KvDtype } from "../nn/mod.ts";
 import { assertClose, gpuTest, leftPadded } from "../testing/mod.ts";
-import { Engine, type EngineOptions, type EngineResult } from "./engine.ts";
+import { Engine, type EngineResult } from "./engine.ts";
 import { generate } from "./generate.ts";
+import { greedyOptions as greedy, tinyEngineModel } from "./test_engine.ts";
 
 const PADS = [4, 0, 6, 2, 5, 1];
 const P = 9;
 
 function setup() {
-  const config = tinyModelConfig(TINY_QWEN2);
-  const model = CausalLM.fromTensors(config, tinyWeights(config, { seed: 31, init: "varied" }));
-  const { ids, mask } = leftPadded(PADS.length, P, PADS, config.vocabSize, 8);
+  const model = tinyEngineModel();
+  const { ids, mask } = leftPadded(PADS.length, P, PADS, model.config.vocabSize, 8);
   const prompts = PADS.map((pad, b) => ids.slice(b * P + pad, (b + 1) * P));
   return { model, ids, mask, prompts };
 }
@@ -39,16 +38,6 @@ async function reference(
     logProbs: out.logProbs!.subarray(b * R, (b + 1) * R),
   }));
 }
-
-const greedy = (o: Partial<EngineOptions> = {}): EngineOptions => ({
-  maxSeqs: 4,
-  blockSize: 4,
-  numBlocks: 64,
-  eosTokenIds: [],
-  padTokenId: 0,
-  sampling: { doSample: false },
-  ...o,
-});
 
 function submitAll(engine: Engine, prompts: Int32Array[], maxTokens: (b: number) => number) {
   return prompts.map((p, b) =>

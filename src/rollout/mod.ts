@@ -8,7 +8,7 @@ export {
   type EngineResult,
   type EngineStats,
 } from "./engine.ts";
-export { engineTurns, prefixCacheMetrics, submitPrompts } from "./engine_batch.ts";
+export { engineTurns, prefixCacheMetrics, submitPrompts, turnSeed } from "./engine_batch.ts";
 export { SampleBuffers, sampleStep } from "./sampler.ts";
 export { logProbTemperature } from "./ref_sampler.ts";
 export { type ResponseRows, responseRows } from "./response_rows.ts";

@@ -3,31 +3,18 @@ import { renderChat } from "../../data/mod.ts";
 import { CalculatorTool } from "./builtin_tools.ts";
 import { type AgentInteraction, Gsm8kInteraction, toReply } from "./interaction.ts";
 import { type AgentLoopOptions, type AgentSample, runAgentLoop } from "./loop.ts";
-import { agentTokenizer, scriptedEngine } from "./test_agent.ts";
+import { agentTokenizer, loopOptions, scriptedEngine } from "./test_agent.ts";
 
 const tok = agentTokenizer();
 const calc = new CalculatorTool(CalculatorTool.defaultSchema);
 const feedback = { correct_feedback: "right", incorrect_feedback: "wrong, try again" };
 
-function options(over: Partial<AgentLoopOptions> = {}): AgentLoopOptions {
-  return {
-    tokenizer: tok,
-    tools: [],
+const options = (over: Partial<AgentLoopOptions> = {}) =>
+  loopOptions(tok, {
     interactions: [new Gsm8kInteraction("gsm8k", feedback)],
-    format: "hermes",
-    maxAssistantTurns: null,
-    maxUserTurns: null,
-    maxParallelCalls: 1,
-    maxToolResponseLength: 256,
-    toolResponseTruncateSide: "middle",
-    sanityCheck: "strict",
-    responseLength: 200,
-    maxPromptLength: 100,
-    eosTokenIds: [tok.eosTokenId],
     log: () => {},
     ...over,
-  };
-}
+  });
 
 const sample = (k: number, gt = "5"): AgentSample => ({
   messages: [{ role: "user", content: `q${k} what is 2+3?` }],

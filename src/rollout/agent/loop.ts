@@ -42,6 +42,8 @@ export interface AgentLoopOptions {
   eosTokenIds: readonly number[];
   /** Where lines about failed interaction calls go (default console.warn). */
   log?: (line: string) => void;
+  /** Hears each conversation as it ends: (conversations ended, conversations). */
+  onProgress?: (done: number, total: number) => void;
 }
 
 /** One conversation to run. */
@@ -214,6 +216,7 @@ export async function runAgentLoop(
       }
     }));
     // Each conversation runs its turns on its own; the engine batches the requests in flight.
+    let ended = 0;
     await Promise.all(states.map(async (s) => {
       for (let turn = 1; !s.done; turn++) {
         const room = R - s.ids.length;
@@ -233,6 +236,7 @@ export async function runAgentLoop(
         }
         await afterTurn(ctx, s, turnIds);
       }
+      o.onProgress?.(++ended, states.length);
     }));
     // calc_reward / calculate_score before release / finalize, as verl's lifecycle.
     for (const s of states) {

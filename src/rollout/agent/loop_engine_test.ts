@@ -1,10 +1,8 @@
 import assert from "node:assert/strict";
-import { CausalLM, tinyModelConfig, tinyWeights } from "../../nn/mod.ts";
 import { gpuTest } from "../../testing/mod.ts";
-import { Engine } from "../engine.ts";
 import { engineTurns } from "../engine_batch.ts";
-import { type AgentLoopOptions, runAgentLoop, type TurnGenerator } from "./loop.ts";
-import { agentTokenizer } from "./test_agent.ts";
+import { runAgentLoop, type TurnGenerator } from "./loop.ts";
+import { agentEngine, agentModel, agentTokenizer, loopOptions } from "./test_agent.ts";
 import { StatefulTool, type ToolResult } from "./types.ts";
 
 /**
@@ -50,20 +48,8 @@ gpuTest(
   "agent loop through the engine: conversations end at different turns, a slow tool holds no other",
   async () => {
     const tok = agentTokenizer();
-    const config = tinyModelConfig({
-      vocabSize: tok.vocabSize,
-      eosTokenId: tok.eosTokenId,
-      maxPositionEmbeddings: 512,
-    });
-    const model = CausalLM.fromTensors(config, tinyWeights(config, { seed: 9, init: "varied" }));
-    const engine = new Engine(model, {
-      maxSeqs: 4,
-      blockSize: 8,
-      numBlocks: 128,
-      eosTokenIds: [tok.eosTokenId],
-      padTokenId: tok.padTokenId,
-      sampling: { doSample: false },
-    });
+    const model = agentModel(tok);
+    const engine = agentEngine(model, tok, { numBlocks: 128 });
     const sleep = new GateTool();
     // Sample k's first k turns are scripted calls (sample 1's returns only once samples 0 and 2
     // have had their last turn: were it holding them, it would time out); its next turn is the
@@ -84,24 +70,10 @@ gpuTest(
       if (doneAt[0] !== undefined && doneAt[2] !== undefined) sleep.open();
       return out;
     };
-    const options: AgentLoopOptions = {
-      tokenizer: tok,
-      tools: [sleep],
-      format: "hermes",
-      maxAssistantTurns: null,
-      maxUserTurns: null,
-      maxParallelCalls: 1,
-      maxToolResponseLength: 256,
-      toolResponseTruncateSide: "middle",
-      sanityCheck: "disable",
-      responseLength: 200,
-      maxPromptLength: 100,
-      eosTokenIds: [tok.eosTokenId],
-    };
     const { trajectories, metrics } = await runAgentLoop(
       [0, 1, 2].map((k) => ({ messages: [{ role: "user", content: `q${k} sleep?` }] })),
       turns,
-      options,
+      loopOptions(tok, { tools: [sleep], sanityCheck: "disable" }),
     );
     // Assistant turns + tool turns + 1.
     assert.deepEqual(trajectories.map((t) => t.numTurns), [2, 4, 6]);

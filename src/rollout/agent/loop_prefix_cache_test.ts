@@ -1,11 +1,10 @@
 import assert from "node:assert/strict";
-import { CausalLM, tinyModelConfig, tinyWeights } from "../../nn/mod.ts";
+import type { CausalLM } from "../../nn/mod.ts";
 import { gpuTest } from "../../testing/mod.ts";
-import { Engine } from "../engine.ts";
 import { engineTurns, prefixCacheMetrics } from "../engine_batch.ts";
 import { Gsm8kInteraction } from "./interaction.ts";
-import { type AgentLoopOptions, runAgentLoop, type TurnGenerator } from "./loop.ts";
-import { agentTokenizer } from "./test_agent.ts";
+import { runAgentLoop, type TurnGenerator } from "./loop.ts";
+import { agentEngine, agentModel, agentTokenizer, loopOptions } from "./test_agent.ts";
 
 const BS = 8;
 
@@ -16,15 +15,7 @@ const BS = 8;
  */
 async function converse(model: CausalLM, prefixCaching: boolean) {
   const tok = agentTokenizer();
-  const engine = new Engine(model, {
-    maxSeqs: 4,
-    blockSize: BS,
-    numBlocks: 64,
-    eosTokenIds: [tok.eosTokenId],
-    padTokenId: tok.padTokenId,
-    sampling: { doSample: false },
-    prefixCaching,
-  });
+  const engine = agentEngine(model, tok, { blockSize: BS, prefixCaching });
   const inner = engineTurns(engine, { seed: 3, returnLogProbs: true });
   const turns: { ids: number[]; out: number; prefilled: number; cached: number }[] = [];
   const gen: TurnGenerator = async (req) => {
@@ -39,22 +30,13 @@ async function converse(model: CausalLM, prefixCaching: boolean) {
     });
     return r;
   };
-  const options: AgentLoopOptions = {
-    tokenizer: tok,
-    tools: [],
+  const options = loopOptions(tok, {
     interactions: [new Gsm8kInteraction("gsm8k", { incorrect_feedback: "no, again" })],
-    format: "hermes",
-    maxAssistantTurns: null,
     maxUserTurns: 2,
-    maxParallelCalls: 1,
-    maxToolResponseLength: 256,
-    toolResponseTruncateSide: "middle",
     sanityCheck: "disable",
     responseLength: 120,
-    maxPromptLength: 100,
-    eosTokenIds: [tok.eosTokenId],
     log: () => {},
-  };
+  });
   const sample = {
     messages: [{ role: "user" as const, content: "q0 what is 2+3? answer in one line" }],
     interactionKwargs: { name: "gsm8k", ground_truth: "never" },
@@ -68,13 +50,7 @@ async function converse(model: CausalLM, prefixCaching: boolean) {
 gpuTest(
   "agent loop + prefix cache: a later turn prefills only what the last one did not hold",
   async () => {
-    const tok = agentTokenizer();
-    const config = tinyModelConfig({
-      vocabSize: tok.vocabSize,
-      eosTokenId: tok.eosTokenId,
-      maxPositionEmbeddings: 512,
-    });
-    const model = CausalLM.fromTensors(config, tinyWeights(config, { seed: 9, init: "varied" }));
+    const model = agentModel(agentTokenizer());
     const off = await converse(model, false);
     const on = await converse(model, true);
     assert.deepEqual(on.trajectory.responseIds, off.trajectory.responseIds);

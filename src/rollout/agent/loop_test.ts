@@ -2,28 +2,13 @@ import assert from "node:assert/strict";
 import { renderChat } from "../../data/mod.ts";
 import { CalculatorTool } from "./builtin_tools.ts";
 import { type AgentLoopOptions, runAgentLoop } from "./loop.ts";
-import { agentTokenizer, RecordingTool, scriptedEngine } from "./test_agent.ts";
+import { agentTokenizer, loopOptions, RecordingTool, scriptedEngine } from "./test_agent.ts";
 
 const tok = agentTokenizer();
 const calc = new CalculatorTool(CalculatorTool.defaultSchema);
 
-function options(over: Partial<AgentLoopOptions> = {}): AgentLoopOptions {
-  return {
-    tokenizer: tok,
-    tools: [calc],
-    format: "hermes",
-    maxAssistantTurns: null,
-    maxUserTurns: null,
-    maxParallelCalls: 1,
-    maxToolResponseLength: 256,
-    toolResponseTruncateSide: "middle",
-    sanityCheck: "strict",
-    responseLength: 200,
-    maxPromptLength: 100,
-    eosTokenIds: [tok.eosTokenId],
-    ...over,
-  };
-}
+const options = (over: Partial<AgentLoopOptions> = {}) =>
+  loopOptions(tok, { tools: [calc], ...over });
 
 const call = (expr: string) =>
   `<tool_call>{"name": "calculator", "arguments": {"expression": "${expr}"}}</tool_call>`;
@@ -101,6 +86,25 @@ Deno.test("agent loop: max_parallel_calls runs the first calls only", async () =
     options({ maxParallelCalls: 2, responseLength: 1000 }),
   );
   assert.deepEqual(t.messages.filter((m) => m.role === "tool").map((m) => m.content), ["2", "4"]);
+});
+
+Deno.test("agent loop: onProgress hears each conversation as it ends, while others still run", async () => {
+  const requests: { sample: number; length: number; turn: number }[] = [];
+  const heard: { done: number; total: number; requests: number }[] = [];
+  // Sample 1 ends after one turn, sample 0 after two, sample 2 after three.
+  const scripts = [[call("1+1"), "ok"], ["ok"], [call("1+1"), call("2+2"), "ok"]];
+  await runAgentLoop(
+    [0, 1, 2].map((k) => ({ messages: user(k) })),
+    scriptedEngine(tok, scripts, requests, 5),
+    options({
+      responseLength: 1000,
+      onProgress: (done, total) => heard.push({ done, total, requests: requests.length }),
+    }),
+  );
+  assert.deepEqual(heard.map((h) => [h.done, h.total]), [[1, 3], [2, 3], [3, 3]]);
+  assert.equal(requests.length, 6);
+  // The first reports come before the last turns are asked for.
+  assert.ok(heard[0].requests < heard[1].requests && heard[1].requests < 6, JSON.stringify(heard));
 });
 
 Deno.test("agent loop: stops at max_assistant_turns, max_user_turns and the response budget", async () => {

@@ -1,7 +1,10 @@
-/** Test fixtures of the agent loop: a character tokenizer whose template has a tool role, and a
- * scripted engine that writes given turns. */
+/** Test fixtures of the agent loop: a character tokenizer whose template has a tool role, the
+ * loop's options, a tiny model and a greedy engine over that tokenizer, and a scripted engine
+ * that writes given turns. */
 import { CHAR_ALPHABET, charTokenizerFiles, HfTokenizer } from "../../io/mod.ts";
-import type { TurnGenerator } from "./loop.ts";
+import { CausalLM, tinyModelConfig, tinyWeights } from "../../nn/mod.ts";
+import { Engine, type EngineOptions } from "../engine.ts";
+import type { AgentLoopOptions, TurnGenerator } from "./loop.ts";
 import type { AgentTool, ToolResult, ToolSchema } from "./types.ts";
 
 /** Tools are listed in a system turn; every message is `<|role|>content<eos>`. */
@@ -17,6 +20,55 @@ export const AGENT_ALPHABET = CHAR_ALPHABET + '{}"[]';
 export function agentTokenizer(template = TOOL_CHAT_TEMPLATE): HfTokenizer {
   const f = charTokenizerFiles({ alphabet: AGENT_ALPHABET });
   return new HfTokenizer(f.tokenizerJson, f.tokenizerConfig, { chatTemplate: template });
+}
+
+/** Hermes calls, no turn limits, one call a turn, 200 response tokens; `over` overrides. */
+export function loopOptions(
+  tok: HfTokenizer,
+  over: Partial<AgentLoopOptions> = {},
+): AgentLoopOptions {
+  return {
+    tokenizer: tok,
+    tools: [],
+    format: "hermes",
+    maxAssistantTurns: null,
+    maxUserTurns: null,
+    maxParallelCalls: 1,
+    maxToolResponseLength: 256,
+    toolResponseTruncateSide: "middle",
+    sanityCheck: "strict",
+    responseLength: 200,
+    maxPromptLength: 100,
+    eosTokenIds: [tok.eosTokenId],
+    ...over,
+  };
+}
+
+/** A tiny model over `tok`'s vocabulary and EOS (varied weights, seed 9), 512 positions. */
+export function agentModel(tok: HfTokenizer): CausalLM {
+  const config = tinyModelConfig({
+    vocabSize: tok.vocabSize,
+    eosTokenId: tok.eosTokenId,
+    maxPositionEmbeddings: 512,
+  });
+  return CausalLM.fromTensors(config, tinyWeights(config, { seed: 9, init: "varied" }));
+}
+
+/** A greedy engine over `tok`'s EOS and pad: 4 sequences, 64 blocks of 8; `o` overrides. */
+export function agentEngine(
+  model: CausalLM,
+  tok: HfTokenizer,
+  o: Partial<EngineOptions> = {},
+): Engine {
+  return new Engine(model, {
+    maxSeqs: 4,
+    blockSize: 8,
+    numBlocks: 64,
+    eosTokenIds: [tok.eosTokenId],
+    padTokenId: tok.padTokenId,
+    sampling: { doSample: false },
+    ...o,
+  });
 }
 
 /**

@@ -4,7 +4,7 @@
  * of the tool-calling agent loop instead.
  */
 import type { PromptItem } from "../../data/mod.ts";
-import { runAgentLoop, type TurnGenerator } from "../../rollout/mod.ts";
+import { runAgentLoop, type TurnGenerator, turnSeed } from "../../rollout/mod.ts";
 import type { Tick } from "../../tracking/mod.ts";
 import { deriveSeed } from "../../tensor/mod.ts";
 import type { GenBatch } from "../batch.ts";
@@ -43,6 +43,15 @@ export async function gen(
   const seed = (options.genBatch ?? 1) > 1
     ? deriveSeed(parts.config.trainer.seed, options.step, 2, options.genBatch!)
     : deriveSeed(parts.config.trainer.seed, options.step, options.validation ? 1 : 0);
+  // How every response (or conversation turn) is drawn.
+  const draw = {
+    temperature: sampling.temperature,
+    topK: sampling.top_k,
+    topP: sampling.top_p,
+    doSample: options.greedy ? false : sampling.do_sample,
+    seed,
+    returnLogProbs: cfg.calculate_log_probs,
+  };
   const agent = items.map((it) => cfg.multi_turn.enable || it.agentName === "tool_agent");
   if (agent.some((a) => a)) {
     if (!agent.every((a) => a)) {
@@ -51,7 +60,7 @@ export async function gen(
           "actor_rollout_ref.rollout.multi_turn.enable=true to run every row through the agent loop",
       );
     }
-    return await genAgent(parts, items, { ...options, sampling, seed });
+    return await genAgent(parts, items, { ...options, draw });
   }
   const P = Math.max(1, ...items.map((it) => it.inputIds.length));
   const B0 = items.length;
@@ -67,14 +76,9 @@ export async function gen(
     batch: B0,
     promptLength: P,
   }, {
+    ...draw,
     n: options.n,
     responseLength: parts.config.data.max_response_length,
-    temperature: sampling.temperature,
-    topK: sampling.top_k,
-    topP: sampling.top_p,
-    doSample: options.greedy ? false : sampling.do_sample,
-    seed,
-    returnLogProbs: cfg.calculate_log_probs,
     onProgress: options.onProgress,
   });
   const n = options.n, B = B0 * n, R = parts.config.data.max_response_length;
@@ -102,18 +106,21 @@ export async function gen(
   };
 }
 
-interface Sampling {
+/** How gen draws: the rollout call's sampling options, its seed, whether it keeps log-probs. */
+interface Draw {
   temperature: number;
-  top_k: number;
-  top_p: number;
-  do_sample: boolean;
+  topK: number;
+  topP: number;
+  doSample: boolean;
+  seed: number;
+  returnLogProbs: boolean;
 }
 
 /** The agent loop over every sample (prompts x n), each turn sampled by the rollout engine. */
 async function genAgent(
   parts: TrainerParts,
   items: PromptItem[],
-  options: GenOptions & { sampling: Sampling; seed: number },
+  options: GenOptions & { draw: Draw },
 ): Promise<GenBatch> {
   const cfg = parts.config.actor_rollout_ref.rollout, mt = cfg.multi_turn;
   const R = parts.config.data.max_response_length, n = options.n;
@@ -135,16 +142,8 @@ async function genAgent(
         "without its interactions",
     );
   }
-  const { sampling, seed } = options;
+  const { draw } = options;
   const responseLength = Math.min(cfg.response_length, R);
-  const turnOptions = {
-    temperature: sampling.temperature,
-    topK: sampling.top_k,
-    topP: sampling.top_p,
-    doSample: options.greedy ? false : sampling.do_sample,
-    seed,
-    returnLogProbs: cfg.calculate_log_probs,
-  };
   const loopOptions = agentLoopOptions(mt, {
     tokenizer: parts.tokenizer,
     env: parts,
@@ -153,10 +152,12 @@ async function genAgent(
     eosTokenIds: [parts.tokenizer.eosTokenId],
     log: parts.print,
   });
+  // The bar moves as conversations end (the single-turn path's moves as responses end).
+  loopOptions.onProgress = options.onProgress;
   const { trajectories, metrics } = parts.turnRollout
     ? await parts.turnRollout(
       {
-        ...turnOptions,
+        ...draw,
         conversations: samples.length,
         longest: parts.config.data.max_prompt_length + responseLength,
       },
@@ -165,7 +166,7 @@ async function genAgent(
         return { ...r, metrics: { ...r.metrics, ...engineMetrics?.() } };
       },
     )
-    : await runAgentLoop(samples, turnsByRollout(parts, turnOptions), loopOptions);
+    : await runAgentLoop(samples, turnsByRollout(parts, draw), loopOptions);
   const B = rows.length, P = Math.max(1, ...trajectories.map((t) => t.promptIds.length));
   const prompts = new Int32Array(B * P).fill(parts.tokenizer.padTokenId); // [B, P]
   const promptMask = new Int32Array(B * P); // [B, P]
@@ -200,14 +201,9 @@ async function genAgent(
 
 /**
  * Without the agent loop's engine (TrainerParts.turnRollout): each turn is a rollout call of its
- * own, a batch of one, seeded by (seed, sample, turn).
+ * own, a batch of one, drawn with its turnSeed (the engine's).
  */
-function turnsByRollout(
-  parts: TrainerParts,
-  o: { temperature: number; topK: number; topP: number; doSample: boolean; seed: number } & {
-    returnLogProbs: boolean;
-  },
-): TurnGenerator {
+function turnsByRollout(parts: TrainerParts, o: Draw): TurnGenerator {
   return async (req) => {
     const L = req.ids.length, R = req.maxTokens;
     const out = await parts.rollout({
@@ -215,7 +211,7 @@ function turnsByRollout(
       attentionMask: new Int32Array(L).fill(1),
       batch: 1,
       promptLength: L,
-    }, { ...o, n: 1, responseLength: R, seed: deriveSeed(o.seed, req.sample, req.turn) });
+    }, { ...o, n: 1, responseLength: R, seed: turnSeed(o.seed, req) });
     let k = 0;
     while (k < R && out.responseMask[k]) k++;
     return { tokens: out.responses.subarray(0, k), logProbs: out.logProbs?.subarray(0, k) };

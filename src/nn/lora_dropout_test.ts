@@ -97,7 +97,12 @@ gpuTest("lora_dropout: a checkpointed model's gradients equal the plain backward
     return out;
   };
   const plain = await grads(false), recomputed = await grads(true);
-  for (const [k, v] of plain) assertClose(recomputed.get(k)!, v, { ...tol, label: k });
+  // Same masks: equal up to the summation order of the GPU's products (an H100 gave one entry
+  // 2.3e-4 apart, relative to itself); other masks move the gradients by a large share.
+  for (const [k, v] of plain) {
+    const scale = v.reduce((m, x) => Math.max(m, Math.abs(x)), 0);
+    assertClose(recomputed.get(k)!, v, { atol: 1e-4 * scale, rtol: 1e-4, label: k });
+  }
   // The masks matter: without dropout the gradients differ.
   const noDrop = { ...settings, dropout: 0 };
   const model = CausalLM.fromTensors(config, base, { lora: { settings: noDrop, arrays } });
@@ -109,7 +114,9 @@ gpuTest("lora_dropout: a checkpointed model's gradients equal the plain backward
   });
   backward(sum(mul(logits, c)));
   const key = [...model.trainable()][0][0];
-  const diff = (await t.grad!.toArray()).some((v, i) => Math.abs(v - plain.get(key)![i]) > 1e-4);
-  assert.ok(diff, "dropout changes the gradients");
+  const ref = plain.get(key)!, scale = ref.reduce((m, x) => Math.max(m, Math.abs(x)), 0);
+  const got = (await t.grad!.toArray()) as Float32Array;
+  const moved = got.reduce((m, v, i) => Math.max(m, Math.abs(v - ref[i])), 0);
+  assert.ok(moved > 1e-2 * scale, `dropout changes the gradients (${moved} of ${scale})`);
   model.dispose();
 });

@@ -1,20 +1,12 @@
 import assert from "node:assert/strict";
 import { charTokenizerTexts } from "./char_tokenizer.ts";
-import { makeModelConfig } from "./hf_config.ts";
+import { smallModelConfig } from "./test_fixtures.ts";
 import { loadTokenizer, readModelFolder, writeModelFolder } from "./hf_folder.ts";
 import { expectedTensorShapes, floatTensor } from "./hf_weights.ts";
 import { elementCount } from "./safetensors.ts";
 import { tokenizerFromFiles } from "./tokenizer.ts";
 
-const config = makeModelConfig({
-  modelType: "llama",
-  hiddenSize: 8,
-  intermediateSize: 8,
-  numHiddenLayers: 1,
-  numAttentionHeads: 2,
-  vocabSize: 64,
-  eosTokenId: 1,
-});
+const config = smallModelConfig("llama");
 const tensors = new Map(
   [...expectedTensorShapes(config)].map((
     [n, s],

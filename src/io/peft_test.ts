@@ -1,16 +1,8 @@
 import assert from "node:assert/strict";
-import { makeModelConfig } from "./hf_config.ts";
+import { smallModelConfig } from "./test_fixtures.ts";
 import { adapterConfigJson, parseAdapterConfig } from "./peft.ts";
 
-const config = makeModelConfig({
-  modelType: "qwen2",
-  hiddenSize: 8,
-  intermediateSize: 8,
-  numHiddenLayers: 1,
-  numAttentionHeads: 2,
-  vocabSize: 64,
-  eosTokenId: 1,
-});
+const config = smallModelConfig("qwen2");
 
 const base = {
   peft_type: "LORA",

@@ -15,8 +15,6 @@
  * --fused-qkv 0 runs the q, k and v projections as three dispatches instead of one (before/after).
  * --qkv-split 0 / --mlp-split 0 keep the fused q, k, v / gate, up products unsplit over K
  * (before/after).
- * --skinny-rows64 WGXxWGYxTNxTMxBK sets the skinny matmul's tile above 32 rows (skinnyPolicy.rows64;
- * e.g. 16x8x8x8x16 for eight rows of x per thread).
  * `dispatches_per_step`: compute dispatches recorded per decode step (prefill and the first sample
  * subtracted as for the time); any adapter, though a CPU adapter takes other kernels (no skinny
  * matmul, no split K), so the count on a GPU differs.
@@ -45,11 +43,6 @@ swigluLinearPolicy.enabled = arg("fused-mlp", "1") !== "0";
 qkvLinearPolicy.enabled = arg("fused-qkv", "1") !== "0";
 qkvLinearPolicy.splitK = arg("qkv-split", "1") !== "0";
 swigluLinearPolicy.splitK = arg("mlp-split", "1") !== "0";
-const rows64 = arg("skinny-rows64", "");
-if (rows64) {
-  const [wgX, wgY, tn, tm, bk] = rows64.split("x").map(Number);
-  skinnyPolicy.rows64 = { wgX, wgY, tn, tm, bk };
-}
 const config = benchConfig(arg("config", "qwen2.5-0.5b"));
 const B = Number(arg("batch", "64")),
   P = Number(arg("prompt", "128")),

@@ -34,8 +34,6 @@ const CONFIGS: Record<string, SkinnyConfig> = {
   bn64_t8x4_128: { wgX: 8, wgY: 16, tn: 8, tm: 4, bk: 16 },
   bn64_t8x4_128_bk32: { wgX: 8, wgY: 16, tn: 8, tm: 4, bk: 32 },
   bn32_t4x4_128: { wgX: 8, wgY: 16, tn: 4, tm: 4, bk: 16 },
-  bn64_t8x8_64: { wgX: 8, wgY: 8, tn: 8, tm: 8, bk: 16 },
-  bn128_t8x8_128: { wgX: 16, wgY: 8, tn: 8, tm: 8, bk: 16 },
 };
 
 function data(n: number, seed: number): Float32Array {

@@ -11,9 +11,8 @@
 // W at the same k hit distinct banks. The next stage's global loads are held in registers while
 // the current one is used (two shared buffers, one barrier per stage).
 // Out-of-range rows and K load as 0 and are never stored, so any M, N and K % 4 == 0 is correct.
-// Register tiles use constant indices only (TN = 4 or 8, TM = 1, 4 or 8, unrolled by hand): a
-// register array indexed in a loop ends up in slow local memory on this toolchain. TM = 8 halves
-// the shared loads per product against TM = 4 (8 + TN loads for 32 TN products).
+// Register tiles use constant indices only (TN = 4 or 8, TM = 1 or 4, unrolled by hand): a
+// register array indexed in a loop ends up in slow local memory on this toolchain.
 // W (and x) may be f16 under shader-f16; tiles and accumulation stay f32.
 // The *_resid entries add a residual [M, N] (its own read-only binding) after the bias:
 // y = (x @ W^T + bias) + resid, bit-for-bit the unfused add(resid, linear(...)).
@@ -21,7 +20,7 @@
 #const WG_X: u32 // threads along N
 #const WG_Y: u32 // threads along M
 #const TN: u32 // rows of W per thread: 4 or 8
-#const TM: u32 // rows of x per thread: 1, 4 or 8
+#const TM: u32 // rows of x per thread: 1 or 4
 #const BK: u32 // K per stage (a multiple of 4)
 
 #include "skinny_tile.wgsl"
@@ -67,16 +66,15 @@ fn put_w(buf: u32, s: u32, v: vec4<f32>) {
 }
 
 // This thread's TM x TN partial sums over the workgroup's K range: acc[i] holds row
-// m0 + ty + i * WG_Y at columns n0 + tx + (0..3) * WG_X, acc[4 + i] the columns (4..7) * WG_X
-// (i < 4); rows 4..7 (TM = 8) sit in acc[8 + i] and acc[12 + i] likewise.
-fn block(wid: vec3<u32>, lid: vec3<u32>) -> array<vec4<f32>, 16> {
+// m0 + ty + i * WG_Y at columns n0 + tx + (0..3) * WG_X, acc[4 + i] the columns (4..7) * WG_X.
+fn block(wid: vec3<u32>, lid: vec3<u32>) -> array<vec4<f32>, 8> {
   let tid = lid.y * WG_X + lid.x;
   let n0 = wid.x * BN;
   let m0 = wid.y * BM;
   let kb0 = wid.z * p.split_k4;
   let kend = min(p.k4, kb0 + p.split_k4);
   let stages = (kend - kb0 + K4 - 1u) / K4;
-  var acc: array<vec4<f32>, 16>;
+  var acc: array<vec4<f32>, 8>;
   var staged = fetch(m0, n0, kb0, kend, tid);
   put(0u, tid, staged);
   workgroupBarrier();
@@ -91,20 +89,10 @@ fn block(wid: vec3<u32>, lid: vec3<u32>) -> array<vec4<f32>, 16> {
       var x1 = vec4<f32>(0.0);
       var x2 = vec4<f32>(0.0);
       var x3 = vec4<f32>(0.0);
-      var x4 = vec4<f32>(0.0);
-      var x5 = vec4<f32>(0.0);
-      var x6 = vec4<f32>(0.0);
-      var x7 = vec4<f32>(0.0);
       if (TM > 1u) {
         x1 = xs[xo + WG_Y * RS + c];
         x2 = xs[xo + 2u * WG_Y * RS + c];
         x3 = xs[xo + 3u * WG_Y * RS + c];
-      }
-      if (TM > 4u) {
-        x4 = xs[xo + 4u * WG_Y * RS + c];
-        x5 = xs[xo + 5u * WG_Y * RS + c];
-        x6 = xs[xo + 6u * WG_Y * RS + c];
-        x7 = xs[xo + 7u * WG_Y * RS + c];
       }
       let w0 = ws[wo + c];
       let w1 = ws[wo + WG_X * RS + c];
@@ -116,12 +104,6 @@ fn block(wid: vec3<u32>, lid: vec3<u32>) -> array<vec4<f32>, 16> {
         acc[2] += dots(x2, w0, w1, w2, w3);
         acc[3] += dots(x3, w0, w1, w2, w3);
       }
-      if (TM > 4u) {
-        acc[8] += dots(x4, w0, w1, w2, w3);
-        acc[9] += dots(x5, w0, w1, w2, w3);
-        acc[10] += dots(x6, w0, w1, w2, w3);
-        acc[11] += dots(x7, w0, w1, w2, w3);
-      }
       if (TN > 4u) {
         let w4 = ws[wo + 4u * WG_X * RS + c];
         let w5 = ws[wo + 5u * WG_X * RS + c];
@@ -132,12 +114,6 @@ fn block(wid: vec3<u32>, lid: vec3<u32>) -> array<vec4<f32>, 16> {
           acc[5] += dots(x1, w4, w5, w6, w7);
           acc[6] += dots(x2, w4, w5, w6, w7);
           acc[7] += dots(x3, w4, w5, w6, w7);
-        }
-        if (TM > 4u) {
-          acc[12] += dots(x4, w4, w5, w6, w7);
-          acc[13] += dots(x5, w4, w5, w6, w7);
-          acc[14] += dots(x6, w4, w5, w6, w7);
-          acc[15] += dots(x7, w4, w5, w6, w7);
         }
       }
     }
@@ -154,7 +130,7 @@ fn store4(at: u32, m: u32, n: u32, v: vec4<f32>) {
 }
 
 // b0, b1: the bias at this thread's columns 0..3 and 4..7 (zero without bias).
-fn store(wid: vec3<u32>, lid: vec3<u32>, acc: array<vec4<f32>, 16>, at: u32, b0: vec4<f32>,
+fn store(wid: vec3<u32>, lid: vec3<u32>, acc: array<vec4<f32>, 8>, at: u32, b0: vec4<f32>,
          b1: vec4<f32>) {
   let m = wid.y * BM + lid.y;
   let n = wid.x * BN + lid.x;
@@ -164,12 +140,6 @@ fn store(wid: vec3<u32>, lid: vec3<u32>, acc: array<vec4<f32>, 16>, at: u32, b0:
     store4(at, m + 2u * WG_Y, n, acc[2] + b0);
     store4(at, m + 3u * WG_Y, n, acc[3] + b0);
   }
-  if (TM > 4u) {
-    store4(at, m + 4u * WG_Y, n, acc[8] + b0);
-    store4(at, m + 5u * WG_Y, n, acc[9] + b0);
-    store4(at, m + 6u * WG_Y, n, acc[10] + b0);
-    store4(at, m + 7u * WG_Y, n, acc[11] + b0);
-  }
   if (TN > 4u) {
     let n4 = n + 4u * WG_X;
     store4(at, m, n4, acc[4] + b1);
@@ -177,12 +147,6 @@ fn store(wid: vec3<u32>, lid: vec3<u32>, acc: array<vec4<f32>, 16>, at: u32, b0:
       store4(at, m + WG_Y, n4, acc[5] + b1);
       store4(at, m + 2u * WG_Y, n4, acc[6] + b1);
       store4(at, m + 3u * WG_Y, n4, acc[7] + b1);
-    }
-    if (TM > 4u) {
-      store4(at, m + 4u * WG_Y, n4, acc[12] + b1);
-      store4(at, m + 5u * WG_Y, n4, acc[13] + b1);
-      store4(at, m + 6u * WG_Y, n4, acc[14] + b1);
-      store4(at, m + 7u * WG_Y, n4, acc[15] + b1);
     }
   }
 }
@@ -219,8 +183,8 @@ fn resid4(m: u32, n: u32) -> vec4<f32> {
 }
 
 // (acc + bias) + resid at this thread's outputs, laid out as `store` reads acc.
-fn plus_resid(wid: vec3<u32>, lid: vec3<u32>, acc: array<vec4<f32>, 16>, b0: vec4<f32>,
-              b1: vec4<f32>) -> array<vec4<f32>, 16> {
+fn plus_resid(wid: vec3<u32>, lid: vec3<u32>, acc: array<vec4<f32>, 8>, b0: vec4<f32>,
+              b1: vec4<f32>) -> array<vec4<f32>, 8> {
   let m = wid.y * BM + lid.y;
   let n = wid.x * BN + lid.x;
   let n4 = n + 4u * WG_X;
@@ -231,24 +195,12 @@ fn plus_resid(wid: vec3<u32>, lid: vec3<u32>, acc: array<vec4<f32>, 16>, b0: vec
     o[2] = (o[2] + b0) + resid4(m + 2u * WG_Y, n);
     o[3] = (o[3] + b0) + resid4(m + 3u * WG_Y, n);
   }
-  if (TM > 4u) {
-    o[8] = (o[8] + b0) + resid4(m + 4u * WG_Y, n);
-    o[9] = (o[9] + b0) + resid4(m + 5u * WG_Y, n);
-    o[10] = (o[10] + b0) + resid4(m + 6u * WG_Y, n);
-    o[11] = (o[11] + b0) + resid4(m + 7u * WG_Y, n);
-  }
   if (TN > 4u) {
     o[4] = (o[4] + b1) + resid4(m, n4);
     if (TM > 1u) {
       o[5] = (o[5] + b1) + resid4(m + WG_Y, n4);
       o[6] = (o[6] + b1) + resid4(m + 2u * WG_Y, n4);
       o[7] = (o[7] + b1) + resid4(m + 3u * WG_Y, n4);
-    }
-    if (TM > 4u) {
-      o[12] = (o[12] + b1) + resid4(m + 4u * WG_Y, n4);
-      o[13] = (o[13] + b1) + resid4(m + 5u * WG_Y, n4);
-      o[14] = (o[14] + b1) + resid4(m + 6u * WG_Y, n4);
-      o[15] = (o[15] + b1) + resid4(m + 7u * WG_Y, n4);
     }
   }
   return o;

@@ -12,7 +12,7 @@ import { grid1d } from "./grid.ts";
 const SPLITK_WG = 256; // invocations per workgroup of the split-K sum (one output each)
 
 /**
- * Threads along N (wgX) and M (wgY), rows of W (tn: 4 or 8) and of x (tm: 1, 4 or 8) per thread,
+ * Threads along N (wgX) and M (wgY), rows of W (tn: 4 or 8) and of x (tm: 1 or 4) per thread,
  * K per stage (a multiple of 4).
  */
 export interface SkinnyConfig {
@@ -34,12 +34,6 @@ export const skinnyPolicy = {
   targetGroups: 264,
   /** Fewest K stages per split, so a split's loads and stores stay amortised. */
   minStages: 3,
-  /**
-   * The tile above 32 rows. 64 x 64 blocks of 128 threads: on an H200 at M = 64, within 5% of the
-   * best of six tiles on each decode product of Qwen2.5-0.5B (128-wide blocks were up to 50%
-   * slower on N = 896).
-   */
-  rows64: { wgX: 8, wgY: 16, tn: 8, tm: 4, bk: 16 } as SkinnyConfig,
 };
 
 /** Sizes of one skinny product. */
@@ -63,7 +57,9 @@ export function skinnyConfig(m: number): SkinnyConfig {
   if (m <= 4) return { wgX: 16, wgY: 4, tn: 4, tm: 1, bk: 16 };
   if (m <= 16) return { wgX: 16, wgY: 4, tn: 4, tm: 4, bk: 16 };
   if (m <= 32) return { wgX: 16, wgY: 8, tn: 8, tm: 4, bk: 16 };
-  return skinnyPolicy.rows64;
+  // 64 x 64 blocks of 128 threads: on an H200 at M = 64, within 5% of the best of six tiles on
+  // each decode product of Qwen2.5-0.5B (128-wide blocks were up to 50% slower on N = 896).
+  return { wgX: 8, wgY: 16, tn: 8, tm: 4, bk: 16 };
 }
 
 function checkConfig(c: SkinnyConfig): void {
@@ -71,7 +67,7 @@ function checkConfig(c: SkinnyConfig): void {
   const bm = c.wgY * c.tm, bn = c.wgX * c.tn;
   const shared = 2 * (bm + bn) * (c.bk / 4 + 1) * 16;
   const nt = c.wgX * c.wgY, slots = (rows: number) => Math.ceil(rows * c.bk / 4 / nt);
-  const ok = c.bk % 4 === 0 && c.bk > 0 && [1, 4, 8].includes(c.tm) &&
+  const ok = c.bk % 4 === 0 && c.bk > 0 && (c.tm === 1 || c.tm === 4) &&
     (c.tn === 4 || c.tn === 8) && slots(bm) <= 4 && slots(bn) <= 4 &&
     c.wgX * c.wgY <= g.limits.maxComputeInvocationsPerWorkgroup &&
     shared <= g.limits.maxComputeWorkgroupStorageSize;

@@ -11,6 +11,12 @@ const VLLM_ONLY =
   "(it frees its KV pool after each rollout call and prefills whole prompts): remove it";
 import { ONE_GPU_MODEL } from "./common.ts";
 
+const NO_TORCH_KERNELS = "a switch of verl's PyTorch kernels (Liger, Triton, torch.compile); " +
+  "here the LM head, log-probs and entropy always run fused over vocabulary chunks in WGSL: " +
+  "remove it";
+const NO_VISION = "only text decoders are built here (no image or video inputs): remove it";
+const NO_REWARD_MODEL = "it feeds verl's model-based reward with its own tokenizer; rewards here " +
+  "are rule-based functions of the decoded text: remove it";
 const AGENT_WORKERS = "verl's agent-loop worker processes (Ray); here every conversation runs " +
   "concurrently in the trainer's process over the engine's async API: remove it";
 
@@ -27,7 +33,62 @@ const RULES: readonly { path: string; why: string }[] = [
   { path: "rollout.max_num_batched_tokens", why: VLLM_ONLY },
   { path: "rollout.disable_log_stats", why: VLLM_ONLY },
   { path: "rollout.engine_kwargs", why: VLLM_ONLY },
+  { path: "rollout.skip_tokenizer_init", why: VLLM_ONLY },
+  { path: "rollout.max_model_len", why: VLLM_ONLY },
+  { path: "rollout.multi_stage_wake_up", why: VLLM_ONLY },
+  { path: "rollout.update_weights_bucket_megabytes", why: VLLM_ONLY },
+  {
+    path: "rollout.seed",
+    why: "the rollout's sampling is seeded from trainer.seed (a stream per step): set that instead",
+  },
   { path: "rollout.agent", why: AGENT_WORKERS },
+  {
+    path: "hybrid_engine",
+    why: "the actor and its rollout always share one process and one copy of the weights here " +
+      "(verl's hybrid engine): remove it",
+  },
+  { path: "model.use_liger", why: NO_TORCH_KERNELS },
+  { path: "model.use_fused_kernels", why: NO_TORCH_KERNELS },
+  { path: "use_torch_compile", why: NO_TORCH_KERNELS },
+  { path: "entropy_from_logits_with_chunking", why: NO_TORCH_KERNELS },
+  { path: "entropy_checkpointing", why: NO_TORCH_KERNELS },
+  {
+    path: "model.external_lib",
+    why: "it imports a Python module that registers model code; the model families here are " +
+      "built in (see README): remove it",
+  },
+  {
+    path: "critic.model.tokenizer_path",
+    why: "the critic reads the prompts the actor's tokenizer made: remove it",
+  },
+  {
+    path: "trainer.balance_batch",
+    why:
+      "it balances sequence lengths across data-parallel ranks; one process trains here: remove it",
+  },
+  {
+    path: "data.dataloader_num_workers",
+    why: "the parquet files are read once, in the trainer's process: remove it",
+  },
+  { path: "data.image_key", why: NO_VISION },
+  { path: "data.video_key", why: NO_VISION },
+  { path: "data.return_raw_input_ids", why: NO_REWARD_MODEL },
+  { path: "data.return_full_prompt", why: NO_REWARD_MODEL },
+  ...["trainer.default_hdfs_dir", "trainer.del_local_ckpt_after_load"].map((path) => ({
+    path,
+    why: "checkpoints live in trainer.default_local_dir only (no HDFS copy): remove it",
+  })),
+  ...["ray_kwargs", "trainer.ray_wait_register_center_timeout", "nccl_timeout"].map((path) => ({
+    path,
+    why: "there is no Ray or NCCL here (one process; distributed.backend=nats scales rollout " +
+      "out): remove it",
+  })),
+  ...["global_profiler", "actor.profiler", "ref.profiler", "rollout.profiler", "critic.profiler"]
+    .map((path) => ({
+      path,
+      why: "verl's torch / Nsight profilers do not exist here; GPU timings per kernel come from " +
+        "the bench scripts (bench/README.md): remove it",
+    })),
   {
     path: "rollout.trace",
     why: "verl's rollout tracing (weave / mlflow) is not built; the trainer's dumps " +

@@ -9,7 +9,7 @@ import { type ConfigSchema, type Fields, Infer, rawDefaults, Section } from "./s
  */
 export function schemaToYaml(schema: ConfigSchema): string {
   const lines = wrap(schema.title, "# ");
-  lines.push(`# Generated from src/trainer/config/ (deno run -A src/trainer/config/gen_yaml.ts).`);
+  lines.push(`# Generated from src/config/ (deno run -A src/config/gen_yaml.ts).`);
   lines.push("");
   emit(schema.root, rawDefaults(schema.root), 0, lines);
   return lines.join("\n") + "\n";

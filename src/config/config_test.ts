@@ -344,3 +344,22 @@ Deno.test("generation and sft schemas load and check their own rules", () => {
   );
   rejects(() => loadConfig("nope" as "generation"), "nope", "ppo_trainer");
 });
+
+Deno.test("an override may reach into a mapping-valued key, as Hydra's +a.b.c=v does", () => {
+  const cfg = load([
+    "+data.apply_chat_template_kwargs.enable_thinking=False",
+    "custom_reward_function.reward_kwargs.scale=2",
+    "+custom_reward_function.reward_kwargs.nested.list=[1,2]",
+  ]);
+  assert.deepEqual(cfg.data.apply_chat_template_kwargs, { enable_thinking: false });
+  assert.deepEqual(cfg.custom_reward_function.reward_kwargs, {
+    scale: 2,
+    nested: { list: [1, 2] },
+  });
+  rejects(() => load(["trainer.seed.x=3"]), "trainer.seed.x", "unknown config key");
+  rejects(
+    () => load(["actor_rollout_ref.model.override_config.attention_dropout=0.0"]),
+    "actor_rollout_ref.model.override_config",
+    "edit the model folder's config.json",
+  );
+});

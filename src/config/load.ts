@@ -17,6 +17,25 @@ import {
 } from "./schema.ts";
 import { checkKeys, checkTypes, unknownKeyError } from "./validate.ts";
 
+/**
+ * The mapping-valued key (`map` field) a dotted key reaches into, and the entry's path inside
+ * it: `custom_reward_function.reward_kwargs.scale` is entry `scale` of `reward_kwargs`.
+ */
+function mapEntry(
+  root: Section<Fields>,
+  key: string,
+): { field: string; entry: string } | undefined {
+  const parts = key.split(".");
+  for (let i = parts.length - 1; i > 0; i--) {
+    const node = lookup(root, parts.slice(0, i).join("."));
+    if (node instanceof Field && node.spec.kind === "map") {
+      return { field: parts.slice(0, i).join("."), entry: parts.slice(i).join(".") };
+    }
+    if (node !== undefined) return undefined;
+  }
+  return undefined;
+}
+
 /** Where the values come from, and what to check. */
 export interface LoadOptions {
   /** YAML files merged in order over the defaults. */
@@ -54,6 +73,14 @@ export function loadConfig(schema: SchemaName | ConfigSchema, opts: LoadOptions 
   for (const arg of opts.overrides ?? []) {
     const o = parseOverride(arg);
     const node = lookup(s.root, o.key);
+    const inMap = node === undefined ? mapEntry(s.root, o.key) : undefined;
+    if (inMap) {
+      // An entry of a mapping-valued key (Hydra's `+data.apply_chat_template_kwargs.x=v`).
+      const map = getDotted(tree, inMap.field);
+      if (!isMapping(map)) setDotted(tree, inMap.field, {});
+      setDotted(getDotted(tree, inMap.field) as Record<string, unknown>, inMap.entry, o.value);
+      continue;
+    }
     if (node === undefined) throw unknownKeyError(o.key, s.root, ` (override "${arg}")`);
     if (node instanceof Section) {
       if (!isMapping(o.value)) {

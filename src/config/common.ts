@@ -17,6 +17,23 @@ export const ONE_GPU_MODEL =
   "a model here runs on one GPU per process (sequence, tensor, data and expert parallelism are " +
   "not built); scale rollout out with distributed.backend=nats workers instead";
 
+/** verl's `strategy` key: its backends by name, refused with the reason; `webgpu` is ours. */
+export function trainingStrategy() {
+  return oneOf(["webgpu", "fsdp", "fsdp2", "megatron"], "webgpu", "Training backend.")
+    .unsupported(
+      "training runs on the built-in WebGPU trainer (one GPU holds the model, its gradients and " +
+        "AdamW state); verl's FSDP and Megatron backends do not exist here",
+    );
+}
+
+/** verl's rollout `name` key: its engines by name, refused with the reason; `webgpu` is ours. */
+export function rolloutEngineName(doc: string) {
+  return oneOf(["webgpu", "vllm", "sglang", "hf"], "webgpu", doc).unsupported(
+    "rollouts run on the built-in WebGPU engine (continuous batching over a paged KV cache, " +
+      "src/rollout/engine.ts); verl's vLLM, SGLang and HF engines do not exist here",
+  );
+}
+
 /** verl's parallel-size key, accepted at 1 (one GPU holds the model), refused otherwise. */
 export function parallelSize(doc: string) {
   return int(1, `${doc} (verl's; only 1 here).`).unsupported(ONE_GPU_MODEL);

@@ -363,3 +363,15 @@ Deno.test("an override may reach into a mapping-valued key, as Hydra's +a.b.c=v 
     "edit the model folder's config.json",
   );
 });
+
+Deno.test("verl's engine and backend names are refused with where rollout and training run", () => {
+  load(["actor_rollout_ref.rollout.name=webgpu", "actor_rollout_ref.actor.strategy=webgpu"]);
+  rejects(
+    () => load(["actor_rollout_ref.rollout.name=vllm"]),
+    "actor_rollout_ref.rollout.name",
+    "built-in WebGPU engine",
+  );
+  for (const key of ["actor_rollout_ref.actor.strategy", "critic.strategy"]) {
+    rejects(() => load([`${key}=fsdp2`]), key, "verl's FSDP and Megatron backends");
+  }
+});

@@ -1,4 +1,5 @@
 /** The generator schema (verl's generation.yaml): prompts parquet in, responses parquet out. */
+import { rolloutEngineName } from "./common.ts";
 import { ConfigError } from "./errors.ts";
 import { enginePoolKeys, multiTurn, ROLLOUT_DTYPES, verlEngineKeys } from "./ppo_rollout.ts";
 import { bool, type ConfigSchema, float, type Infer, int, oneOf, section, str } from "./schema.ts";
@@ -40,7 +41,7 @@ export const generationRoot = section("Batch generation.", {
   }),
   rollout: section("Sampling.", {
     ...verlEngineKeys(),
-    name: oneOf(["webgpu"], "webgpu", "Generation engine."),
+    name: rolloutEngineName("Generation engine."),
     dtype: oneOf(
       ROLLOUT_DTYPES,
       "float32",

@@ -12,6 +12,7 @@ import {
   loraFields,
   optimSection,
   parallelSize,
+  trainingStrategy,
 } from "./common.ts";
 import { ConfigError } from "./errors.ts";
 import {
@@ -70,7 +71,7 @@ const model = section("The policy model (a Hugging Face folder).", {
 });
 
 const actor = section("The PPO update of the policy.", {
-  strategy: oneOf(["webgpu"], "webgpu", "Training backend."),
+  strategy: trainingStrategy(),
   ulysses_sequence_parallel_size: parallelSize("GPUs a sequence is split over"),
   ppo_mini_batch_size: int(
     256,

@@ -6,12 +6,13 @@ import {
   loraFields,
   optimSection,
   parallelSize,
+  trainingStrategy,
 } from "./common.ts";
 import { bool, float, int, map, oneOf, oneOfOrNull, ref, section, str } from "./schema.ts";
 
 export const ppoCritic = section("The value model (PPO with GAE).", {
   enable: bool(null, "Train a critic; null enables it exactly when adv_estimator is gae."),
-  strategy: oneOf(["webgpu"], "webgpu", "Training backend."),
+  strategy: trainingStrategy(),
   ulysses_sequence_parallel_size: parallelSize("GPUs a sequence is split over"),
   optim: optimSection(1e-5),
   model: section("The value model: the policy trunk plus a scalar head.", {

@@ -6,7 +6,7 @@ import {
   TRUNCATE_SIDES,
 } from "../rollout/mod.ts";
 import { ConfigError } from "./errors.ts";
-import { parallelSize } from "./common.ts";
+import { parallelSize, rolloutEngineName } from "./common.ts";
 import { bool, float, int, oneOf, ref, section, str } from "./schema.ts";
 
 const valKwargs = section("Sampling settings used during validation.", {
@@ -211,7 +211,7 @@ export function verlEngineKeys() {
 }
 
 export const ppoRollout = section("Generation engine and sampling.", {
-  name: oneOf(["webgpu"], "webgpu", "Rollout engine (KV-cache decoding in WGSL)."),
+  name: rolloutEngineName("Rollout engine (KV-cache decoding in WGSL)."),
   ...verlEngineKeys(),
   dtype: oneOf(ROLLOUT_DTYPES, "float32", ROLLOUT_DTYPE_DOC),
   temperature: float(

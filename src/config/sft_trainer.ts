@@ -1,5 +1,11 @@
 /** The SFT trainer schema (verl's sft_trainer.yaml): masked cross-entropy on responses. */
-import { checkpointSection, loraFields, parallelSize, PRECISION_NAMES } from "./common.ts";
+import {
+  checkpointSection,
+  loraFields,
+  parallelSize,
+  PRECISION_NAMES,
+  trainingStrategy,
+} from "./common.ts";
 import { ConfigError } from "./errors.ts";
 import { TRUNCATIONS } from "../data/mod.ts";
 import {
@@ -61,7 +67,7 @@ export const sftRoot = section("Supervised fine-tuning.", {
       "Recompute each decoder layer's activations in the backward pass (less GPU memory).",
     ),
     ...loraFields(),
-    strategy: oneOf(["webgpu"], "webgpu", "Training backend."),
+    strategy: trainingStrategy(),
     trust_remote_code: bool(false, "Run a model folder's own Python code; never here.")
       .unsupported(
         "no model code is run here: the folder's architecture must be a built-in family",

@@ -61,7 +61,6 @@ async function makeRun(dir: string) {
       "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4",
       "actor_rollout_ref.rollout.n=2",
       "actor_rollout_ref.rollout.multi_turn.enable=true",
-      "data.return_raw_chat=true",
       `actor_rollout_ref.rollout.multi_turn.tool_config_path=${dir}/tools.yaml`,
       "algorithm.adv_estimator=grpo",
       "trainer.val_before_train=false",

@@ -49,7 +49,6 @@ await train([
   `data.val_files=${dir}/val.parquet`,
   "data.max_response_length=48",
   "actor_rollout_ref.rollout.multi_turn.enable=true",
-  "data.return_raw_chat=true",
   `actor_rollout_ref.rollout.multi_turn.interaction_config_path=${dir}/interaction.yaml`,
   "actor_rollout_ref.rollout.multi_turn.max_user_turns=2",
   `custom_reward_function.path=${dir}/reward.ts`,

@@ -55,7 +55,6 @@ async function makeRun(dir: string) {
     "actor_rollout_ref.actor.optim.lr=1e-4",
     "actor_rollout_ref.rollout.n=4",
     "actor_rollout_ref.rollout.multi_turn.enable=true",
-    "data.return_raw_chat=true",
     `actor_rollout_ref.rollout.multi_turn.interaction_config_path=${dir}/interaction.yaml`,
     "actor_rollout_ref.rollout.multi_turn.max_user_turns=2",
     `custom_reward_function.path=${dir}/reward.ts`,

@@ -13,7 +13,6 @@ import { type FieldError, fieldOfKey, type RunSettings } from "./settings.ts";
  */
 const CALC_TOOL_OVERRIDES = [
   "actor_rollout_ref.rollout.multi_turn.enable=true",
-  "data.return_raw_chat=true",
   "actor_rollout_ref.rollout.multi_turn.format=hermes",
   "actor_rollout_ref.rollout.multi_turn.max_assistant_turns=3",
   "actor_rollout_ref.rollout.val_kwargs.do_sample=false",

@@ -48,13 +48,6 @@ export function checkPpo(cfg: PpoConfig): void {
     });
   }
   checkPolicyLoss(actor);
-  if (rollout.multi_turn.enable && !cfg.data.return_raw_chat) {
-    throw new ConfigError(
-      "data.return_raw_chat",
-      "actor_rollout_ref.rollout.multi_turn.enable=true runs the agent loop, which renders each " +
-        "prompt's chat messages again: set data.return_raw_chat=true (verl's agent loops need it too)",
-    );
-  }
   if (actor.clip_ratio_c <= 1) {
     throw new ConfigError(
       "actor_rollout_ref.actor.clip_ratio_c",

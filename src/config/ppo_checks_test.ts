@@ -92,19 +92,3 @@ Deno.test("DAPO keys: filter_groups needs a metric, gen_batch_size needs filter_
   load([dapo, `${ob}.enable=true`, `${ob}.len=512`, `${ob}.penalty_factor=1`]);
   load([`${ob}.len=4`, `${fg}.metric=acc`]); // a disabled section's parameters are kept
 });
-
-Deno.test("data.return_raw_chat: accepted either way; the agent loop needs it, as in verl", () => {
-  assert.equal(load(["data.return_raw_chat=true"]).data.return_raw_chat, true);
-  assert.equal(load([]).data.return_raw_chat, false);
-  rejected(
-    ["actor_rollout_ref.rollout.multi_turn.enable=true"],
-    "data.return_raw_chat",
-    "multi_turn.enable=true runs the agent loop",
-    "set data.return_raw_chat=true",
-  );
-  const cfg = load([
-    "actor_rollout_ref.rollout.multi_turn.enable=true",
-    "data.return_raw_chat=true",
-  ]);
-  assert.equal(cfg.actor_rollout_ref.rollout.multi_turn.enable, true);
-});

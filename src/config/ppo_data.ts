@@ -40,13 +40,8 @@ export const ppoData = section("Prompts: files, columns, lengths and batch sizes
   val_batch_size: int(null, "Prompts per validation batch; null runs the whole set at once.", {
     min: 1,
   }),
-  return_raw_chat: bool(
-    false,
-    "Keep each prompt's chat messages with it (verl's raw_prompt). The agent loop " +
-      "(rollout.multi_turn.enable, or rows whose agent_name is tool_agent) renders them again " +
-      "with the tools' schemas, so it needs true, as in verl; single-turn rollouts use the " +
-      "rendered prompt ids only.",
-  ),
+  return_raw_chat: bool(false, "Keep the raw chat messages in the batch (for agent loops).")
+    .unsupported("nothing here reads raw chat messages (no agent loop or reward model)"),
   shuffle: bool(true, "Shuffle the training prompts every epoch."),
   seed: int(1, "Seed of the training-set shuffle."),
   filter_overlong_prompts: bool(

@@ -30,7 +30,6 @@ Deno.test("distributed and rollout_correction keys: what runs, and what is refus
     /multi_turn/,
     "distributed.backend=nats",
     "actor_rollout_ref.rollout.multi_turn.enable=true",
-    "data.return_raw_chat=true",
   );
   refused(
     "distributed.backend",

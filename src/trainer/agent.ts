@@ -77,24 +77,6 @@ export function checkAgentUsed(
   );
 }
 
-/**
- * Rows whose agent_name runs the agent loop need data.return_raw_chat (the loop renders their chat
- * messages again), as verl's agent loops do; the error names the first such row.
- */
-export function checkRawChatRows(
-  items: readonly { file: string; row: number; agentName: string | null }[],
-  returnRawChat: boolean,
-): void {
-  if (returnRawChat) return;
-  const it = items.find((x) => x.agentName === "tool_agent");
-  if (!it) return;
-  throw new ConfigError(
-    "data.return_raw_chat",
-    `${it.file} row ${it.row}: agent_name tool_agent runs the agent loop, which renders the ` +
-      "row's chat messages again: set data.return_raw_chat=true (verl's agent loops need it too)",
-  );
-}
-
 /** Stops the workers of user tools and interactions. */
 export function closeAgentEnv(env: Partial<AgentEnv>): void {
   for (const t of env.tools ?? []) t.close?.();

@@ -18,13 +18,7 @@ import {
 } from "../io/mod.ts";
 import { gpu } from "../gpu/mod.ts";
 import { createRewardManager } from "../reward/mod.ts";
-import {
-  checkAgentUsed,
-  checkInteractionRows,
-  checkRawChatRows,
-  closeAgentEnv,
-  loadAgentEnv,
-} from "./agent.ts";
+import { checkAgentUsed, checkInteractionRows, closeAgentEnv, loadAgentEnv } from "./agent.ts";
 import {
   checkContextLength,
   configToYaml,
@@ -243,7 +237,6 @@ export async function setupTrainer(
     prefix: "actor_rollout_ref.rollout.multi_turn",
     agentRows: [...train.items, ...val.items].some((it) => it.agentName === "tool_agent"),
   });
-  checkRawChatRows([...train.items, ...val.items], cfg.data.return_raw_chat);
   const agentEnv = await loadAgentEnv(mt);
   try {
     checkInteractionRows([...train.items, ...val.items], agentEnv.interactions);

@@ -18,7 +18,6 @@ const train = (
     ...c.run,
     `trainer.default_local_dir=${c.dir}/ckpt`,
     "actor_rollout_ref.rollout.multi_turn.enable=true",
-    "data.return_raw_chat=true",
     `actor_rollout_ref.rollout.multi_turn.interaction_config_path=${c.dir}/${YAML}`,
     ...overrides,
   ],

@@ -375,3 +375,9 @@ Deno.test("verl's engine and backend names are refused with where rollout and tr
     rejects(() => load([`${key}=fsdp2`]), key, "verl's FSDP and Megatron backends");
   }
 });
+
+Deno.test("data.return_raw_chat: true (verl's default) is accepted, false refused with the reason", () => {
+  assert.equal(load([]).data.return_raw_chat, true);
+  assert.equal(load(["data.return_raw_chat=True"]).data.return_raw_chat, true);
+  rejects(() => load(["data.return_raw_chat=False"]), "data.return_raw_chat", "always stay");
+});

@@ -40,8 +40,14 @@ export const ppoData = section("Prompts: files, columns, lengths and batch sizes
   val_batch_size: int(null, "Prompts per validation batch; null runs the whole set at once.", {
     min: 1,
   }),
-  return_raw_chat: bool(false, "Keep the raw chat messages in the batch (for agent loops).")
-    .unsupported("nothing here reads raw chat messages (no agent loop or reward model)"),
+  return_raw_chat: bool(
+    true,
+    "Keep each prompt's chat messages with it (verl's raw_prompt; true, verl's default since its " +
+      "rollouts run in the agent loop): the agent loop renders them again with the tools' schemas.",
+  ).unsupported(
+    "each prompt's chat messages always stay with it, since the agent loop renders them again " +
+      "(as verl's dataset always returns raw_prompt now)",
+  ),
   shuffle: bool(true, "Shuffle the training prompts every epoch."),
   seed: int(1, "Seed of the training-set shuffle."),
   filter_overlong_prompts: bool(

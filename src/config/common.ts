@@ -1,4 +1,5 @@
 /** Sections shared by several schemas (optimizer, checkpoint contents). */
+import { ConfigError } from "./errors.ts";
 import {
   bool,
   float,
@@ -17,13 +18,28 @@ export const ONE_GPU_MODEL =
   "a model here runs on one GPU per process (sequence, tensor, data and expert parallelism are " +
   "not built); scale rollout out with distributed.backend=nats workers instead";
 
-/** verl's `strategy` key: its backends by name, refused with the reason; `webgpu` is ours. */
+/**
+ * verl's `strategy` key. fsdp / fsdp2 on one GPU (no shard group, nothing offloaded: what the
+ * fsdp_config keys accept) train as the built-in WebGPU trainer does, so they are accepted as
+ * names for it; megatron (tensor / pipeline parallel) is refused in checkStrategy.
+ */
 export function trainingStrategy() {
-  return oneOf(["webgpu", "fsdp", "fsdp2", "megatron"], "webgpu", "Training backend.")
-    .unsupported(
-      "training runs on the built-in WebGPU trainer (one GPU holds the model, its gradients and " +
-        "AdamW state); verl's FSDP and Megatron backends do not exist here",
-    );
+  return oneOf(
+    ["webgpu", "fsdp", "fsdp2", "megatron"],
+    "webgpu",
+    "Training backend: webgpu, the built-in trainer on one GPU; verl's fsdp and fsdp2 name the " +
+      "same on one GPU (no sharding, no offload); megatron is refused.",
+  );
+}
+
+/** Refuses verl's megatron backend, naming `key`. */
+export function checkStrategy(key: string, value: string): void {
+  if (value !== "megatron") return;
+  throw new ConfigError(
+    key,
+    `${key}=megatron: verl's Megatron backend (tensor and pipeline parallelism) does not exist ` +
+      "here; training runs on one GPU (webgpu, or verl's fsdp / fsdp2 names for it)",
+  );
 }
 
 /** verl's rollout `name` key: its engines by name, refused with the reason; `webgpu` is ours. */
@@ -102,6 +118,10 @@ export function optimSection(lr: number) {
     total_training_steps: int(
       -1,
       "Steps the schedule spans; -1 lets the trainer fill it in from the data and epochs.",
+    ),
+    optimizer: oneOf(["AdamW"], "AdamW", "The optimizer (verl's key): the built-in WGSL AdamW."),
+    optimizer_impl: str("torch.optim", "verl: the module the optimizer comes from.").unsupported(
+      "the optimizer is the built-in WGSL AdamW (optimizer: AdamW)",
     ),
   });
 }

@@ -364,16 +364,26 @@ Deno.test("an override may reach into a mapping-valued key, as Hydra's +a.b.c=v 
   );
 });
 
-Deno.test("verl's engine and backend names are refused with where rollout and training run", () => {
+Deno.test("verl's engine and backend names: one-GPU fsdp accepted, the rest refused with why", () => {
   load(["actor_rollout_ref.rollout.name=webgpu", "actor_rollout_ref.actor.strategy=webgpu"]);
+  load(["actor_rollout_ref.actor.strategy=fsdp", "critic.strategy=fsdp2"]); // one GPU: the same
   rejects(
     () => load(["actor_rollout_ref.rollout.name=vllm"]),
     "actor_rollout_ref.rollout.name",
     "built-in WebGPU engine",
   );
   for (const key of ["actor_rollout_ref.actor.strategy", "critic.strategy"]) {
-    rejects(() => load([`${key}=fsdp2`]), key, "verl's FSDP and Megatron backends");
+    rejects(() => load([`${key}=megatron`]), key, "Megatron backend");
   }
+  load([
+    "actor_rollout_ref.actor.optim.optimizer=AdamW",
+    "critic.optim.optimizer_impl=torch.optim",
+  ]);
+  rejects(
+    () => load(["actor_rollout_ref.actor.optim.optimizer_impl=torchao.optim"]),
+    "actor_rollout_ref.actor.optim.optimizer_impl",
+    "built-in WGSL AdamW",
+  );
 });
 
 Deno.test("data.return_raw_chat: true (verl's default) is accepted, false refused with the reason", () => {

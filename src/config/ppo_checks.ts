@@ -6,6 +6,7 @@ import { checkBypass, checkDistributed } from "./ppo_distributed_checks.ts";
 import { ADV_ESTIMATORS } from "../algos/mod.ts";
 import type { PpoConfig } from "./ppo_root.ts";
 import { checkPolicyLoss } from "./ppo_actor.ts";
+import { checkStrategy } from "./common.ts";
 
 /** Whether the critic runs: explicit critic.enable, else exactly when the estimator needs values. */
 export function criticEnabled(cfg: PpoConfig): boolean {
@@ -48,6 +49,8 @@ export function checkPpo(cfg: PpoConfig): void {
     });
   }
   checkPolicyLoss(actor);
+  checkStrategy("actor_rollout_ref.actor.strategy", actor.strategy);
+  checkStrategy("critic.strategy", cfg.critic.strategy);
   if (actor.clip_ratio_c <= 1) {
     throw new ConfigError(
       "actor_rollout_ref.actor.clip_ratio_c",

@@ -1,6 +1,7 @@
 /** The SFT trainer schema (verl's sft_trainer.yaml): masked cross-entropy on responses. */
 import {
   checkpointSection,
+  checkStrategy,
   loraFields,
   parallelSize,
   PRECISION_NAMES,
@@ -146,6 +147,7 @@ export const sftTrainerSchema: ConfigSchema<typeof sftRoot> = {
   title: "SFT trainer config (deno task sft): masked cross-entropy on responses.",
   root: sftRoot,
   check: (cfg) => {
+    checkStrategy("model.strategy", cfg.model.strategy);
     if (cfg.trainer.resume_mode === "resume_path") {
       throw new ConfigError(
         "trainer.resume_mode",

@@ -391,3 +391,8 @@ Deno.test("data.return_raw_chat: true (verl's default) is accepted, false refuse
   assert.equal(load(["data.return_raw_chat=True"]).data.return_raw_chat, true);
   rejects(() => load(["data.return_raw_chat=False"]), "data.return_raw_chat", "always stay");
 });
+
+Deno.test("data.seed: null (verl's default) is accepted; the trainer then shuffles with trainer.seed", () => {
+  assert.equal(load(["data.seed=null"]).data.seed, null);
+  assert.equal(load([]).data.seed, 1);
+});

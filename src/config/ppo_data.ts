@@ -49,7 +49,11 @@ export const ppoData = section("Prompts: files, columns, lengths and batch sizes
       "(as verl's dataset always returns raw_prompt now)",
   ),
   shuffle: bool(true, "Shuffle the training prompts every epoch."),
-  seed: int(1, "Seed of the training-set shuffle."),
+  seed: int(
+    1,
+    "Seed of the training-set shuffle; null (verl's default, an unseeded shuffle there) takes " +
+      "trainer.seed, so a run stays reproducible and resumable.",
+  ).orNull(),
   filter_overlong_prompts: bool(
     false,
     "Drop prompts longer than max_prompt_length when loading instead of truncating them.",

@@ -187,7 +187,7 @@ export function buildTrainerParts(o: BuildOptions): TrainerParts {
     trainLoader: new DataLoader(o.trainItems, {
       batchSize: cfg.data.gen_batch_size,
       shuffle: cfg.data.shuffle,
-      seed: cfg.data.seed,
+      seed: cfg.data.seed ?? cfg.trainer.seed,
     }),
     valItems: o.valItems,
     reward,

@@ -396,3 +396,36 @@ Deno.test("data.seed: null (verl's default) is accepted; the trainer then shuffl
   assert.equal(load(["data.seed=null"]).data.seed, null);
   assert.equal(load([]).data.seed, 1);
 });
+
+Deno.test("verl's deprecated global micro-batch keys set the per-GPU ones (one GPU)", () => {
+  const cfg = load([
+    "data.train_batch_size=64",
+    "actor_rollout_ref.actor.ppo_mini_batch_size=64",
+    "actor_rollout_ref.actor.ppo_micro_batch_size=16",
+    "actor_rollout_ref.rollout.log_prob_micro_batch_size=32",
+    "actor_rollout_ref.ref.log_prob_micro_batch_size=8",
+    "critic.ppo_micro_batch_size=4",
+  ]);
+  assert.equal(cfg.actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu, 16);
+  assert.equal(cfg.actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu, 32);
+  assert.equal(cfg.actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu, 8);
+  assert.equal(cfg.critic.ppo_micro_batch_size_per_gpu, 4);
+  // A per-GPU key that defaults to another follows it: the critic's to the actor's, the
+  // reference's to the rollout's.
+  const one = load([
+    "actor_rollout_ref.actor.ppo_micro_batch_size=4",
+    "actor_rollout_ref.rollout.log_prob_micro_batch_size=12",
+  ]);
+  assert.equal(one.critic.ppo_micro_batch_size_per_gpu, 4);
+  assert.equal(one.critic.forward_micro_batch_size_per_gpu, 4);
+  assert.equal(one.actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu, 12);
+  rejects(
+    () =>
+      load([
+        "actor_rollout_ref.actor.ppo_micro_batch_size=16",
+        "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4",
+      ]),
+    "actor_rollout_ref.actor.ppo_micro_batch_size",
+    "are both set",
+  );
+});

@@ -1,4 +1,5 @@
 /** `actor_rollout_ref.*`: the policy model, its PPO update, the reference model and the rollout. */
+import { legacyMicroBatch } from "./legacy_micro.ts";
 import {
   KL_ESTIMATORS,
   LOSS_AGG_MODES,
@@ -78,6 +79,7 @@ const actor = section("The PPO update of the policy.", {
     "Prompts per optimizer step; multiplied by rollout.n to count samples, as in verl.",
     { min: 1 },
   ),
+  ppo_micro_batch_size: legacyMicroBatch("ppo_micro_batch_size_per_gpu"),
   ppo_micro_batch_size_per_gpu: int(
     8,
     "Samples per forward/backward pass; gradients accumulate over a mini-batch.",
@@ -162,6 +164,7 @@ const refModel = section("The frozen reference policy (used for KL).", {
           "(actor_rollout_ref.model.lora_rank) for a reference that costs no memory",
       ),
   }),
+  log_prob_micro_batch_size: legacyMicroBatch("log_prob_micro_batch_size_per_gpu"),
   log_prob_micro_batch_size_per_gpu: int(
     ref("actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu"),
     "Samples per reference forward pass.",

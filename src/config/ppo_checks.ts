@@ -4,9 +4,10 @@ import { checkCustomReward } from "./custom_reward.ts";
 import { checkDapo } from "./ppo_dapo_checks.ts";
 import { checkBypass, checkDistributed } from "./ppo_distributed_checks.ts";
 import { ADV_ESTIMATORS } from "../algos/mod.ts";
-import type { PpoConfig } from "./ppo_root.ts";
+import { type PpoConfig, ppoRoot } from "./ppo_root.ts";
 import { checkPolicyLoss } from "./ppo_actor.ts";
 import { checkStrategy } from "./common.ts";
+import { applyLegacyMicroBatches } from "./legacy_micro.ts";
 
 /** Whether the critic runs: explicit critic.enable, else exactly when the estimator needs values. */
 export function criticEnabled(cfg: PpoConfig): boolean {
@@ -21,6 +22,7 @@ export function sumPiSquaredEnabled(cfg: PpoConfig): boolean {
 
 /** Copies deprecated aliases onto their successors so consumers read one key. */
 export function normalizePpo(cfg: PpoConfig): void {
+  applyLegacyMicroBatches(cfg, ppoRoot);
   for (const optim of [cfg.actor_rollout_ref.actor.optim, cfg.critic.optim]) {
     if (optim.warmup_style !== null) optim.lr_scheduler_type = optim.warmup_style;
   }

@@ -1,4 +1,5 @@
 /** `critic.*`, `reward_model.*`, `custom_reward_function.*` and `algorithm.*`. */
+import { legacyMicroBatch } from "./legacy_micro.ts";
 import { ADV_ESTIMATORS, KL_ESTIMATORS, LOSS_AGG_MODES } from "../algos/mod.ts";
 import {
   checkpointSection,
@@ -39,11 +40,13 @@ export const ppoCritic = section("The value model (PPO with GAE).", {
     "Prompts per critic optimizer step (times rollout.n samples).",
     { min: 1 },
   ),
+  ppo_micro_batch_size: legacyMicroBatch("ppo_micro_batch_size_per_gpu"),
   ppo_micro_batch_size_per_gpu: int(
     ref("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu"),
     "Samples per critic forward/backward pass.",
     { min: 1 },
   ),
+  forward_micro_batch_size: legacyMicroBatch("forward_micro_batch_size_per_gpu"),
   forward_micro_batch_size_per_gpu: int(
     ref("critic.ppo_micro_batch_size_per_gpu"),
     "Samples per forward pass when computing values.",

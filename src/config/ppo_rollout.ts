@@ -1,4 +1,5 @@
 /** `actor_rollout_ref.rollout.*`: sampling settings of the generation engine. */
+import { legacyMicroBatch } from "./legacy_micro.ts";
 import {
   ENGINE_BLOCK_SIZE,
   SANITY_CHECK_MODES,
@@ -231,6 +232,7 @@ export const ppoRollout = section("Generation engine and sampling.", {
   }),
   ignore_eos: bool(false, "Keep generating after EOS (for benchmarks)."),
   ...enginePoolKeys("data.gen_batch_size * n"),
+  log_prob_micro_batch_size: legacyMicroBatch("log_prob_micro_batch_size_per_gpu"),
   log_prob_micro_batch_size_per_gpu: int(
     16,
     "Samples per forward pass when recomputing old log-probs.",

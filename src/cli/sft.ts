@@ -71,8 +71,8 @@ export async function main(args: string[]): Promise<{ step: number; valLoss: num
   const dataOpts = {
     promptKey: d.prompt_key,
     responseKey: d.response_key,
-    promptDictKeys: d.prompt_dict_keys,
-    responseDictKeys: d.response_dict_keys,
+    promptDictKeys: d.prompt_dict_keys ?? [],
+    responseDictKeys: d.response_dict_keys ?? [],
     maxLength: d.max_length,
     truncation: d.truncation,
     multiturn: d.multiturn.enable

@@ -429,3 +429,22 @@ Deno.test("verl's deprecated global micro-batch keys set the per-GPU ones (one G
     "are both set",
   );
 });
+
+Deno.test("verl's SFT spellings: null dict keys, micro_batch_size, lr_warmup_steps_ratio", () => {
+  const sft = (o: string[]) => loadConfig("sft_trainer", { overrides: o, skipPathChecks: true });
+  const c = sft([
+    "data.prompt_dict_keys=null",
+    "data.response_dict_keys=null",
+    "data.train_batch_size=16",
+    "data.micro_batch_size=8",
+    "optim.lr_warmup_steps_ratio=0.05",
+  ]);
+  assert.equal(c.data.prompt_dict_keys, null);
+  assert.equal(c.data.micro_batch_size_per_gpu, 8);
+  assert.equal(c.optim.warmup_steps_ratio, 0.05);
+  assert.throws(
+    () => sft(["data.micro_batch_size=8", "data.micro_batch_size_per_gpu=2"]),
+    /data.micro_batch_size=8 and data.micro_batch_size_per_gpu=2 are both set/,
+  );
+  assert.throws(() => sft(["trainer.resume_from_path=/x"]), /an SFT run does not resume/);
+});

@@ -75,3 +75,33 @@ export function applyLegacyMicroBatches(cfg: object, root: Section<Fields>): voi
     }
   }
 }
+
+/**
+ * The SFT config's older verl spellings: data.micro_batch_size (global, deprecated) sets
+ * micro_batch_size_per_gpu; optim.lr_warmup_steps_ratio (verl's newer name) wins over
+ * warmup_steps_ratio.
+ */
+export function normalizeSft(
+  cfg: {
+    data: { micro_batch_size: number | null; micro_batch_size_per_gpu: number };
+    optim: { lr_warmup_steps_ratio: number | null; warmup_steps_ratio: number };
+  },
+  root: Section<Fields>,
+): void {
+  const d = cfg.data;
+  if (d.micro_batch_size !== null) {
+    const def = (lookup(root, "data.micro_batch_size_per_gpu") as Field<number>).spec.default;
+    const perGpu = d.micro_batch_size_per_gpu;
+    if (perGpu !== def && perGpu !== d.micro_batch_size) {
+      throw new ConfigError(
+        "data.micro_batch_size",
+        `data.micro_batch_size=${d.micro_batch_size} and data.micro_batch_size_per_gpu=` +
+          `${d.micro_batch_size_per_gpu} are both set; set one (on one GPU they are the same)`,
+      );
+    }
+    d.micro_batch_size_per_gpu = d.micro_batch_size;
+  }
+  if (cfg.optim.lr_warmup_steps_ratio !== null) {
+    cfg.optim.warmup_steps_ratio = cfg.optim.lr_warmup_steps_ratio;
+  }
+}

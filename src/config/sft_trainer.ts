@@ -8,6 +8,7 @@ import {
   trainingStrategy,
 } from "./common.ts";
 import { ConfigError } from "./errors.ts";
+import { normalizeSft } from "./legacy_micro.ts";
 import { TRUNCATIONS } from "../data/mod.ts";
 import {
   bool,
@@ -38,11 +39,23 @@ export const sftRoot = section("Supervised fine-tuning.", {
       "extra_info",
       "Response column: a string, or a struct read through response_dict_keys.",
     ),
-    prompt_dict_keys: strList([], "Path into a struct prompt column (empty = use as is)."),
-    response_dict_keys: strList(["answer"], "Path into a struct response column."),
+    prompt_dict_keys: strList(
+      [],
+      "Path into a struct prompt column (empty or null, verl's default = use as is).",
+    ).orNull(),
+    response_dict_keys: strList(
+      ["answer"],
+      "Path into a struct response column (empty or null = use as is).",
+    ).orNull(),
     max_length: int(1024, "Longest prompt + response in tokens.", { min: 2 }),
     truncation: oneOf(TRUNCATIONS, "error", "Overlong samples: error, left, right or middle."),
     train_batch_size: int(256, "Samples per optimizer step.", { min: 1 }),
+    micro_batch_size: int(
+      null,
+      "verl's deprecated global size: on one GPU the same as micro_batch_size_per_gpu, which it " +
+        "sets (both set is an error).",
+      { min: 1 },
+    ),
     micro_batch_size_per_gpu: int(4, "Samples per forward/backward pass.", { min: 1 }),
     shuffle: bool(true, "Shuffle every epoch."),
     multiturn: section("Whole conversations (with tool calls); loss on assistant turns only.", {
@@ -102,6 +115,11 @@ export const sftRoot = section("Supervised fine-tuning.", {
     betas: floatList([0.9, 0.95], "Adam beta1 and beta2.", { length: 2, min: 0, max: 1 }),
     weight_decay: float(0.01, "Decoupled weight decay.", { min: 0 }),
     warmup_steps_ratio: float(0.1, "Warmup as a fraction of all steps.", { min: 0, max: 1 }),
+    lr_warmup_steps_ratio: float(
+      null,
+      "verl's newer name of warmup_steps_ratio; wins when set.",
+      { min: 0, max: 1 },
+    ),
     clip_grad: float(1.0, "Clip the global gradient norm.", { min: 0 }),
     lr_scheduler: oneOf(["constant", "cosine"], "cosine", "Schedule after warmup."),
   }),
@@ -113,6 +131,8 @@ export const sftRoot = section("Supervised fine-tuning.", {
     resume_path: str(null, "global_step_N folder to resume from.", { isPath: true }).unsupported(
       NO_SFT_RESUME,
     ),
+    resume_from_path: str(null, "verl: a checkpoint to resume from.", { isPath: true })
+      .unsupported(NO_SFT_RESUME),
     resume_mode: oneOf(
       ["disable", "auto", "resume_path"],
       "disable",
@@ -146,6 +166,7 @@ export const sftTrainerSchema: ConfigSchema<typeof sftRoot> = {
   name: "sft_trainer",
   title: "SFT trainer config (deno task sft): masked cross-entropy on responses.",
   root: sftRoot,
+  normalize: (cfg) => normalizeSft(cfg, sftRoot),
   check: (cfg) => {
     checkStrategy("model.strategy", cfg.model.strategy);
     if (cfg.trainer.resume_mode === "resume_path") {

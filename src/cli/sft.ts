@@ -66,7 +66,9 @@ export async function main(args: string[]): Promise<{ step: number; valLoss: num
       const files = tokenizerFiles as Record<string, string>;
       return { config, tensors, tokenizerFiles: files, files };
     })();
-  const tokenizer = tokenizerFromFiles(start.tokenizerFiles, "model folder");
+  const tokenizer = tokenizerFromFiles(start.tokenizerFiles, "model folder", {
+    templateVariables: cfg.data.apply_chat_template_kwargs,
+  });
   const d = cfg.data;
   const dataOpts = {
     promptKey: d.prompt_key,

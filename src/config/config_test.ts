@@ -447,4 +447,8 @@ Deno.test("verl's SFT spellings: null dict keys, micro_batch_size, lr_warmup_ste
     /data.micro_batch_size=8 and data.micro_batch_size_per_gpu=2 are both set/,
   );
   assert.throws(() => sft(["trainer.resume_from_path=/x"]), /an SFT run does not resume/);
+  assert.deepEqual(
+    sft(["+data.apply_chat_template_kwargs.enable_thinking=False"]).data.apply_chat_template_kwargs,
+    { enable_thinking: false },
+  );
 });

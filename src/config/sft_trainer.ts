@@ -17,6 +17,7 @@ import {
   floatList,
   type Infer,
   int,
+  map,
   oneOf,
   paths,
   section,
@@ -58,6 +59,10 @@ export const sftRoot = section("Supervised fine-tuning.", {
     ),
     micro_batch_size_per_gpu: int(4, "Samples per forward/backward pass.", { min: 1 }),
     shuffle: bool(true, "Shuffle every epoch."),
+    apply_chat_template_kwargs: map(
+      "Variables every chat template render sees, e.g. {enable_thinking: false} for Qwen3; a " +
+        "row's enable_thinking_key column wins.",
+    ),
     multiturn: section("Whole conversations (with tool calls); loss on assistant turns only.", {
       enable: bool(false, "Rows are conversations in messages_key (prompt/response keys unused)."),
       messages_key: str("messages", "Column of [{role, content, tool_calls?}] messages."),

@@ -61,8 +61,12 @@ export async function readWeights(path: string): Promise<FolderWeights> {
 }
 
 /** The tokenizer of a folder's files (chat_template.jinja honoured); `where` names the folder. */
-export function tokenizerFromFiles(files: Record<string, string>, where: string): HfTokenizer {
-  return tokenizerOfFiles(files, { source: where });
+export function tokenizerFromFiles(
+  files: Record<string, string>,
+  where: string,
+  options: { templateVariables?: Record<string, unknown> } = {},
+): HfTokenizer {
+  return tokenizerOfFiles(files, { source: where, templateVariables: options.templateVariables });
 }
 
 /** Where a run's tokenizer comes from (verl's keys). */

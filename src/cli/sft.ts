@@ -85,8 +85,15 @@ export async function main(args: string[]): Promise<{ step: number; valLoss: num
       }
       : undefined,
   };
-  const train = await loadSftExamples(d.train_files, tokenizer, dataOpts);
-  const val = await loadSftExamples(d.val_files, tokenizer, dataOpts);
+  const pick = (max: number) => ({ max, shuffle: d.shuffle, seed: d.seed });
+  const train = await loadSftExamples(d.train_files, tokenizer, {
+    ...dataOpts,
+    maxSamples: pick(d.train_max_samples),
+  });
+  const val = await loadSftExamples(d.val_files, tokenizer, {
+    ...dataOpts,
+    maxSamples: pick(d.val_max_samples),
+  });
   const m = cfg.model;
   const adapter = m.lora_adapter_path
     ? await readAdapterFolder(m.lora_adapter_path, start.config)

@@ -48,6 +48,15 @@ export const ppoData = section("Prompts: files, columns, lengths and batch sizes
     "each prompt's chat messages always stay with it, since the agent loop renders them again " +
       "(as verl's dataset always returns raw_prompt now)",
   ),
+  train_max_samples: int(
+    -1,
+    "Rows of the training files used (verl's key): a seeded random choice when data.shuffle, " +
+      "else the first rows, made before tokenising; -1 uses all.",
+  ),
+  val_max_samples: int(
+    -1,
+    "Rows of the validation files used, chosen as train_max_samples does; -1 uses all.",
+  ),
   shuffle: bool(true, "Shuffle the training prompts every epoch."),
   seed: int(
     1,

@@ -8,6 +8,7 @@ import { readParquet } from "./parquet.ts";
 import { PromptLengths, reportOverlong } from "./prompt_stats.ts";
 import { type PromptItem, renderPrompt, truncate, type Truncation } from "./prompt.ts";
 import { parseRLRow } from "./rows.ts";
+import { type MaxSamples, pickSamples } from "./max_samples.ts";
 
 /** One prompt with everything its row held; `index` is its position after filtering. */
 export interface DataItem extends PromptItem {
@@ -33,6 +34,8 @@ export interface RLDatasetOptions {
   filterOverlongPrompts?: boolean;
   /** Where the per-file counts of dropped or cut prompts go; default console.log. */
   log?: (line: string) => void;
+  /** data.train_max_samples / val_max_samples: keep only so many rows (see max_samples.ts). */
+  maxSamples?: MaxSamples;
 }
 
 export class RLDataset {
@@ -58,6 +61,7 @@ export class RLDataset {
     const items: DataItem[] = [];
     let filtered = 0;
     const truncation = opts.truncation ?? "error";
+    const tables: { file: string; rows: Awaited<ReturnType<typeof readParquet>> }[] = [];
     for (const file of typeof files === "string" ? [files] : files) {
       const rows = await readParquet(file, {
         required: [promptKey, dataSourceKey, "reward_model"],
@@ -68,9 +72,16 @@ export class RLDataset {
           "the file has no rows: data.train_files and data.val_files need at least one prompt",
         );
       }
+      tables.push({ file, rows });
+    }
+    const total = tables.reduce((n, t) => n + t.rows.length, 0);
+    const keep = opts.maxSamples ? pickSamples(total, opts.maxSamples) : null;
+    let seen = 0;
+    for (const { file, rows } of tables) {
       const lengths = new PromptLengths(file, max);
       const first = items.length;
       rows.forEach((raw, row) => {
+        if (keep && !keep.has(seen++)) return;
         const r = parseRLRow(raw, { file, row }, { promptKey, dataSourceKey });
         let ids = renderPrompt(r.prompt, tokenizer);
         if (lengths.add(ids.length)) {
@@ -93,6 +104,7 @@ export class RLDataset {
           row,
         });
       });
+      if (lengths.total === 0) continue; // every row of the file was left out by maxSamples
       reportOverlong(lengths, {
         mode: opts.filterOverlongPrompts ? "filter" : truncation,
         log: opts.log ?? console.log,

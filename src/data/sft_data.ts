@@ -3,6 +3,7 @@
  * with the chat template and the generation prompt, the response column (optionally inside a
  * struct, via response_dict_keys) followed by EOS.
  */
+import { type MaxSamples, pickSamples } from "./max_samples.ts";
 import type { ChatMessage, Tokenizer } from "../io/mod.ts";
 import { DataError } from "./errors.ts";
 import { readParquet } from "./parquet.ts";
@@ -26,6 +27,8 @@ export interface SftDataOptions {
   truncation: Truncation;
   /** `data.multiturn` when enabled: rows are whole conversations (sft_multiturn.ts). */
   multiturn?: Omit<MultiturnOptions, "maxLength" | "truncation">;
+  /** data.train_max_samples / val_max_samples: keep only so many rows (see max_samples.ts). */
+  maxSamples?: MaxSamples;
 }
 
 function dig(value: unknown, keys: string[], where: string): unknown {
@@ -82,8 +85,9 @@ export async function loadSftExamples(
   o: SftDataOptions,
 ): Promise<SftExample[]> {
   const out: SftExample[] = [];
+  const mt = o.multiturn;
+  const tables: { file: string; rows: Awaited<ReturnType<typeof readParquet>> }[] = [];
   for (const file of typeof files === "string" ? [files] : files) {
-    const mt = o.multiturn;
     const required = mt ? [mt.messagesKey] : [o.promptKey, o.responseKey];
     const rows = await readParquet(file, { required });
     if (rows.length === 0) {
@@ -92,7 +96,14 @@ export async function loadSftExamples(
         "the file has no rows: data.train_files and data.val_files need at least one example",
       );
     }
-    rows.forEach((r, row) =>
+    tables.push({ file, rows });
+  }
+  const total = tables.reduce((n, t) => n + t.rows.length, 0);
+  const keep = o.maxSamples ? pickSamples(total, o.maxSamples) : null;
+  let seen = 0;
+  for (const { file, rows } of tables) {
+    rows.forEach((r, row) => {
+      if (keep && !keep.has(seen++)) return;
       out.push(
         mt
           ? multiturnExampleFromRow(r, tokenizer, {
@@ -104,8 +115,8 @@ export async function loadSftExamples(
             row,
           })
           : sftExampleFromRow(r, tokenizer, o, { file, row }),
-      )
-    );
+      );
+    });
   }
   return out;
 }

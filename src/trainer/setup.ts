@@ -233,8 +233,19 @@ export async function setupTrainer(
     truncation: cfg.data.truncation,
     filterOverlongPrompts: cfg.data.filter_overlong_prompts,
   };
-  const train = await RLDataset.load(cfg.data.train_files, tokenizer, dataOpts);
-  const val = await RLDataset.load(cfg.data.val_files, tokenizer, dataOpts);
+  const pick = (max: number) => ({
+    max,
+    shuffle: cfg.data.shuffle,
+    seed: cfg.data.seed ?? cfg.trainer.seed,
+  });
+  const train = await RLDataset.load(cfg.data.train_files, tokenizer, {
+    ...dataOpts,
+    maxSamples: pick(cfg.data.train_max_samples),
+  });
+  const val = await RLDataset.load(cfg.data.val_files, tokenizer, {
+    ...dataOpts,
+    maxSamples: pick(cfg.data.val_max_samples),
+  });
   const reward = await createRewardManager(cfg, { tokenizer, log: print });
   const mt = cfg.actor_rollout_ref.rollout.multi_turn;
   checkAgentUsed(mt, {

@@ -50,6 +50,21 @@ export function rolloutEngineName(doc: string) {
   );
 }
 
+/** verl's `data.train_max_samples` / `val_max_samples` (src/data/max_samples.ts), both trainers. */
+export function maxSamplesFields() {
+  return {
+    train_max_samples: int(
+      -1,
+      "Rows of the training files used (verl's key): a seeded random choice when data.shuffle, " +
+        "else the first rows, made before tokenising; -1 uses all.",
+    ),
+    val_max_samples: int(
+      -1,
+      "Rows of the validation files used, chosen as train_max_samples does; -1 uses all.",
+    ),
+  };
+}
+
 /** verl's parallel-size key, accepted at 1 (one GPU holds the model), refused otherwise. */
 export function parallelSize(doc: string) {
   return int(1, `${doc} (verl's; only 1 here).`).unsupported(ONE_GPU_MODEL);

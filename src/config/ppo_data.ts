@@ -1,4 +1,5 @@
 /** `data.*` of the PPO/GRPO trainer: which parquet files, which columns, batch and length limits. */
+import { maxSamplesFields } from "./common.ts";
 import { TRUNCATIONS } from "../data/mod.ts";
 import { bool, int, map, oneOf, paths, ref, section, str } from "./schema.ts";
 
@@ -48,15 +49,7 @@ export const ppoData = section("Prompts: files, columns, lengths and batch sizes
     "each prompt's chat messages always stay with it, since the agent loop renders them again " +
       "(as verl's dataset always returns raw_prompt now)",
   ),
-  train_max_samples: int(
-    -1,
-    "Rows of the training files used (verl's key): a seeded random choice when data.shuffle, " +
-      "else the first rows, made before tokenising; -1 uses all.",
-  ),
-  val_max_samples: int(
-    -1,
-    "Rows of the validation files used, chosen as train_max_samples does; -1 uses all.",
-  ),
+  ...maxSamplesFields(),
   shuffle: bool(true, "Shuffle the training prompts every epoch."),
   seed: int(
     1,

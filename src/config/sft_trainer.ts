@@ -3,6 +3,7 @@ import {
   checkpointSection,
   checkStrategy,
   loraFields,
+  maxSamplesFields,
   parallelSize,
   PRECISION_NAMES,
   trainingStrategy,
@@ -58,15 +59,7 @@ export const sftRoot = section("Supervised fine-tuning.", {
       { min: 1 },
     ),
     micro_batch_size_per_gpu: int(4, "Samples per forward/backward pass.", { min: 1 }),
-    train_max_samples: int(
-      -1,
-      "Rows of the training files used (verl's key): a seeded random choice when data.shuffle, " +
-        "else the first rows, made before tokenising; -1 uses all.",
-    ),
-    val_max_samples: int(
-      -1,
-      "Rows of the validation files used, chosen as train_max_samples does; -1 uses all.",
-    ),
+    ...maxSamplesFields(),
     shuffle: bool(true, "Shuffle every epoch."),
     apply_chat_template_kwargs: map(
       "Variables every chat template render sees, e.g. {enable_thinking: false} for Qwen3; a " +

@@ -85,6 +85,9 @@ if (await natsTestsEnabled()) {
         prefix: PREFIX,
         workerId: "w",
         maxJobs: 2,
+        // A fixed pool: sized by the jobs instead, it would grow (a second engine) whenever the
+        // short job happens to be decoded and acquire its engine before the long one.
+        kvCacheTokens: 1024,
         onEngine: (_, e) => engines.push(e),
       });
       // The trajectory stream in publication order.

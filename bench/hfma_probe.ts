@@ -8,7 +8,7 @@
  *   f64 entries.
  *   deno run -A bench/hfma_probe.ts [--n=4096] [--bk=8,16,32]
  */
-import { gpu, initGpu } from "../src/gpu/mod.ts";
+import { initGpu } from "../src/gpu/mod.ts";
 import { f16BitsToF32, f32ToF16Bits } from "../src/tensor/mod.ts";
 import { rng } from "../src/testing/mod.ts";
 import { timeGpu } from "./gpu_timer.ts";
@@ -217,4 +217,3 @@ for (const bk of bks) {
     await gemm("h_f16sum", bk);
   }
 }
-void gpu;

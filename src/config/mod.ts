@@ -25,3 +25,4 @@ export {
 export { type SftConfig, sftTrainerSchema } from "./sft_trainer.ts";
 export { type EvaluationConfig, evaluationSchema } from "./evaluation.ts";
 export { PRECISION_NAMES, type PrecisionName } from "./common.ts";
+export { dataSeed } from "./ppo_data.ts";

@@ -66,3 +66,10 @@ export const ppoData = section("Prompts: files, columns, lengths and batch sizes
     "Overlong prompts: error (stop, naming file and row), left/right (cut that side), middle.",
   ),
 });
+
+/** The seed of the training data's order: data.seed, or trainer.seed when it is null (verl's default). */
+export function dataSeed(
+  cfg: { data: { seed: number | null }; trainer: { seed: number } },
+): number {
+  return cfg.data.seed ?? cfg.trainer.seed;
+}

@@ -11,7 +11,13 @@ import { type LoraStart, loraStart } from "./lora.ts";
 import type { AgentInteraction, AgentTool } from "../rollout/mod.ts";
 import { RewardManager, rewardManagerOptions } from "../reward/mod.ts";
 import type { Tensor } from "../tensor/mod.ts";
-import { criticEnabled, enginePoolBlocks, engineSettings, type PpoConfig } from "../config/mod.ts";
+import {
+  criticEnabled,
+  dataSeed,
+  enginePoolBlocks,
+  engineSettings,
+  type PpoConfig,
+} from "../config/mod.ts";
 import type { Optimizer } from "./optimizer_step.ts";
 import { applyPrecision, trainPrecision } from "./precision.ts";
 import { DataLoader, type PromptItem } from "../data/mod.ts";
@@ -187,7 +193,7 @@ export function buildTrainerParts(o: BuildOptions): TrainerParts {
     trainLoader: new DataLoader(o.trainItems, {
       batchSize: cfg.data.gen_batch_size,
       shuffle: cfg.data.shuffle,
-      seed: cfg.data.seed ?? cfg.trainer.seed,
+      seed: dataSeed(cfg),
     }),
     valItems: o.valItems,
     reward,

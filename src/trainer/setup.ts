@@ -23,6 +23,7 @@ import {
   checkContextLength,
   configToYaml,
   criticEnabled,
+  dataSeed,
   type PpoConfig,
   ppoTrainerSchema,
 } from "../config/mod.ts";
@@ -236,7 +237,7 @@ export async function setupTrainer(
   const pick = (max: number) => ({
     max,
     shuffle: cfg.data.shuffle,
-    seed: cfg.data.seed ?? cfg.trainer.seed,
+    seed: dataSeed(cfg),
   });
   const train = await RLDataset.load(cfg.data.train_files, tokenizer, {
     ...dataOpts,

@@ -21,6 +21,7 @@ export function verlPpoDataKeys() {
     tool_config_path: str(
       ref("actor_rollout_ref.rollout.multi_turn.tool_config_path"),
       "verl's copy of rollout.multi_turn.tool_config_path (the tools rendered with each prompt).",
+      { isPath: true },
     ).orNull().derived(),
     image_patch_size: int(14, "verl: the vision encoder's patch size.").unsupported(NO_VISION),
     validation_shuffle: bool(false, "verl: shuffle the validation set.").unsupported(

@@ -155,3 +155,13 @@ Deno.test("the SFT trainer takes verl's remaining SFT keys", () => {
     /no Python runs in this trainer/,
   );
 });
+
+Deno.test("a derived path follows its source through ~ expansion and a saved config's reload", async () => {
+  const { configFromYaml, configToYaml, ppoTrainerSchema } = await import("./mod.ts");
+  const cfg = load(["actor_rollout_ref.rollout.multi_turn.tool_config_path=~/tools.yaml"]);
+  const tools = cfg.actor_rollout_ref.rollout.multi_turn.tool_config_path;
+  assert.ok(tools !== null && !tools.startsWith("~"));
+  assert.equal(cfg.data.tool_config_path, tools);
+  const again = configFromYaml(ppoTrainerSchema, configToYaml(cfg, ppoTrainerSchema));
+  assert.deepEqual(again, cfg);
+});

@@ -40,8 +40,7 @@ export const NO_PYTHON_CLASSES = "verl loads a Python class from a module path h
 
 /** Keys read only by verl's new engine workers (trainer.use_legacy_worker_impl=disable). */
 export const LEGACY_WORKERS = "verl reads it only in its new engine workers " +
-  "(trainer.use_legacy_worker_impl=disable), which are not taken here; under verl's default " +
-  "(auto) it has no effect either";
+  "(trainer.use_legacy_worker_impl=disable), not in its default workers, which this trainer follows";
 
 /** verl's seed of the mini-batch shuffle (data_loader_seed of the actor and the critic). */
 export const DATA_LOADER_SEED =

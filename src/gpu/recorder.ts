@@ -142,6 +142,18 @@ export class Recorder {
     this.#commands++;
   }
 
+  /**
+   * Records an empty pass that writes timestamp `index` of `set` at this point of the encoder, so
+   * that stamps recorded around some work bracket it inside one submit (no queue gap between).
+   */
+  timestamp(set: GPUQuerySet, index: number): void {
+    this.#endPass();
+    this.#encoderNow().beginComputePass({
+      timestampWrites: { querySet: set, beginningOfPassWriteIndex: index },
+    }).end();
+    this.#commands++;
+  }
+
   copy(src: GPUBuffer, srcOffset: number, dst: GPUBuffer, dstOffset: number, size: number): void {
     this.#endPass();
     this.#encoderNow().copyBufferToBuffer(src, srcOffset, dst, dstOffset, size);

@@ -41,6 +41,7 @@ export { readWeights, runFolder, setupTrainer, tokenizerFromFiles } from "./setu
 export { attachRemote, type RemoteSetupOptions } from "./remote_setup.ts";
 export { PeekLoader } from "./peek_loader.ts";
 export { sftFit } from "./sft_trainer.ts";
+export { noStepError, type StepKeys, stepsSetBy } from "./run_check.ts";
 export {
   type AgentEnv,
   agentLoopOptions,

@@ -1,9 +1,12 @@
 // No config key is accepted and then ignored: every key of every schema is either read by code
 // outside the schema files, accepted only at its default (`.unsupported(why)`, refused otherwise),
-// or can hold only one value. A key nothing reads fails here, naming it.
+// pinned to the key verl derives it from (`.derived()`), inert behind a switch that is itself
+// refused when on (`.inertWhile(key)`), or can hold only one value. A key nothing reads fails
+// here, naming it.
 import assert from "node:assert/strict";
 import {
   ConfigError,
+  type Field,
   loadConfig,
   schemaByName,
   type SchemaName,
@@ -41,7 +44,7 @@ Deno.test("every config key is read, refused when set, or has a single possible 
   for (const name of SCHEMAS) {
     walkFields(schemaByName(name).root, (key, field) => {
       const s = field.spec;
-      if (s.unsupported !== undefined) return;
+      if (s.unsupported !== undefined || s.derived || s.inertWhile !== undefined) return;
       const oneChoice = (Array.isArray(s.choices) && s.choices.length === 1) ||
         (s.min !== undefined && s.min === s.max);
       if (oneChoice) return;
@@ -50,6 +53,21 @@ Deno.test("every config key is read, refused when set, or has a single possible 
     });
   }
   assert.deepEqual(unread, [], "keys accepted but read nowhere: read them or mark .unsupported()");
+});
+
+Deno.test("an inert key's switch is a key of its schema, refused when on", () => {
+  const bad: string[] = [];
+  for (const name of SCHEMAS) {
+    const fields = new Map<string, Field<unknown>>();
+    walkFields(schemaByName(name).root, (key, field) => fields.set(key, field));
+    for (const [key, field] of fields) {
+      const sw = field.spec.inertWhile;
+      if (sw === undefined) continue;
+      const spec = fields.get(sw)?.spec;
+      if (spec?.unsupported === undefined || spec.alsoAccepted?.length) bad.push(`${key} -> ${sw}`);
+    }
+  }
+  assert.deepEqual(bad, [], "inert keys whose switch is missing or can be turned on");
 });
 
 Deno.test("an unsupported key set to another value is refused, naming it and what to do", () => {

@@ -1,10 +1,12 @@
 /** Sections shared by several schemas (optimizer, checkpoint contents). */
 import { ConfigError } from "./errors.ts";
+import { LEGACY_WORKERS, ONE_GPU_MODEL } from "./verl_reasons.ts";
 import {
   bool,
   float,
   floatList,
   int,
+  mapOrNull,
   names,
   oneOf,
   oneOfOrNull,
@@ -12,11 +14,6 @@ import {
   str,
   strList,
 } from "./schema.ts";
-
-/** Why a parallel size other than verl's one-GPU value is refused (one home for the reason). */
-export const ONE_GPU_MODEL =
-  "a model here runs on one GPU per process (sequence, tensor, data and expert parallelism are " +
-  "not built); scale rollout out with distributed.backend=nats workers instead";
 
 /**
  * verl's `strategy` key. fsdp / fsdp2 on one GPU (no shard group, nothing offloaded: what the
@@ -65,6 +62,14 @@ export function maxSamplesFields() {
   };
 }
 
+/** verl's `trainer.nnodes` and `trainer.n_gpus_per_node`, accepted at 1, refused otherwise. */
+export function deviceCounts() {
+  return {
+    nnodes: int(1, "Machines (verl's; only 1 here).").unsupported(ONE_GPU_MODEL),
+    n_gpus_per_node: int(1, "GPUs per machine (verl's; only 1 here).").unsupported(ONE_GPU_MODEL),
+  };
+}
+
 /** verl's parallel-size key, accepted at 1 (one GPU holds the model), refused otherwise. */
 export function parallelSize(doc: string) {
   return int(1, `${doc} (verl's; only 1 here).`).unsupported(ONE_GPU_MODEL);
@@ -108,8 +113,11 @@ export function loraFields(what = "") {
 /** Learning-rate schedules. */
 export const LR_SCHEDULES = ["constant", "cosine"] as const;
 
-/** AdamW settings and the warmup/decay schedule of one model. */
-export function optimSection(lr: number) {
+/**
+ * AdamW settings and the warmup/decay schedule of one model; `gradClip` is the key that clips
+ * its gradient norm (verl's legacy workers read that, not optim.clip_grad).
+ */
+export function optimSection(lr: number, gradClip: string) {
   return section("AdamW optimizer and learning-rate schedule.", {
     lr: float(lr, "Peak learning rate.", { min: 0 }),
     lr_warmup_steps: int(
@@ -138,75 +146,46 @@ export function optimSection(lr: number) {
     optimizer_impl: str("torch.optim", "verl: the module the optimizer comes from.").unsupported(
       "the optimizer is the built-in WGSL AdamW (optimizer: AdamW)",
     ),
+    clip_grad: float(1.0, `verl's new engine workers' gradient clip; ${gradClip} clips here.`, {
+      min: 0,
+    }).unsupported(`${LEGACY_WORKERS}: set ${gradClip}, which clips the gradient norm here`),
+    override_optimizer_config: mapOrNull("verl: extra keyword arguments of the optimizer.")
+      .unsupported("the built-in AdamW takes lr, betas and weight_decay only"),
   });
 }
 
-/** What a checkpoint of one model holds. */
-export function checkpointSection() {
+const ALL_PARTS =
+  "checkpoints always hold the model, the optimizer state and extra_state.json, and all are restored";
+
+function checkpointFields() {
   const parts = ["model", "optimizer", "extra", "hf_model"] as const;
-  return section("Checkpoint contents.", {
+  return {
     save_contents: strList(
       ["model", "optimizer", "extra"],
       "Parts written at save_freq: model, optimizer, extra (RNG, loader position), hf_model.",
       { choices: parts },
-    ).unsupported(
-      "checkpoints always hold the model, the optimizer state and extra_state.json, and all are restored",
-    ),
+    ).unsupported(ALL_PARTS),
     load_contents: strList(
       ["model", "optimizer", "extra"],
       "Parts restored on resume.",
       { choices: parts },
-    ).unsupported(
-      "checkpoints always hold the model, the optimizer state and extra_state.json, and all are restored",
-    ),
-  });
+    ).unsupported(ALL_PARTS),
+  };
 }
 
-/** verl's names of a dtype (PrecisionType): short and long spellings. */
-export const PRECISION_NAMES = ["fp32", "float32", "fp16", "float16", "bf16", "bfloat16"] as const;
-export type PrecisionName = typeof PRECISION_NAMES[number];
+/** What a checkpoint of one model holds. */
+export function checkpointSection() {
+  return section("Checkpoint contents.", checkpointFields());
+}
 
-/**
- * verl's `fsdp_config` of a trained model (the actor's, the critic's): the mixed precision of its
- * passes, and the FSDP keys verl users pass on every command line, accepted at the values that
- * describe one GPU holding everything (`param_offload=False` works, `True` is refused).
- */
-export function fsdpConfigSection(role: string) {
-  const oneGpu = "WebGPU trains on one GPU that holds the parameters, gradients and optimizer " +
-    "state: there is no sharding or CPU offload";
-  return section(
-    `verl's FSDP settings of the ${role}: its mixed precision (see README "Precision").`,
-    {
-      param_offload: bool(false, "Offload parameters to the CPU (FSDP).").unsupported(oneGpu),
-      optimizer_offload: bool(false, "Offload the optimizer state to the CPU (FSDP).").unsupported(
-        oneGpu,
+/** The PPO trainer's checkpoint section: verl adds async_save there. */
+export function ppoCheckpointSection() {
+  return section("Checkpoint contents.", {
+    ...checkpointFields(),
+    async_save: bool(false, "verl: save in the background (its Megatron backend only).")
+      .unsupported(
+        "checkpoints are written at save_freq before the next step starts (into a temporary " +
+          "folder, renamed when complete)",
       ),
-      fsdp_size: int(-1, "GPUs per FSDP shard group; -1: all (FSDP).").unsupported(oneGpu),
-      model_dtype: oneOf(PRECISION_NAMES, "fp32", "Dtype of the master weights.").unsupported(
-        "master weights and AdamW moments are f32; mixed_precision.param_dtype picks the compute " +
-          "precision",
-      ),
-      mixed_precision: section("FSDP's MixedPrecision: the dtype passes compute in.", {
-        param_dtype: oneOf(
-          PRECISION_NAMES,
-          "fp32",
-          `Compute dtype of the ${role}'s forward and backward passes. fp16 (also bf16, which runs ` +
-            "as fp16 with one notice: WebGPU has no bf16) multiplies f16 copies of the linear " +
-            "layers' inputs and weights, the LM head's included, with f32 accumulation, keeps f32 " +
-            "master weights and AdamW moments, and scales the loss dynamically (torch GradScaler: " +
-            "2^16 at start, halved and the step skipped on an inf/NaN gradient, doubled after 2000 " +
-            "good steps); attention, norms, RoPE and LoRA-adapted modules stay f32. An adapter " +
-            "without shader-f16 runs " +
-            "f32 with one notice. Default fp32 (verl's FSDP default is bf16): WebGPU has no bf16 " +
-            "and no tensor cores, so f16 is not faster here, and f32 is the exact path.",
-        ),
-        reduce_dtype: oneOf(PRECISION_NAMES, "fp32", "Dtype of gradient reduction.").unsupported(
-          "gradients accumulate in f32 on one GPU (no reduction between GPUs)",
-        ),
-        buffer_dtype: oneOf(PRECISION_NAMES, "fp32", "Dtype of module buffers.").unsupported(
-          "buffers (RoPE tables) stay f32",
-        ),
-      }),
-    },
-  );
+  });
 }

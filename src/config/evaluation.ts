@@ -1,6 +1,6 @@
 /** The evaluator schema (verl's evaluation.yaml): a parquet with responses in, scores out. */
 import { checkCustomReward } from "./custom_reward.ts";
-import { ppoCustomReward } from "./ppo_critic.ts";
+import { ppoCustomReward } from "./ppo_reward.ts";
 import { type ConfigSchema, float, type Infer, section, str } from "./schema.ts";
 
 export const evaluationRoot = section("Offline scoring of generated responses.", {

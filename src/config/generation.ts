@@ -1,13 +1,13 @@
 /** The generator schema (verl's generation.yaml): prompts parquet in, responses parquet out. */
-import { rolloutEngineName } from "./common.ts";
+import { deviceCounts, rolloutEngineName } from "./common.ts";
 import { ConfigError } from "./errors.ts";
-import { enginePoolKeys, multiTurn, ROLLOUT_DTYPES, verlEngineKeys } from "./ppo_rollout.ts";
+import { enginePoolKeys, ROLLOUT_DTYPES } from "./ppo_rollout.ts";
+import { multiTurn, verlEngineKeys } from "./rollout_verl_keys.ts";
 import { bool, type ConfigSchema, float, type Infer, int, oneOf, section, str } from "./schema.ts";
 
 export const generationRoot = section("Batch generation.", {
   trainer: section("Devices.", {
-    nnodes: int(1, "Machines (only 1 is supported).", { min: 1, max: 1 }),
-    n_gpus_per_node: int(1, "GPUs per machine (only 1 is supported).", { min: 1, max: 1 }),
+    ...deviceCounts(),
     device: oneOf(["webgpu", "cpu"], "webgpu", "webgpu (any adapter) or the CPU reference path."),
     seed: int(1, "Sampling seed."),
   }),

@@ -24,5 +24,5 @@ export {
 } from "./ppo_rollout.ts";
 export { type SftConfig, sftTrainerSchema } from "./sft_trainer.ts";
 export { type EvaluationConfig, evaluationSchema } from "./evaluation.ts";
-export { PRECISION_NAMES, type PrecisionName } from "./common.ts";
+export { PRECISION_NAMES, type PrecisionName } from "./fsdp_engine.ts";
 export { dataSeed } from "./ppo_data.ts";

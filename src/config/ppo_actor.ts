@@ -7,14 +7,10 @@ import {
   POLICY_LOSSES,
   type PolicyLossKey,
 } from "../algos/mod.ts";
-import {
-  checkpointSection,
-  fsdpConfigSection,
-  loraFields,
-  optimSection,
-  parallelSize,
-  trainingStrategy,
-} from "./common.ts";
+import { optimSection, parallelSize, ppoCheckpointSection, trainingStrategy } from "./common.ts";
+import { fsdpConfigSection, refFsdpConfigSection } from "./fsdp_engine.ts";
+import { ppoModel, rolloutN } from "./ppo_model.ts";
+import { DATA_LOADER_SEED, DENSE_MODELS, NO_VISION } from "./verl_reasons.ts";
 import { ConfigError } from "./errors.ts";
 import {
   bool,
@@ -23,7 +19,6 @@ import {
   type Infer,
   int,
   isRef,
-  map,
   oneOf,
   ref,
   section,
@@ -31,47 +26,23 @@ import {
 } from "./schema.ts";
 import { ppoRollout } from "./ppo_rollout.ts";
 
-const model = section("The policy model (a Hugging Face folder).", {
-  path: str(
-    null,
-    "Model folder with config.json, *.safetensors and tokenizer files; null builds the " +
-      "built-in tiny character-level model from scratch.",
-    { isPath: true },
-  ),
-  dtype: oneOf(["float32", "float16"], "float32", "Parameter dtype on the GPU.").unsupported(
-    "the trainer keeps float32 weights",
-  ),
-  use_remove_padding: bool(
-    false,
-    "Pack each micro-batch's real tokens (no pads) for the embedding, norms, linear layers and " +
-      "the LM head in the actor, rollout log-prob and reference passes; attention runs padded. " +
-      "The same results up to f32 rounding, less work on ragged batches.",
-  ),
-  enable_gradient_checkpointing: bool(
-    false,
-    "Keep only each decoder layer's input for the backward pass, which runs the layer again: " +
-      "less GPU memory for one more forward; the same gradients.",
-  ),
-  ...loraFields(),
-  trust_remote_code: bool(
-    false,
-    "Run a model folder's own Python code (transformers' auto_map); never here: a folder's " +
-      "architecture must be a built-in family.",
-  ).unsupported("no model code is run here: the folder's architecture must be a built-in family"),
-  use_shm: bool(false, "verl: load the model through shared memory (/dev/shm).").unsupported(
-    "weights load from the folder straight to the GPU; there is no shared-memory staging",
-  ),
-  override_config: map("Entries that replace those of the model's config.json.").unsupported(
-    "edit the model folder's config.json instead",
-  ),
-  custom_chat_template: str(
-    null,
-    "A Jinja chat template used instead of the tokenizer's; saved with the checkpoints as " +
-      "chat_template.jinja.",
-  ),
-});
+/** verl's MoE router replay of a model (`at`: its section), switched off (mode: disabled). */
+function routerReplay(at: string) {
+  const mode = `${at}.router_replay.mode`;
+  return section("verl's MoE router replay.", {
+    mode: oneOf(["disabled", "R2", "R3"], "disabled", "Record or replay MoE routing decisions.")
+      .unsupported(DENSE_MODELS),
+    record_file: str(null, "Where recorded routing decisions go.").inertWhile(mode),
+    replay_file: str(null, "Routing decisions to replay.").inertWhile(mode),
+  });
+}
 
 const actor = section("The PPO update of the policy.", {
+  rollout_n: rolloutN(),
+  use_remove_padding: bool(
+    ref("actor_rollout_ref.model.use_remove_padding"),
+    "verl's copy of model.use_remove_padding for the actor.",
+  ).derived(),
   strategy: trainingStrategy(),
   ulysses_sequence_parallel_size: parallelSize("GPUs a sequence is split over"),
   ppo_mini_batch_size: int(
@@ -98,6 +69,7 @@ const actor = section("The PPO update of the policy.", {
   ),
   ppo_epochs: int(1, "Passes over each rollout batch.", { min: 1 }),
   shuffle: bool(false, "Shuffle samples before splitting them into mini-batches."),
+  data_loader_seed: int(42, "verl's seed of the mini-batch shuffle.").unsupported(DATA_LOADER_SEED),
   clip_ratio: float(0.2, "PPO clip range; the default of clip_ratio_low and clip_ratio_high.", {
     min: 0,
   }),
@@ -116,8 +88,22 @@ const actor = section("The PPO update of the policy.", {
   clip_ratio_c: float(3.0, "Dual-clip bound for negative advantages (vanilla); must be > 1."),
   tau_pos: float(1.0, "sapo: gate temperature for tokens with A > 0; must be > 0.", { min: 0 }),
   tau_neg: float(1.05, "sapo: gate temperature for tokens with A <= 0; must be > 0.", { min: 0 }),
+  freeze_vision_tower: bool(false, "verl: freeze a vision-language model's vision tower.")
+    .unsupported(NO_VISION),
   loss_agg_mode: oneOf(LOSS_AGG_MODES, "token-mean", "How token losses reduce to a scalar."),
+  loss_scale_factor: int(
+    null,
+    "seq-mean-token-sum-norm's divisor of the policy loss (and of its entropy and KL terms); " +
+      "null divides by the response length, data.max_response_length.",
+    { min: 1 },
+  ),
   entropy_coeff: float(0, "Entropy bonus weight (0 disables it)."),
+  calculate_entropy: bool(
+    false,
+    "Compute the entropy in the update even when entropy_coeff is 0, and report actor/entropy " +
+      "from the update (the current policy) instead of from the old_log_prob pass, as verl's " +
+      "actor does.",
+  ),
   calculate_sum_pi_squared: bool(
     null,
     "Compute sum_v pi_v^2 per response token in the old_log_prob pass (the path weights of " +
@@ -125,6 +111,11 @@ const actor = section("The PPO update of the policy.", {
       "estimator needs it.",
   ),
   use_kl_loss: bool(false, "Add a KL-to-reference term to the actor loss (GRPO style)."),
+  use_prefix_grouper: bool(false, "verl's PrefixGrouper: one forward of a group's shared prompt.")
+    .unsupported(
+      "each response's forward runs its whole prompt (the same log-probs, without the shared-" +
+        "prefix saving)",
+    ),
   kl_loss_coef: float(0.001, "Weight of the KL loss.", { min: 0 }),
   kl_loss_type: oneOf(KL_ESTIMATORS, "low_var_kl", "KL estimator of the KL loss."),
   policy_loss: section("Policy-gradient objective.", {
@@ -149,21 +140,22 @@ const actor = section("The PPO update of the policy.", {
     ppo_kl_coef: float(0.1, "kl_cov: weight of |log ratio| on the chosen tokens.", { min: 0 }),
   }),
   grad_clip: float(1.0, "Clip the global gradient norm to this value.", { min: 0 }),
-  optim: optimSection(1e-6),
+  optim: optimSection(1e-6, "actor_rollout_ref.actor.grad_clip"),
   fsdp_config: fsdpConfigSection("actor"),
-  checkpoint: checkpointSection(),
+  checkpoint: ppoCheckpointSection(),
+  router_replay: routerReplay("actor_rollout_ref.actor"),
 });
 
 const refModel = section("The frozen reference policy (used for KL).", {
+  rollout_n: rolloutN(),
+  strategy: oneOf(
+    ["webgpu", "fsdp", "fsdp2", "megatron"],
+    ref("actor_rollout_ref.actor.strategy"),
+    "verl's copy of actor.strategy: the reference runs as the actor does.",
+  ).derived(),
   ulysses_sequence_parallel_size: parallelSize("GPUs a sequence is split over"),
-  fsdp_config: section("verl's FSDP settings of the reference policy.", {
-    param_offload: bool(false, "Offload the reference's parameters to the CPU (FSDP).")
-      .unsupported(
-        "the reference policy runs on the actor's GPU (the actor with its adapters off under " +
-          "LoRA, else its own copy of the weights) and has no CPU offload; use LoRA " +
-          "(actor_rollout_ref.model.lora_rank) for a reference that costs no memory",
-      ),
-  }),
+  fsdp_config: refFsdpConfigSection(),
+  router_replay: routerReplay("actor_rollout_ref.ref"),
   log_prob_micro_batch_size: legacyMicroBatch("log_prob_micro_batch_size_per_gpu"),
   log_prob_micro_batch_size_per_gpu: int(
     ref("actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu"),
@@ -182,7 +174,7 @@ const refModel = section("The frozen reference policy (used for KL).", {
 });
 
 export const ppoActorRolloutRef = section("Policy, rollout and reference model.", {
-  model,
+  model: ppoModel,
   actor,
   ref: refModel,
   rollout: ppoRollout,

@@ -8,6 +8,7 @@ import { type PpoConfig, ppoRoot } from "./ppo_root.ts";
 import { checkPolicyLoss } from "./ppo_actor.ts";
 import { checkStrategy } from "./common.ts";
 import { applyLegacyMicroBatches } from "./legacy_micro.ts";
+import { checkRolloutMtp, normalizeVerlAliases } from "./ppo_verl_aliases.ts";
 
 /** Whether the critic runs: explicit critic.enable, else exactly when the estimator needs values. */
 export function criticEnabled(cfg: PpoConfig): boolean {
@@ -23,6 +24,7 @@ export function sumPiSquaredEnabled(cfg: PpoConfig): boolean {
 /** Copies deprecated aliases onto their successors so consumers read one key. */
 export function normalizePpo(cfg: PpoConfig): void {
   applyLegacyMicroBatches(cfg, ppoRoot);
+  normalizeVerlAliases(cfg);
   for (const optim of [cfg.actor_rollout_ref.actor.optim, cfg.critic.optim]) {
     if (optim.warmup_style !== null) optim.lr_scheduler_type = optim.warmup_style;
   }
@@ -81,13 +83,7 @@ export function checkPpo(cfg: PpoConfig): void {
   checkBypass(cfg, { sumPiSquared: sumPiSquaredEnabled(cfg) });
   // rollout.temperature=0 and val_kwargs.temperature=0 decode greedily (as vLLM does).
   checkCustomReward(cfg.custom_reward_function);
-  if (cfg.reward_model.enable) {
-    throw new ConfigError(
-      "reward_model.enable",
-      "reward_model.enable=true: model-based rewards are not supported; use built-in scorers " +
-        "or custom_reward_function.path",
-    );
-  }
+  checkRolloutMtp(cfg);
   for (const key of ["save_freq", "test_freq"] as const) {
     if (cfg.trainer[key] === 0) {
       // verl only acts on a positive frequency; 0 would silently never save (or validate).

@@ -1,5 +1,6 @@
 /** `data.*` of the PPO/GRPO trainer: which parquet files, which columns, batch and length limits. */
 import { maxSamplesFields } from "./common.ts";
+import { verlPpoDataKeys } from "./verl_data_keys.ts";
 import { TRUNCATIONS } from "../data/mod.ts";
 import { bool, int, map, oneOf, paths, ref, section, str } from "./schema.ts";
 
@@ -65,6 +66,7 @@ export const ppoData = section("Prompts: files, columns, lengths and batch sizes
     "error",
     "Overlong prompts: error (stop, naming file and row), left/right (cut that side), middle.",
   ),
+  ...verlPpoDataKeys(),
 });
 
 /** The seed of the training data's order: data.seed, or trainer.seed when it is null (verl's default). */

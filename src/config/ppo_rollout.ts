@@ -1,14 +1,10 @@
 /** `actor_rollout_ref.rollout.*`: sampling settings of the generation engine. */
 import { legacyMicroBatch } from "./legacy_micro.ts";
-import {
-  ENGINE_BLOCK_SIZE,
-  SANITY_CHECK_MODES,
-  TOOL_FORMATS,
-  TRUNCATE_SIDES,
-} from "../rollout/mod.ts";
+import { ENGINE_BLOCK_SIZE } from "../rollout/mod.ts";
 import { ConfigError } from "./errors.ts";
-import { parallelSize, rolloutEngineName } from "./common.ts";
-import { bool, float, int, oneOf, ref, section, str } from "./schema.ts";
+import { rolloutEngineName } from "./common.ts";
+import { bool, float, int, oneOf, ref, section } from "./schema.ts";
+import { multiTurn, verlEngineKeys, verlTrainerRolloutKeys } from "./rollout_verl_keys.ts";
 
 const valKwargs = section("Sampling settings used during validation.", {
   temperature: float(0, "Validation temperature (0 = greedy, whatever do_sample says).", {
@@ -125,92 +121,6 @@ export function enginePoolBlocks(o: {
   );
 }
 
-const NO_REPEAT_ROLLOUTS = "it is read only by verl's CollabLLM recipe (sampling future " +
-  "conversations for its LLM-judge reward manager), which is not available here";
-
-/** `multi_turn.*`: the agent loop (shared by the trainer and the generator). */
-export const multiTurn = section(
-  "Multi-turn agent loop (verl's tool agent): tools and interactions from YAML files.",
-  {
-    enable: bool(
-      false,
-      "Run the tool-calling agent loop for every prompt (rows with agent_name: tool_agent run it anyway).",
-    ),
-    max_assistant_turns: int(null, "Most assistant turns per sample; null = until the budget.", {
-      min: 1,
-    }),
-    tool_config_path: str(null, "verl's tool YAML (tools: [{class_name, config, tool_schema}]).", {
-      isPath: true,
-    }),
-    max_user_turns: int(null, "Most tool and user replies per sample; null = until the budget.", {
-      min: 1,
-    }),
-    max_parallel_calls: int(1, "Most tool calls run per assistant turn (the first ones).", {
-      min: 1,
-    }),
-    max_tool_response_length: int(256, "Characters of a tool reply kept (then truncated).", {
-      min: 1,
-    }),
-    tool_response_truncate_side: oneOf(
-      TRUNCATE_SIDES,
-      "middle",
-      "Part of a long tool reply kept: left (its start), right (its end), middle (both ends).",
-    ),
-    interaction_config_path: str(
-      null,
-      "verl's interaction YAML (interaction: [{name, class_name, config}]): a simulated user " +
-        "answers each assistant turn without a tool call; rows pick one by interaction_kwargs.name.",
-      { isPath: true },
-    ),
-    use_inference_chat_template: bool(
-      false,
-      "Prompt each turn with the template's render instead of the recorded tokens.",
-    ).unsupported("each turn continues from the recorded tokens (verl's default)"),
-    tokenization_sanity_check_mode: oneOf(
-      SANITY_CHECK_MODES,
-      "strict",
-      "Compare the turn-by-turn tokens with one render of the conversation: strict (any " +
-        "difference is an error), ignore_strippable (whitespace differences pass), disable.",
-    ),
-    format: oneOf(
-      TOOL_FORMATS,
-      "hermes",
-      "Tool-call format: hermes (<tool_call> JSON) or llama3_json.",
-    ),
-    num_repeat_rollouts: int(null, "Repeats of each interaction rollout.", { min: 1 })
-      .unsupported(NO_REPEAT_ROLLOUTS),
-  },
-);
-
-/**
- * verl's rollout-engine keys that describe this engine at one value (verl command lines carry
- * them): accepted there, refused otherwise with the reason. Shared by the trainer's and the
- * generation config's rollout sections.
- */
-export function verlEngineKeys() {
-  return {
-    mode: oneOf(
-      ["async", "sync"],
-      "async",
-      "verl's rollout mode: async, every request through the engine's async API (the agent loop's " +
-        "turns and single-turn batches alike).",
-    ).unsupported(
-      "the engine serves every request through its async API (verl's async mode); the batch-at-" +
-        "once sync mode is not built",
-    ),
-    tensor_model_parallel_size: parallelSize("GPUs per rollout model"),
-    data_parallel_size: parallelSize("Rollout data-parallel replicas per model"),
-    expert_parallel_size: parallelSize("GPUs per expert group"),
-    free_cache_engine: bool(true, "Free the KV pool after each rollout call (verl's vLLM key).")
-      .unsupported("the engine frees its KV pool after every rollout call, always"),
-    layered_summon: bool(
-      false,
-      "verl's layer-by-layer LoRA weight sync from FSDP to vLLM; here a LoRA rollout merges the " +
-        "adapters into a copy on the GPU.",
-    ).unsupported("there is no FSDP-to-vLLM weight sync: LoRA rollouts merge on the GPU"),
-  };
-}
-
 export const ppoRollout = section("Generation engine and sampling.", {
   name: rolloutEngineName("Rollout engine (KV-cache decoding in WGSL)."),
   ...verlEngineKeys(),
@@ -253,4 +163,5 @@ export const ppoRollout = section("Generation engine and sampling.", {
   ),
   multi_turn: multiTurn,
   val_kwargs: valKwargs,
+  ...verlTrainerRolloutKeys(),
 });

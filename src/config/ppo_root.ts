@@ -1,7 +1,10 @@
-import { LOGGERS } from "../tracking/mod.ts";
 /** The sections of the PPO/GRPO trainer config and its resolved type. */
+import { LOGGERS } from "../tracking/mod.ts";
+import { deviceCounts } from "./common.ts";
 import { ppoActorRolloutRef } from "./ppo_actor.ts";
-import { ppoAlgorithm, ppoCritic, ppoCustomReward, ppoRewardModel } from "./ppo_critic.ts";
+import { ppoAlgorithm } from "./ppo_algorithm.ts";
+import { ppoCritic } from "./ppo_critic.ts";
+import { ppoCustomReward, ppoRewardManager, ppoRewardModel } from "./ppo_reward.ts";
 import { ppoData } from "./ppo_data.ts";
 import { ppoDistributed } from "./ppo_distributed.ts";
 import { bool, type Infer, int, oneOf, section, str, strList } from "./schema.ts";
@@ -19,8 +22,7 @@ export const ppoTrainerSection = section("Run control: length, logging, checkpoi
   log_val_generations: int(0, "Validation samples printed per validation run.", { min: 0 }),
   rollout_data_dir: str(null, "Folder for JSONL dumps of every training rollout; null = none."),
   validation_data_dir: str(null, "Folder for JSONL dumps of validation generations."),
-  nnodes: int(1, "Machines (only 1 is supported).", { min: 1, max: 1 }),
-  n_gpus_per_node: int(1, "GPUs per machine (only 1 is supported).", { min: 1, max: 1 }),
+  ...deviceCounts(),
   save_freq: int(-1, "Checkpoint every N steps (and at the end); -1 = never (0 is refused).", {
     min: -1,
   }),
@@ -64,6 +66,18 @@ export const ppoTrainerSection = section("Run control: length, logging, checkpoi
   ),
   seed: int(1, "Seed of model init, sampling and mini-batch shuffles."),
   device: oneOf(["webgpu", "cpu"], "webgpu", "webgpu (any adapter) or the CPU reference path."),
+  esi_redundant_time: int(0, "verl: seconds kept before an elastic instance expires, to save.")
+    .unsupported("there is no elastic server instance expiry to save ahead of here"),
+  use_legacy_worker_impl: oneOf(
+    ["auto", "enable", "disable"],
+    "auto",
+    "verl's choice of worker implementation: auto and enable (its legacy workers, the default) " +
+      "describe this trainer (the actor clips with actor.grad_clip).",
+  ).unsupported(
+    "verl's new engine workers (disable) read other keys (optim.clip_grad, data_loader_seed); " +
+      "this trainer follows its legacy workers",
+    ["enable"],
+  ),
 });
 
 export const ppoRoot = section("PPO/GRPO trainer.", {
@@ -71,9 +85,16 @@ export const ppoRoot = section("PPO/GRPO trainer.", {
   actor_rollout_ref: ppoActorRolloutRef,
   critic: ppoCritic,
   reward_model: ppoRewardModel,
+  reward_manager: ppoRewardManager,
   custom_reward_function: ppoCustomReward,
   algorithm: ppoAlgorithm,
   trainer: ppoTrainerSection,
+  transfer_queue: section("verl's TransferQueue data system.", {
+    enable: bool(false, "Move batches through TransferQueue.").unsupported(
+      "batches stay in the trainer's process (distributed.backend=nats moves rollouts between " +
+        "processes)",
+    ),
+  }),
   distributed: ppoDistributed,
 });
 

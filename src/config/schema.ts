@@ -14,7 +14,8 @@ export type FieldKind =
   | "list"
   | "paths"
   | "names"
-  | "map";
+  | "map"
+  | "any";
 
 /** A default that copies another key, written `${a.b.c}` as OmegaConf does in verl's YAML. */
 export interface Ref {
@@ -45,6 +46,15 @@ export interface FieldSpec {
    * (what is missing and what to do instead), so no setting is silently ignored.
    */
   unsupported?: string;
+  /** Values accepted besides the default of an `unsupported` key (they describe what runs here). */
+  alsoAccepted?: readonly unknown[];
+  /**
+   * A verl key of a feature switched off here: any value is accepted and nothing reads it, as in
+   * verl while the switch (this dotted key, an `unsupported` key pinned at its off value) is off.
+   */
+  inertWhile?: string;
+  /** A key verl derives from its `${...}` default: any other value is refused naming that key. */
+  derived?: boolean;
 }
 
 /** Anything that lists valid names, such as a `Registry` of estimators or loggers. */
@@ -66,9 +76,23 @@ export class Field<T> {
   declare readonly __type?: T;
   constructor(readonly spec: FieldSpec) {}
 
-  /** The same key, accepted only at its default; another value is refused with `why`. */
-  unsupported(why: string): Field<T> {
-    return new Field<T>({ ...this.spec, unsupported: why });
+  /**
+   * The same key, accepted only at its default (and at `also`, values that describe the same
+   * behaviour here); another value is refused with `why`.
+   */
+  unsupported(why: string, also?: readonly T[]): Field<T> {
+    return new Field<T>({ ...this.spec, unsupported: why, alsoAccepted: also });
+  }
+
+  /** The same key, inert: verl reads it only while `switchKey` is on, and here it is always off. */
+  inertWhile(switchKey: string): Field<T> {
+    return new Field<T>({ ...this.spec, inertWhile: switchKey });
+  }
+
+  /** The same key, pinned to its `${key}` default: verl derives it from that key. */
+  derived(): Field<T> {
+    if (!isRef(this.spec.default)) throw new Error("derived() needs a ref() default");
+    return new Field<T>({ ...this.spec, derived: true });
   }
 
   /** The same key, also accepting `null` (keeps the current default). */
@@ -201,9 +225,24 @@ export function names(def: string | string[] | null, doc: string) {
   return make({ kind: "names", default: def, doc });
 }
 
+/** Any YAML value: only for inert keys (`inertWhile`), which nothing reads. */
+export function anything(def: unknown, doc: string): Field<unknown> {
+  return make({ kind: "any", default: def, doc });
+}
+
 /** A free-form mapping passed through unchecked (e.g. extra keyword arguments). */
 export function map(doc: string): Field<Record<string, unknown>> {
   return make({ kind: "map", default: {}, doc });
+}
+
+/** A free-form mapping whose default is null (verl's Optional[dict]). */
+export function mapOrNull(doc: string): Field<Record<string, unknown> | null> {
+  return make({ kind: "map", default: null, doc });
+}
+
+/** A mapping copied from another key's section (`${key}`), or null. */
+export function mapOf(def: Ref, doc: string): Field<Record<string, unknown> | null> {
+  return new Field({ kind: "map", default: def, doc, nullable: true });
 }
 
 /** Groups keys under a doc string. */

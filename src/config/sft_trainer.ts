@@ -2,12 +2,15 @@
 import {
   checkpointSection,
   checkStrategy,
+  deviceCounts,
   loraFields,
   maxSamplesFields,
   parallelSize,
-  PRECISION_NAMES,
   trainingStrategy,
 } from "./common.ts";
+import { PRECISION_NAMES, wrapPolicySection } from "./fsdp_engine.ts";
+import { verlDataKeys } from "./verl_data_keys.ts";
+import { NO_SHARDING } from "./verl_reasons.ts";
 import { ConfigError } from "./errors.ts";
 import { normalizeSft } from "./legacy_micro.ts";
 import { TRUNCATIONS } from "../data/mod.ts";
@@ -26,9 +29,6 @@ import {
   strList,
 } from "./schema.ts";
 import { LOGGERS } from "../tracking/mod.ts";
-
-const ONE_GPU_HOLDS_ALL = "SFT trains on one GPU that holds the parameters, gradients and " +
-  "optimizer state: there is no sharding or CPU offload";
 
 export const sftRoot = section("Supervised fine-tuning.", {
   data: section("Prompt/response pairs.", {
@@ -73,6 +73,12 @@ export const sftRoot = section("Supervised fine-tuning.", {
       ),
     }),
     seed: int(1, "Seed of the shuffle."),
+    balance_dp_token: bool(false, "verl: normalise the loss by the tokens of all data ranks.")
+      .unsupported("one process trains: the loss is normalised by its own tokens"),
+    chat_template: str(null, "verl: a chat template given in the config.").unsupported(
+      "verl's SFT trainer refuses it too; the tokenizer folder's chat template is used",
+    ),
+    ...verlDataKeys(),
   }),
   model: section("The model to fine-tune.", {
     partial_pretrain: str(null, "Hugging Face model folder; null builds the tiny model.", {
@@ -99,12 +105,13 @@ export const sftRoot = section("Supervised fine-tuning.", {
       "weights load from the folder straight to the GPU; there is no shared-memory staging",
     ),
     fsdp_config: section("verl's FSDP settings, at their one-GPU values.", {
+      wrap_policy: wrapPolicySection(),
       model_dtype: oneOf(PRECISION_NAMES, "fp32", "Dtype of the trained weights.").unsupported(
         "SFT trains f32 weights and AdamW moments",
       ),
-      cpu_offload: bool(false, "Offload to the CPU (FSDP).").unsupported(ONE_GPU_HOLDS_ALL),
+      cpu_offload: bool(false, "Offload to the CPU (FSDP).").unsupported(NO_SHARDING),
       offload_params: bool(false, "Offload parameters to the CPU (FSDP).").unsupported(
-        ONE_GPU_HOLDS_ALL,
+        NO_SHARDING,
       ),
     }),
   }),
@@ -164,8 +171,7 @@ export const sftRoot = section("Supervised fine-tuning.", {
     save_freq: int(-1, "Checkpoint every N steps; -1 = end only.", { min: -1 }),
     test_freq: int(-1, "Validate every N steps; -1 = end only.", { min: -1 }),
     max_ckpt_to_keep: int(null, "Keep only the newest N checkpoints.", { min: 1 }),
-    nnodes: int(1, "Machines (only 1 is supported).", { min: 1, max: 1 }),
-    n_gpus_per_node: int(1, "GPUs per machine (only 1 is supported).", { min: 1, max: 1 }),
+    ...deviceCounts(),
     device: oneOf(["webgpu", "cpu"], "webgpu", "webgpu or the CPU reference path."),
     checkpoint: checkpointSection(),
   }),

@@ -67,6 +67,21 @@ export function checkTypes(
     else checkValue(key, valueAt(tree, key), field.spec);
   });
   for (const [key, spec] of later) checkValue(key, valueAt(tree, key), spec);
+  walkFields(root, (key, field) => {
+    if (field.spec.derived) checkDerived(tree, key, field.spec);
+  });
+}
+
+/** A derived key (verl's `${key}` default) must hold its source's value. */
+function checkDerived(tree: Record<string, unknown>, key: string, spec: FieldSpec): void {
+  const from = (spec.default as { ref: string }).ref;
+  const v = valueAt(tree, key), source = valueAt(tree, from);
+  if (JSON.stringify(v) === JSON.stringify(source)) return;
+  throw new ConfigError(
+    key,
+    `config key "${key}"=${JSON.stringify(v)} differs from ${from}=${JSON.stringify(source)}: ` +
+      `verl derives it from that key; set ${from} instead (or remove ${key})`,
+  );
 }
 
 function valueAt(tree: Record<string, unknown>, key: string): unknown {
@@ -77,11 +92,16 @@ function valueAt(tree: Record<string, unknown>, key: string): unknown {
 
 function checkValue(key: string, v: unknown, spec: FieldSpec): void {
   checkKind(key, v, spec);
-  if (spec.unsupported !== undefined && JSON.stringify(v) !== JSON.stringify(spec.default)) {
+  if (spec.unsupported === undefined) return;
+  const accepted = [spec.default, ...spec.alsoAccepted ?? []].map((a) => JSON.stringify(a));
+  if (!accepted.includes(JSON.stringify(v))) {
+    const leave = accepted.length === 1
+      ? `leave it at ${accepted[0]}`
+      : `use ${accepted.join(" or ")}`;
     throw new ConfigError(
       key,
       `config key "${key}"=${JSON.stringify(v)} is not supported: ${spec.unsupported} ` +
-        `(leave it at ${JSON.stringify(spec.default)} or remove it)`,
+        `(${leave} or remove it)`,
     );
   }
 }
@@ -124,6 +144,8 @@ function checkKind(key: string, v: unknown, spec: FieldSpec): void {
     case "map":
       if (!isMapping(v)) fail();
       return;
+    case "any":
+      return;
     case "list":
       if (!Array.isArray(v)) fail();
       if (spec.length !== undefined && (v as unknown[]).length !== spec.length) {
@@ -163,6 +185,7 @@ export function expected(spec: FieldSpec): string {
     paths: "a path or a list of paths",
     names: "a name or a list of names",
     map: "a mapping",
+    any: "any value",
     list: `a list of ${spec.item === "str" ? "strings" : "numbers"}` +
       (spec.choices ? ` from ${choicesOf(spec)!.join(", ")}` : "") +
       (spec.length !== undefined ? ` with ${spec.length} items` : ""),

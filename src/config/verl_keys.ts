@@ -6,16 +6,11 @@
  * generation config's `rollout.*`.
  */
 
-const VLLM_ONLY =
-  "a setting of verl's vLLM / SGLang rollout engines; the built-in WebGPU engine has none " +
-  "(it frees its KV pool after each rollout call and prefills whole prompts): remove it";
-import { ONE_GPU_MODEL } from "./common.ts";
+import { NO_TORCH_KERNELS, NO_VISION as VISION, ONE_GPU_MODEL, VLLM_ONLY } from "./verl_reasons.ts";
 
-const NO_TORCH_KERNELS = "a switch of verl's PyTorch kernels (Liger, Triton, torch.compile); " +
-  "here the LM head, log-probs and entropy always run fused over vocabulary chunks in WGSL: " +
-  "remove it";
-const NO_VISION = "only text decoders are built here (no image or video inputs): remove it";
-const NO_REWARD_MODEL = "it feeds verl's model-based reward with its own tokenizer; rewards here " +
+const NO_VISION = `${VISION}: remove it`;
+const FOR_REWARD_MODEL =
+  "it feeds verl's model-based reward with its own tokenizer; rewards here " +
   "are rule-based functions of the decoded text: remove it";
 const AGENT_WORKERS = "verl's agent-loop worker processes (Ray); here every conversation runs " +
   "concurrently in the trainer's process over the engine's async API: remove it";
@@ -35,6 +30,7 @@ const RULES: readonly { path: string; why: string }[] = [
   { path: "rollout.engine_kwargs", why: VLLM_ONLY },
   { path: "rollout.skip_tokenizer_init", why: VLLM_ONLY },
   { path: "rollout.max_model_len", why: VLLM_ONLY },
+  { path: "rollout.cudagraph_capture_sizes", why: VLLM_ONLY },
   { path: "rollout.multi_stage_wake_up", why: VLLM_ONLY },
   { path: "rollout.update_weights_bucket_megabytes", why: VLLM_ONLY },
   {
@@ -48,10 +44,12 @@ const RULES: readonly { path: string; why: string }[] = [
       "(verl's hybrid engine): remove it",
   },
   { path: "model.use_liger", why: NO_TORCH_KERNELS },
-  { path: "model.use_fused_kernels", why: NO_TORCH_KERNELS },
+  { path: "use_fused_kernels", why: NO_TORCH_KERNELS },
+  { path: "fused_kernel_options", why: NO_TORCH_KERNELS },
   { path: "use_torch_compile", why: NO_TORCH_KERNELS },
   { path: "entropy_from_logits_with_chunking", why: NO_TORCH_KERNELS },
   { path: "entropy_checkpointing", why: NO_TORCH_KERNELS },
+  { path: "sum_pi_squared_checkpointing", why: NO_TORCH_KERNELS },
   {
     path: "model.external_lib",
     why: "it imports a Python module that registers model code; the model families here are " +
@@ -72,8 +70,8 @@ const RULES: readonly { path: string; why: string }[] = [
   },
   { path: "data.image_key", why: NO_VISION },
   { path: "data.video_key", why: NO_VISION },
-  { path: "data.return_raw_input_ids", why: NO_REWARD_MODEL },
-  { path: "data.return_full_prompt", why: NO_REWARD_MODEL },
+  { path: "data.return_raw_input_ids", why: FOR_REWARD_MODEL },
+  { path: "data.return_full_prompt", why: FOR_REWARD_MODEL },
   {
     path: "trainer.resume_path",
     why: "an older verl SFT trainer's name of trainer.resume_from_path (both trainers' name " +
@@ -89,7 +87,14 @@ const RULES: readonly { path: string; why: string }[] = [
     why: "there is no Ray or NCCL here (one process; distributed.backend=nats scales rollout " +
       "out): remove it",
   })),
-  ...["global_profiler", "actor.profiler", "ref.profiler", "rollout.profiler", "critic.profiler"]
+  ...[
+    "global_profiler",
+    "actor.profiler",
+    "ref.profiler",
+    "rollout.profiler",
+    "critic.profiler",
+    "reward_model.profiler",
+  ]
     .map((path) => ({
       path,
       why: "verl's torch / Nsight profilers do not exist here; GPU timings per kernel come from " +

@@ -1,7 +1,14 @@
 /** YAML out: the commented defaults file of a schema, and resolved configs for logs/checkpoints. */
 import { stringify } from "yaml";
 import { loadConfig } from "./load.ts";
-import { type ConfigSchema, type Fields, Infer, rawDefaults, Section } from "./schema.ts";
+import {
+  type ConfigSchema,
+  type Fields,
+  type FieldSpec,
+  Infer,
+  rawDefaults,
+  Section,
+} from "./schema.ts";
 
 /**
  * The schema as a YAML document: every key with its default and its doc as a comment above it.
@@ -23,11 +30,7 @@ function emit(
 ) {
   const pad = "  ".repeat(depth);
   for (const [name, child] of Object.entries(node.fields)) {
-    const doc = child instanceof Section
-      ? child.doc
-      : child.spec.unsupported
-      ? `${child.spec.doc} Not supported: ${child.spec.unsupported}`
-      : child.spec.doc;
+    const doc = child instanceof Section ? child.doc : fieldDoc(child.spec);
     if (depth === 0 && out.at(-1) !== "") out.push("");
     out.push(...wrap(doc, `${pad}# `));
     if (child instanceof Section) {
@@ -37,6 +40,21 @@ function emit(
       out.push(`${pad}${name}: ${scalar(values[name])}`);
     }
   }
+}
+
+/** A key's comment: its doc, and what else than its default is refused or ignored and why. */
+function fieldDoc(spec: FieldSpec): string {
+  if (spec.unsupported) {
+    const also = spec.alsoAccepted?.length
+      ? ` Also accepted: ${spec.alsoAccepted.map((v) => JSON.stringify(v)).join(", ")}.`
+      : "";
+    return `${spec.doc}${also} Not supported: ${spec.unsupported}`;
+  }
+  if (spec.inertWhile) {
+    return `${spec.doc} Inert: read only when ${spec.inertWhile} is on, which is refused here.`;
+  }
+  if (spec.derived) return `${spec.doc} Must equal its default (verl derives it).`;
+  return spec.doc;
 }
 
 function scalar(v: unknown): string {

@@ -17,6 +17,7 @@ import {
   actorMicroLoss,
   actorStatNames,
   microBatchSeed,
+  withEntropy,
 } from "./ppo_micro_loss.ts";
 
 /** What the trainer needs of a model: a forward, its parameters, and their values for saving. */
@@ -153,7 +154,7 @@ export async function updateActor(
 ): Promise<Record<string, number>> {
   gpuPolicyLoss(o.loss.policyLoss); // a loss_mode without a GPU form fails before any work
   const T = batch.promptLength + batch.responseLength;
-  const withEntropy = o.loss.entropyCoeff !== 0;
+  const entropy = withEntropy(o.loss);
   let micro = 0; // micro-batches so far in this update, for clip_cov's seed
   const { metrics, skips } = await updateLoop(
     batch,
@@ -168,7 +169,7 @@ export async function updateActor(
         attentionMask: t.mask,
         packing: t.packing,
         targets: t.targets.reshape([mb.rows.length, T]),
-        withEntropy,
+        withEntropy: entropy,
         temperature: o.temperature,
       });
       const res = actorMicroLoss(out, batch, mb, o.loss, microBatchSeed(o.seed, o.step, micro++));

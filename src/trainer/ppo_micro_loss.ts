@@ -40,6 +40,10 @@ export interface ActorLossConfig {
   clipRatioC: number;
   lossAggMode: LossAggMode;
   entropyCoeff: number;
+  /** actor.calculate_entropy: the entropy is computed (and reported) even at entropyCoeff 0 */
+  calculateEntropy?: boolean;
+  /** actor.loss_scale_factor: seq-mean-token-sum-norm's divisor; absent = R */
+  lossScaleFactor?: number;
   useKlLoss: boolean;
   klLossCoef: number;
   klLossType: string;
@@ -117,7 +121,7 @@ export function actorMicroLoss(
       refLogProb: ref,
       batchNumTokens: mb.miniTokens,
       globalBatchSize: mb.miniRows,
-      lossScaleFactor: batch.responseLength,
+      lossScaleFactor: cfg.lossScaleFactor ?? batch.responseLength,
       validTokens: mb.responseMask.reduce((a, m) => a + (m !== 0 ? 1 : 0), 0),
       seed,
     },
@@ -125,6 +129,11 @@ export function actorMicroLoss(
 }
 
 const isLossMetric = (name: string) => (POLICY_LOSS_METRICS as readonly string[]).includes(name);
+
+/** Whether the update computes the entropy: for the bonus, or for actor.calculate_entropy. */
+export function withEntropy(cfg: ActorLossConfig): boolean {
+  return cfg.entropyCoeff !== 0 || cfg.calculateEntropy === true;
+}
 
 /**
  * Names under which the actor reports its stats (POLICY_LOSS_STATS order); null for an entry the
@@ -134,7 +143,7 @@ const isLossMetric = (name: string) => (POLICY_LOSS_METRICS as readonly string[]
 export function actorStatNames(cfg: ActorLossConfig): (string | null)[] {
   const own: readonly string[] = POLICY_LOSSES.get(cfg.policyLoss).metrics;
   return POLICY_LOSS_STATS.map((name) => {
-    if (name === "actor/entropy" && cfg.entropyCoeff === 0) return null;
+    if (name === "actor/entropy" && !withEntropy(cfg)) return null;
     if (name === "actor/kl_loss" && !cfg.useKlLoss) return null;
     if (isLossMetric(name) && !own.includes(name)) return null;
     return name;

@@ -206,3 +206,54 @@ gpuTest("a loss_mode without a GPU form or a missing batch field is an error nam
     /use_kl_loss needs the batch's refLogProbs/,
   );
 });
+
+gpuTest(
+  "calculate_entropy reports the entropy at entropy_coeff 0; loss_scale_factor divides",
+  async () => {
+    const b = batch(5), mb = micro(b), n = mb.rows.length;
+    const cfg: ActorLossConfig = {
+      policyLoss: "vanilla",
+      clipRatio: 0.2,
+      clipRatioLow: 0.2,
+      clipRatioHigh: 0.2,
+      clipRatioC: 3,
+      lossAggMode: "seq-mean-token-sum-norm",
+      entropyCoeff: 0,
+      calculateEntropy: true,
+      useKlLoss: false,
+      klLossCoef: 0,
+      klLossType: "kl",
+      ...LOSS_KEYS,
+    };
+    const old = gatherRows(b.oldLogProbs!, R, mb.rows);
+    const lp = old.map((v, i) => v + 0.3 * Math.cos(2 * i));
+    const ent = randomArray(n * R, 3, 0, 2);
+    const run = (c: ActorLossConfig) =>
+      actorMicroLoss(
+        { logProbs: positionedOutput(lp, n), entropy: positionedOutput(ent, n) },
+        b,
+        mb,
+        c,
+      );
+    const names = actorStatNames(cfg);
+    assert.ok(names.includes("actor/entropy"), "calculate_entropy reports actor/entropy");
+    assert.ok(!actorStatNames({ ...cfg, calculateEntropy: false }).includes("actor/entropy"));
+    const H = 2; // the divisor instead of R = 5
+    const scaled = run({ ...cfg, lossScaleFactor: H });
+    const cpu = computeActorLoss({
+      R,
+      logProb: lp,
+      oldLogProb: old,
+      advantages: gatherRows(b.advantages!, R, mb.rows),
+      responseMask: mb.responseMask,
+      entropy: ent,
+    }, { ...cfg, lossScaleFactor: H, batchNumTokens: mb.miniTokens, globalBatchSize: mb.miniRows });
+    const stats = await scaled.stats.toArray();
+    const entropyAt = POLICY_LOSS_STATS.indexOf("actor/entropy");
+    assertClose([stats[entropyAt]], [cpu.metrics["actor/entropy"]], { label: "entropy" });
+    assertClose(await scaled.loss.toArray(), [cpu.loss], { label: "loss with H" });
+    // the same loss divided by R instead of H: entropy_coeff 0 adds nothing
+    const byR = await run(cfg).loss.toArray();
+    assertClose([byR[0] * R], [cpu.loss * H], { label: "H replaces R" });
+  },
+);

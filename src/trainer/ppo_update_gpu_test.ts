@@ -123,6 +123,18 @@ const ACTOR_CASES: {
     },
   },
   {
+    label: "vanilla seq-mean-token-sum-norm, calculate_entropy (no bonus), loss_scale_factor 3",
+    o: { ppoEpochs: 1, miniBatchSize: 6, microBatchSize: 3, shuffle: false },
+    loss: {
+      policyLoss: "vanilla",
+      lossAggMode: "seq-mean-token-sum-norm",
+      entropyCoeff: 0,
+      calculateEntropy: true,
+      lossScaleFactor: 3,
+      useKlLoss: false,
+    },
+  },
+  {
     label: "vanilla seq-mean-token-mean, KL (k1), 3 micro-batches",
     o: { ppoEpochs: 1, miniBatchSize: 6, microBatchSize: 2, shuffle: true },
     loss: {
@@ -197,6 +209,8 @@ gpuTest(
       assert.equal(reads, minis, `${c.label}: one readback per mini-batch`);
       const cpuM = await updateActorCpuLoss(models[1], opts[1], batch, o);
       assertSameMetrics(gpuM, cpuM);
+      const entropy = (c.loss.entropyCoeff ?? 0) !== 0 || c.loss.calculateEntropy === true;
+      assert.equal("actor/entropy" in gpuM, entropy, `${c.label}: actor/entropy reported`);
       const clipfrac = gpuM["actor/pg_clipfrac"] ?? 1; // kl_cov reports none
       assert.ok(clipfrac > 0, `${c.label}: the clip was active`);
       await assertSameParams(models[0].params(), models[1].params(), weights);

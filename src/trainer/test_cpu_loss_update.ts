@@ -19,7 +19,7 @@ import { type Batch, chunks, gatherRows, range, responseScatter, responseSlice }
 import type { CriticUpdateOptions, ValueModel } from "./critic.ts";
 import type { MicroBatch, UpdateLoopOptions } from "./minibatch.ts";
 import { type Optimizer, optimizerStep } from "./optimizer_step.ts";
-import { microBatchSeed } from "./ppo_micro_loss.ts";
+import { microBatchSeed, withEntropy as withEntropyOf } from "./ppo_micro_loss.ts";
 import { appendMetrics, reduceMetrics } from "./util.ts";
 
 /** The former update loop: per-micro-batch metrics on the CPU, averaged at the end. */
@@ -66,7 +66,7 @@ export async function updateActorCpuLoss(
   o: ActorUpdateOptions,
 ): Promise<Record<string, number>> {
   const P = batch.promptLength, R = batch.responseLength;
-  const withEntropy = o.loss.entropyCoeff !== 0;
+  const withEntropy = withEntropyOf(o.loss);
   let micro = 0;
   const { metrics, skipped } = await cpuLoop(
     batch,

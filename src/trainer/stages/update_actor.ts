@@ -24,6 +24,8 @@ export function actorLossOptions(config: PpoConfig): ActorUpdateOptions["loss"] 
     clipRatioC: a.clip_ratio_c,
     lossAggMode: a.loss_agg_mode,
     entropyCoeff: a.entropy_coeff,
+    calculateEntropy: a.calculate_entropy,
+    lossScaleFactor: a.loss_scale_factor ?? undefined,
     useKlLoss: a.use_kl_loss,
     klLossCoef: a.kl_loss_coef,
     klLossType: a.kl_loss_type,

@@ -24,6 +24,7 @@ import {
   configToYaml,
   criticEnabled,
   dataSeed,
+  loadConfig,
   type PpoConfig,
   ppoTrainerSchema,
 } from "../config/mod.ts";
@@ -174,6 +175,10 @@ export async function setupTrainer(
     resumeFromPath: t.resume_from_path,
     saving: t.save_freq > 0,
     configYaml,
+    defaultsYaml: configToYaml(
+      loadConfig(ppoTrainerSchema, { skipPathChecks: true }),
+      ppoTrainerSchema,
+    ),
     allowedChanges: t.resume_allowed_changes,
     print,
   });

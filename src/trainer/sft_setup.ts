@@ -14,7 +14,7 @@ import {
   toolTokenizerTexts,
 } from "../io/mod.ts";
 import { CausalLM, tinyModelConfig, tinyWeights } from "../nn/mod.ts";
-import { configToYaml, type SftConfig, sftTrainerSchema } from "../config/mod.ts";
+import { configToYaml, loadConfig, type SftConfig, sftTrainerSchema } from "../config/mod.ts";
 import { loadSftExamples } from "../data/mod.ts";
 import { createTracking, runDirOf } from "../tracking/mod.ts";
 import { loraBaseDtype, makeOptimizer } from "./build.ts";
@@ -98,6 +98,10 @@ export async function setupSft(
     resumeFromPath: t.resume_from_path,
     saving: true,
     configYaml,
+    defaultsYaml: configToYaml(
+      loadConfig(sftTrainerSchema, { skipPathChecks: true }),
+      sftTrainerSchema,
+    ),
     allowedChanges: t.resume_allowed_changes,
     print,
   });

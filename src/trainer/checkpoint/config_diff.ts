@@ -92,14 +92,23 @@ function matches(key: string, prefixes: Iterable<string>): string | undefined {
   return undefined;
 }
 
-/** Every key whose value differs between two resolved configs (YAML texts), sorted. */
-export function diffConfigs(savedYaml: string, nowYaml: string): ConfigChange[] {
+/**
+ * Every key whose value differs between two resolved configs (YAML texts), sorted. A key the
+ * saved config lacks (a checkpoint written before the key existed) counts as its value in
+ * `defaultsYaml`, the schema's resolved defaults, when given: that run behaved as the default.
+ */
+export function diffConfigs(
+  savedYaml: string,
+  nowYaml: string,
+  defaultsYaml?: string,
+): ConfigChange[] {
   const saved = flatYaml(savedYaml), now = flatYaml(nowYaml);
+  const defaults = defaultsYaml ? flatYaml(defaultsYaml) : new Map<string, string>();
   const keys = [...new Set([...saved.keys(), ...now.keys()])].sort();
   const out: ConfigChange[] = [];
   for (const key of keys) {
     if (IGNORED.has(key)) continue;
-    const a = saved.get(key) ?? "(absent)", b = now.get(key) ?? "(absent)";
+    const a = saved.get(key) ?? defaults.get(key) ?? "(absent)", b = now.get(key) ?? "(absent)";
     if (a === b) continue;
     const hardKey = matches(key, Object.keys(RESUME_HARD_KEYS));
     out.push({ key, saved: a, now: b, hard: hardKey ? RESUME_HARD_KEYS[hardKey] : null });

@@ -49,3 +49,22 @@ Deno.test("a resumed config is compared key by key; shape keys refuse, others wa
   assert.ok(lines.includes("  allowed: actor_rollout_ref.rollout.n: 2 -> 4 (other group shapes)"));
   assert.deepEqual(diffConfigs(saved, saved), []);
 });
+
+Deno.test("a key an older checkpoint lacks counts as the schema's default", () => {
+  const older = saved;
+  const now = saved.replace(
+    "  train_batch_size: 4\n",
+    "  train_batch_size: 4\n  train_max_samples: null\n  seed: 7\n",
+  );
+  const defaults = "data:\n  train_max_samples: null\n  seed: 1\n";
+  // train_max_samples (a hard key) at its default is no change; seed moved off its default.
+  assert.deepEqual(
+    diffConfigs(older, now, defaults).map((c) => [c.key, c.saved, c.now]),
+    [["data.seed", "1", "7"]],
+  );
+  // Without the defaults both read as appearing keys.
+  assert.deepEqual(diffConfigs(older, now).map((c) => c.key), [
+    "data.seed",
+    "data.train_max_samples",
+  ]);
+});

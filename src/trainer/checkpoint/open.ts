@@ -30,6 +30,8 @@ export interface OpenOptions {
   saving: boolean;
   /** This run's resolved config as YAML, compared with the checkpoint's. */
   configYaml: string;
+  /** The schema's resolved defaults as YAML: the value of a key an older checkpoint lacks. */
+  defaultsYaml?: string;
   /** trainer.resume_allowed_changes */
   allowedChanges: string[];
   print: (line: string) => void;
@@ -122,7 +124,7 @@ export async function openCheckpoints(o: OpenOptions): Promise<ResumePoint | nul
     throw await refuse(parentOf(path), step, e);
   }
   if (extra.config) {
-    checkResumeConfig(diffConfigs(extra.config, o.configYaml), {
+    checkResumeConfig(diffConfigs(extra.config, o.configYaml, o.defaultsYaml), {
       where: path,
       allowed: o.allowedChanges,
       print: o.print,

@@ -179,7 +179,13 @@ for (const m of modes) {
   else await runGenerate(Math.min(N, 2 * K));
   await g.sync();
   g.pool.resetPeak();
-  const rec0 = { dispatches: g.recorder.dispatches, bindGroups: g.recorder.bindGroups };
+  const r = g.recorder;
+  const rec0 = {
+    dispatches: r.dispatches,
+    bindGroups: r.bindGroups,
+    bindGroupMs: r.bindGroupMs,
+    dispatchMs: r.dispatchMs,
+  };
   const t0 = performance.now();
   const stats = engine ? await runEngine(N, share, caching) : (await runGenerate(N), undefined);
   const s = (performance.now() - t0) / 1000;
@@ -203,8 +209,11 @@ for (const m of modes) {
         wait_s: +stats.waitSeconds.toFixed(3),
       }
       : { batches: Math.ceil(N / B) }),
-    dispatches: g.recorder.dispatches - rec0.dispatches,
-    bind_groups_made: g.recorder.bindGroups - rec0.bindGroups,
+    dispatches: r.dispatches - rec0.dispatches,
+    bind_groups_made: r.bindGroups - rec0.bindGroups,
+    // Host seconds in the recorder's dispatch calls, and in making bind groups within them.
+    dispatch_host_s: +((r.dispatchMs - rec0.dispatchMs) / 1000).toFixed(3),
+    bind_group_host_s: +((r.bindGroupMs - rec0.bindGroupMs) / 1000).toFixed(3),
     seconds: +s.toFixed(3),
     tokens_per_s: Math.round(wanted / s),
     peak_gib: +(g.pool.peakBytes / 2 ** 30).toFixed(3),

@@ -1,7 +1,7 @@
 /**
- * GPU-side timing for benchmarks. With `timestamp-query`, `begin()` / `end()` each submit what
- * was recorded so far followed by an empty compute pass that writes a timestamp, so a span
- * brackets exactly the work recorded between them; all spans are resolved and read back once,
+ * GPU-side timing for benchmarks. With `timestamp-query`, `begin()` / `end()` each record an
+ * empty compute pass that writes a timestamp into the recorder's encoder (`end()` then submits),
+ * so a span brackets exactly the work recorded between them, in one submit; all spans are resolved and read back once,
  * in `read()`. Without timestamps the spans fall back to wall time around a full sync (which then
  * includes the ~11 ms a sync costs in Deno: time many dispatches per span).
  */
@@ -36,12 +36,11 @@ export class GpuTimer {
       this.#wall[this.#next++] = performance.now();
       return;
     }
-    g.flush();
-    const enc = g.device.createCommandEncoder();
-    enc.beginComputePass({
-      timestampWrites: { querySet: this.#querySet!, beginningOfPassWriteIndex: this.#next++ },
-    }).end();
-    g.device.queue.submit([enc.finish()]);
+    // Recorded into the same encoder as the work: a stamp submitted on its own would start the
+    // span while the CPU still records the work, timing that recording as GPU idle time.
+    const end = this.#next % 2 === 1;
+    g.recorder.timestamp(this.#querySet!, this.#next++);
+    if (end) g.flush();
   }
 
   /**

@@ -1,6 +1,7 @@
 /**
  * Where decode time goes: GPU milliseconds per kernel (timestamp queries) against wall time for a
- * short generation on the Qwen2.5-0.5B shape. `deno run -A bench/profile_generate.ts [--new 16]`.
+ * short generation on the Qwen2.5-0.5B shape.
+ * `deno run -A bench/profile_generate.ts [--new 16] [--dtype f32|f16] [--kv f32|f16] [--rows 20]`.
  * Kernel lines give the totals over prefill and decode, and `per_step_ms`: the same kernel's time
  * per decode step (a prefill-only run subtracted, divided by the decode steps profiled, which the
  * embedding gathers count: the profiler may stop recording before a long generation ends).
@@ -16,6 +17,13 @@ const arg = (name: string, d: number) => {
   return i >= 0 ? Number(Deno.args[i + 1]) : d;
 };
 const B = arg("batch", 64), P = arg("prompt", 128), R = arg("new", 16);
+const word = (name: string, d: "f32" | "f16"): "f32" | "f16" => {
+  const i = Deno.args.indexOf(`--${name}`);
+  const v = i >= 0 ? Deno.args[i + 1] : d;
+  if (v !== "f32" && v !== "f16") throw new Error(`--${name} ${v}: use f32 or f16`);
+  return v;
+};
+const dtype = word("dtype", "f32"), kvDtype = word("kv", "f32");
 const g = await initGpu();
 const config = makeModelConfig({
   modelType: "qwen2",
@@ -36,7 +44,7 @@ for (const [name, shape] of weightShapes(config)) {
   else for (let i = 0; i < a.length; i++) a[i] = ((i * 2654435761) % 1000) / 25000 - 0.02;
   arrays.set(name, a);
 }
-const model = CausalLM.fromTensors(config, arrays);
+const model = CausalLM.fromTensors(config, arrays, { dtype });
 const ids = Int32Array.from(
   { length: B * P },
   (_, i) => (i * 7919) % Math.min(150000, config.vocabSize),
@@ -52,6 +60,7 @@ const opts = {
   seed: 1,
   topK: 50,
   topP: 0.9,
+  kvDtype,
 };
 await generate(model, opts); // warm-up: pipelines compiled
 let t0 = performance.now();
@@ -73,6 +82,8 @@ const perStep = (ms: number, kernel: string) =>
   steps > 0 ? Math.round((ms - (prefill.get(kernel) ?? 0)) / steps * 1000) / 1000 : 0;
 console.log(
   JSON.stringify({
+    dtype,
+    kv_dtype: kvDtype,
     wall_ms: Math.round(wall),
     gpu_ms_profiled: Math.round(total),
     new_tokens: R,
@@ -82,7 +93,7 @@ console.log(
       : 0,
   }),
 );
-for (const r of rows.slice(0, 20)) {
+for (const r of rows.slice(0, arg("rows", 20))) {
   console.log(JSON.stringify({
     kernel: r.kernel,
     ms: Math.round(r.ms * 10) / 10,

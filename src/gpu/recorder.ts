@@ -29,6 +29,10 @@ export class Recorder {
   dispatches = 0;
   /** Bind groups made so far (a dispatch whose pipeline, uniforms slot and buffers are new). */
   bindGroups = 0;
+  /** Host milliseconds spent making them (benchmarks: how much of recording they cost). */
+  bindGroupMs = 0;
+  /** Host milliseconds spent in `dispatch` in all (benchmarks). */
+  dispatchMs = 0;
   /** When set, every dispatch runs in its own timed pass (see `Gpu.profile`). */
   profiler: KernelProfiler | null = null;
 
@@ -68,6 +72,7 @@ export class Recorder {
     buffers: (Binding | null)[],
     [x, y, z]: [number, number, number],
   ): void {
+    const d0 = performance.now();
     if (params && this.#arenaUsed + SLOT > ARENA_BYTES) this.flush();
     const entries: GPUBindGroupEntry[] = [];
     let key = `${this.#id(pipeline)}`;
@@ -94,7 +99,9 @@ export class Recorder {
     let group = this.#bindGroups.get(key);
     if (!group) {
       if (this.#bindGroups.size > 8192) this.#bindGroups.clear();
+      const b0 = performance.now();
       group = this.device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries });
+      this.bindGroupMs += performance.now() - b0;
       this.bindGroups++;
       this.#bindGroups.set(key, group);
     }
@@ -109,6 +116,7 @@ export class Recorder {
     if (timed) this.#endPass();
     this.#commands++;
     this.dispatches++;
+    this.dispatchMs += performance.now() - d0;
   }
 
   upload(dst: GPUBuffer, data: ArrayBufferView, dstOffset: number): void {
@@ -139,6 +147,18 @@ export class Recorder {
   resolve(set: GPUQuerySet, count: number, dst: GPUBuffer): void {
     this.#endPass();
     this.#encoderNow().resolveQuerySet(set, 0, count, dst, 0);
+    this.#commands++;
+  }
+
+  /**
+   * Records an empty pass that writes timestamp `index` of `set` at this point of the encoder, so
+   * that stamps recorded around some work bracket it inside one submit (no queue gap between).
+   */
+  timestamp(set: GPUQuerySet, index: number): void {
+    this.#endPass();
+    this.#encoderNow().beginComputePass({
+      timestampWrites: { querySet: set, beginningOfPassWriteIndex: index },
+    }).end();
     this.#commands++;
   }
 

@@ -1,10 +1,12 @@
 /**
- * Helpers of the crash and resume tests: the real `deno task train` as a subprocess (so it can be
- * SIGKILLed), and readers of what a run leaves on disk (metrics.jsonl, TensorBoard event files).
+ * Helpers of the crash and resume tests: the real `deno task train` and `deno task sft` as
+ * subprocesses (so they can be SIGKILLed), and readers of what a run leaves on disk
+ * (metrics.jsonl, TensorBoard event files).
  */
 import { eventStep, readRecords } from "../src/tracking/mod.ts";
 
 const TRAIN = new URL("../src/cli/train.ts", import.meta.url).pathname;
+const SFT = new URL("../src/cli/sft.ts", import.meta.url).pathname;
 
 export interface RunResult {
   code: number;
@@ -12,13 +14,30 @@ export interface RunResult {
   text: string;
 }
 
-export async function train(
+export function train(
   cwd: string,
   args: string[],
   env: Record<string, string> = {},
 ): Promise<RunResult> {
+  return run(TRAIN, cwd, args, env);
+}
+
+export function sft(
+  cwd: string,
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<RunResult> {
+  return run(SFT, cwd, args, env);
+}
+
+async function run(
+  entry: string,
+  cwd: string,
+  args: string[],
+  env: Record<string, string>,
+): Promise<RunResult> {
   const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", TRAIN, ...args],
+    args: ["run", "-A", entry, ...args],
     cwd,
     env: { ...env, NO_COLOR: "1" },
     stdout: "piped",

@@ -29,11 +29,16 @@ Deno.test({
         "optim.lr_scheduler=constant",
         "optim.warmup_steps_ratio=0",
         "trainer.logger=[]",
-        `trainer.default_local_dir=${dir}`,
       ];
-      const before = await main([...common, "optim.lr=0", "trainer.total_training_steps=1"]);
+      const before = await main([
+        ...common,
+        "optim.lr=0",
+        "trainer.total_training_steps=1",
+        `trainer.default_local_dir=${dir}/base`,
+      ]);
       const after = await main([
         ...common,
+        `trainer.default_local_dir=${dir}/lora`,
         "model.lora_rank=8",
         "model.lora_alpha=16",
         "model.target_modules=all-linear",
@@ -41,7 +46,9 @@ Deno.test({
       ]);
       console.log(`SFT LoRA val/loss ${before.valLoss.toFixed(4)} -> ${after.valLoss.toFixed(4)}`);
       assert.ok(after.valLoss < before.valLoss * 0.6, `${before.valLoss} -> ${after.valLoss}`);
-      const files = [...Deno.readDirSync(`${dir}/global_step_15/lora_adapter`)].map((e) => e.name);
+      const files = [...Deno.readDirSync(`${dir}/lora/global_step_15/lora_adapter`)].map((e) =>
+        e.name
+      );
       assert.ok(files.includes("adapter_config.json"), files.join());
       assert.ok(files.includes("adapter_model.safetensors"), files.join());
     } finally {

@@ -4,13 +4,15 @@
  * tiny checkpoint shipped in assets/, printing validation accuracy as it climbs.
  */
 import { initGpu } from "../gpu/mod.ts";
-import { ConfigError, formatConfig, loadConfig, type PpoConfig } from "../config/mod.ts";
+import { formatConfig, loadConfig, type PpoConfig } from "../config/mod.ts";
 import {
   closeAgentEnv,
   fit,
   type FitResult,
+  noStepError,
   runFolder,
   setupTrainer,
+  stepsSetBy,
   totalSteps,
 } from "../trainer/mod.ts";
 import { runDirOf, writeRunReport } from "../tracking/mod.ts";
@@ -54,23 +56,17 @@ export async function main(args: string[]): Promise<void> {
 export function checkTrained(cfg: PpoConfig, res: FitResult, total: number): void {
   const t = cfg.trainer;
   if (t.val_only) return;
-  const steps = t.total_training_steps === null
-    ? `trainer.total_epochs=${t.total_epochs} of the training set = ${total} steps`
-    : `trainer.total_training_steps=${t.total_training_steps}`;
   if (Object.keys(res.lastMetrics).length === 0) {
-    const resumed = res.globalStep > 0
-      ? `the run resumed from a checkpoint at global step ${res.globalStep} in ` +
-        `trainer.default_local_dir=${t.default_local_dir}, and ${steps} are already done. ` +
-        "Raise the step count to train on, or start a fresh run with trainer.resume_mode=disable " +
-        "or another trainer.default_local_dir"
-      : `${steps}`;
-    throw new ConfigError(
-      t.total_training_steps === null ? "trainer.total_epochs" : "trainer.total_training_steps",
-      `no training step ran: ${resumed} (trainer.val_only=true is the way to only validate)`,
-    );
+    throw noStepError(t, {
+      globalStep: res.globalStep,
+      total,
+      hint: "trainer.val_only=true is the way to only validate",
+    });
   }
   if (res.globalStep < total) {
-    throw new Error(`training stopped at step ${res.globalStep} of ${total} (${steps})`);
+    throw new Error(
+      `training stopped at step ${res.globalStep} of ${total} (${stepsSetBy(t, total)})`,
+    );
   }
 }
 

@@ -446,7 +446,16 @@ Deno.test("verl's SFT spellings: null dict keys, micro_batch_size, lr_warmup_ste
     () => sft(["data.micro_batch_size=8", "data.micro_batch_size_per_gpu=2"]),
     /data.micro_batch_size=8 and data.micro_batch_size_per_gpu=2 are both set/,
   );
-  assert.throws(() => sft(["trainer.resume_from_path=/x"]), /an SFT run does not resume/);
+  // verl's SFT keys of resume; trainer.resume_path (its older spelling) is not ours, as in PPO.
+  assert.equal(sft([]).trainer.resume_mode, "auto");
+  assert.throws(
+    () => sft(["trainer.resume_mode=resume_path"]),
+    /trainer\.resume_mode=resume_path needs trainer\.resume_from_path/,
+  );
+  assert.throws(
+    () => sft(["trainer.resume_path=/x"]),
+    /trainer\.resume_path.*set trainer\.resume_mode=resume_path and\s+trainer\.resume_from_path/,
+  );
   assert.deepEqual(
     sft(["+data.apply_chat_template_kwargs.enable_thinking=False"]).data.apply_chat_template_kwargs,
     { enable_thinking: false },

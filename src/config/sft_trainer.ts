@@ -29,8 +29,6 @@ import { LOGGERS } from "../tracking/mod.ts";
 
 const ONE_GPU_HOLDS_ALL = "SFT trains on one GPU that holds the parameters, gradients and " +
   "optimizer state: there is no sharding or CPU offload";
-const NO_SFT_RESUME = "an SFT run does not resume: start a new run with model.partial_pretrain " +
-  "set to a saved huggingface/ folder";
 
 export const sftRoot = section("Supervised fine-tuning.", {
   data: section("Prompt/response pairs.", {
@@ -135,17 +133,23 @@ export const sftRoot = section("Supervised fine-tuning.", {
       "checkpoints/${trainer.project_name}/${trainer.experiment_name}",
       "Checkpoint root.",
     ),
-    resume_path: str(null, "global_step_N folder to resume from.", { isPath: true }).unsupported(
-      NO_SFT_RESUME,
-    ),
-    resume_from_path: str(null, "verl: a checkpoint to resume from.", { isPath: true })
-      .unsupported(NO_SFT_RESUME),
     resume_mode: oneOf(
-      ["disable", "auto", "resume_path"],
-      "disable",
-      "disable starts fresh; auto (verl's default) starts fresh when default_local_dir holds no " +
-        "checkpoint and stops with an error when it does, since an SFT run does not resume; " +
-        "resume_path is refused.",
+      ["auto", "disable", "resume_path"],
+      "auto",
+      "auto: the latest checkpoint in default_local_dir if any (or resume_from_path when set, as " +
+        "verl's SFT trainer does), else a fresh start; disable: always fresh; resume_path: " +
+        "resume_from_path.",
+    ),
+    resume_from_path: str(
+      null,
+      "global_step_N folder to resume from (resume_mode=resume_path, or auto).",
+    ),
+    resume_allowed_changes: strList(
+      [],
+      "Keys that change the model, the trained weights or the data order (partial_pretrain, " +
+        "lora_*, data files, lengths, batch size, shuffle, seeds) yet may differ from the " +
+        "resumed checkpoint's saved config; without this such a difference is an error. Other " +
+        "differences are printed as warnings.",
     ),
     project_name: str("webrl_sft", "Project name."),
     experiment_name: str("arithmetic", "Run name."),
@@ -174,12 +178,16 @@ export const sftTrainerSchema: ConfigSchema<typeof sftRoot> = {
   title: "SFT trainer config (deno task sft): masked cross-entropy on responses.",
   root: sftRoot,
   normalize: (cfg) => normalizeSft(cfg, sftRoot),
+  conditionalPaths: [{
+    key: "trainer.resume_from_path",
+    when: (c) => c.trainer.resume_mode !== "disable",
+  }],
   check: (cfg) => {
     checkStrategy("model.strategy", cfg.model.strategy);
-    if (cfg.trainer.resume_mode === "resume_path") {
+    if (cfg.trainer.resume_mode === "resume_path" && cfg.trainer.resume_from_path === null) {
       throw new ConfigError(
-        "trainer.resume_mode",
-        `trainer.resume_mode=resume_path: ${NO_SFT_RESUME}`,
+        "trainer.resume_from_path",
+        "trainer.resume_mode=resume_path needs trainer.resume_from_path",
       );
     }
     const { train_batch_size: b, micro_batch_size_per_gpu: m } = cfg.data;

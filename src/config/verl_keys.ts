@@ -74,6 +74,12 @@ const RULES: readonly { path: string; why: string }[] = [
   { path: "data.video_key", why: NO_VISION },
   { path: "data.return_raw_input_ids", why: NO_REWARD_MODEL },
   { path: "data.return_full_prompt", why: NO_REWARD_MODEL },
+  {
+    path: "trainer.resume_path",
+    why: "an older verl SFT trainer's name of trainer.resume_from_path (both trainers' name " +
+      "here and in verl now): remove it, or set trainer.resume_mode=resume_path and " +
+      "trainer.resume_from_path to the global_step_N folder",
+  },
   ...["trainer.default_hdfs_dir", "trainer.del_local_ckpt_after_load"].map((path) => ({
     path,
     why: "checkpoints live in trainer.default_local_dir only (no HDFS copy): remove it",

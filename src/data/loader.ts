@@ -1,8 +1,9 @@
 /**
- * Batches of prompts, epoch after epoch, with a seeded shuffle. The order of epoch e depends only
- * on (seed, e), so the position {epoch, cursor} is the whole state: a resumed run continues with
- * exactly the batches it would have seen, epoch boundaries included. The last incomplete batch
- * of an epoch is dropped, as verl's training loader does.
+ * Batches of training items (PPO's prompts, SFT's examples), epoch after epoch, with a seeded
+ * shuffle. The order of epoch e depends only on (seed, e), so the position {epoch, cursor} and the
+ * seed are the whole state: a resumed run continues with exactly the batches it would have seen,
+ * epoch boundaries included. The last incomplete batch of an epoch is dropped, as verl's training
+ * loader does.
  */
 import { seededRandom, shuffled } from "../tensor/mod.ts";
 
@@ -11,6 +12,8 @@ export interface LoaderState {
   epoch: number;
   /** Items already served in `epoch`. */
   cursor: number;
+  /** The shuffle's seed (absent when the loader does not shuffle). */
+  seed?: number;
 }
 
 export interface DataLoaderOptions {
@@ -19,6 +22,8 @@ export interface DataLoaderOptions {
   shuffle: boolean;
   /** Seed of the shuffle (data.seed). */
   seed: number;
+  /** What the items are, for messages ("prompts", the default; SFT's "examples"). */
+  noun?: string;
 }
 
 export class DataLoader<T> {
@@ -33,7 +38,8 @@ export class DataLoader<T> {
     }
     if (items.length < batchSize) {
       throw new Error(
-        `data.train_batch_size=${batchSize} is larger than the training set (${items.length} prompts)`,
+        `data.train_batch_size=${batchSize} is larger than the training set (${items.length} ` +
+          `${options.noun ?? "prompts"})`,
       );
     }
     this.#order = this.#orderFor(0);
@@ -67,19 +73,24 @@ export class DataLoader<T> {
   }
 
   state(): LoaderState {
-    return { epoch: this.#epoch, cursor: this.#cursor };
+    const seed = this.options.shuffle ? { seed: this.options.seed } : {};
+    return { epoch: this.#epoch, cursor: this.#cursor, ...seed };
   }
 
-  /** Continues from a saved position; a malformed state is an error that shows it. */
+  /**
+   * Continues from a saved position (in this loader's order: a saved seed that differs is the
+   * caller's to report); a malformed state is an error that shows it.
+   */
   restore(state: unknown): void {
     const s = state as Partial<LoaderState> | null;
     const ok = typeof s === "object" && s !== null &&
       Number.isInteger(s.epoch) && s.epoch! >= 0 &&
-      Number.isInteger(s.cursor) && s.cursor! >= 0 && s.cursor! <= this.items.length;
+      Number.isInteger(s.cursor) && s.cursor! >= 0 && s.cursor! <= this.items.length &&
+      (s.seed === undefined || Number.isSafeInteger(s.seed));
     if (!ok) {
       throw new Error(
-        `data loader state ${JSON.stringify(state)} is not {epoch, cursor} within ` +
-          `${this.items.length} prompts`,
+        `data loader state ${JSON.stringify(state)} is not {epoch, cursor, seed?} within ` +
+          `${this.items.length} items`,
       );
     }
     this.#epoch = s!.epoch!;

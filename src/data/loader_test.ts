@@ -32,6 +32,11 @@ Deno.test("state/restore continues exactly, mid-epoch and across the epoch bound
   const l = new DataLoader(items, options);
   take(l, 4);
   assert.equal(l.epoch, 1);
+  // The state names the shuffle's seed; an unshuffled loader has none to name.
+  assert.deepEqual(l.state(), { epoch: 1, cursor: 3, seed: 3 });
+  const plain = new DataLoader(items, { ...options, shuffle: false });
+  take(plain, 1);
+  assert.deepEqual(plain.state(), { epoch: 0, cursor: 3 });
 });
 
 Deno.test("bad sizes and states are errors that name them", () => {
@@ -41,5 +46,6 @@ Deno.test("bad sizes and states are errors that name them", () => {
   );
   const l = new DataLoader(items, { batchSize: 2, seed: 1, shuffle: true });
   assert.throws(() => l.restore({ epoch: "two", cursor: 0 }), /"two"/);
-  assert.throws(() => l.restore({ epoch: 0, cursor: 11 }), /within 10 prompts/);
+  assert.throws(() => l.restore({ epoch: 0, cursor: 11 }), /within 10 items/);
+  assert.throws(() => l.restore({ epoch: 0, cursor: 2, seed: "1" }), /"seed":"1"/);
 });

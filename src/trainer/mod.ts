@@ -40,7 +40,9 @@ export {
 export { readWeights, runFolder, setupTrainer, tokenizerFromFiles } from "./setup.ts";
 export { attachRemote, type RemoteSetupOptions } from "./remote_setup.ts";
 export { PeekLoader } from "./peek_loader.ts";
-export { sftFit } from "./sft_trainer.ts";
+export { sftFit, type SftFitOptions, type SftFitResult } from "./sft_trainer.ts";
+export { setupSft, type SftRun } from "./sft_setup.ts";
+export { noStepError, type StepKeys, stepsSetBy } from "./run_check.ts";
 export {
   type AgentEnv,
   agentLoopOptions,

@@ -299,22 +299,23 @@ export async function setupTrainer(
   }
   parts.checkpoints = new FolderCheckpointStore({
     root: t.default_local_dir,
-    actor: {
-      config: actor.config,
-      model: parts.actor.model,
-      optimizer: parts.actor.optimizer,
-      files,
+    parts: {
+      actor: {
+        config: actor.config,
+        model: parts.actor.model,
+        optimizer: parts.actor.optimizer,
+        files,
+      },
+      critic: parts.critic
+        ? {
+          config: (critic ?? actor).config,
+          model: parts.critic.model,
+          optimizer: parts.critic.optimizer,
+        }
+        : null,
     },
-    critic: parts.critic
-      ? {
-        config: (critic ?? actor).config,
-        model: parts.critic.model,
-        optimizer: parts.critic.optimizer,
-      }
-      : null,
     configYaml,
-    maxActorToKeep: t.max_actor_ckpt_to_keep,
-    maxCriticToKeep: t.max_critic_ckpt_to_keep,
+    partsToKeep: { actor: t.max_actor_ckpt_to_keep, critic: t.max_critic_ckpt_to_keep },
     resume,
   });
   return parts;

@@ -1,25 +1,20 @@
 /**
  * Supervised fine-tuning: masked cross-entropy on the response tokens (verl's fsdp_sft_trainer).
  * The loss of a batch is the sum over its response tokens divided by their count, accumulated
- * over micro-batches, so the gradient does not depend on the micro-batch size.
+ * over micro-batches, so the gradient does not depend on the micro-batch size. Checkpoints and
+ * resume are the PPO trainer's (stages/save.ts): the optimizer, the step (hence the learning
+ * rate's place in its schedule) and the loader's position continue exactly.
  */
-import type { SftExample } from "../data/mod.ts";
-import {
-  backward,
-  mulScalar,
-  noGrad,
-  scope,
-  seededRandom,
-  shuffled,
-  sum,
-  Tensor,
-} from "../tensor/mod.ts";
+import { DataLoader, type SftExample } from "../data/mod.ts";
+import { backward, mulScalar, noGrad, scope, sum, Tensor } from "../tensor/mod.ts";
 import { gpu } from "../gpu/mod.ts";
 import type { CausalModel } from "./actor.ts";
 import { type Packing, packingOf } from "../nn/mod.ts";
 import { chunks, range } from "./batch.ts";
 import { type Optimizer, optimizerStep } from "./optimizer_step.ts";
 import type { Logger } from "../tracking/mod.ts";
+import type { CheckpointStore } from "./parts.ts";
+import { resume, save } from "./stages/save.ts";
 import { learningRate } from "./util.ts";
 
 interface MicroInputs {
@@ -125,31 +120,45 @@ export interface SftFitOptions {
   warmupStepsRatio: number;
   scheduler: "constant" | "cosine";
   clipGrad: number;
+  /** Seed of the shuffle (trainer.seed). */
   seed: number;
   shuffle: boolean;
   testFreq: number;
   tracking: Logger;
-  /** Called after steps that `saveFreq` selects and at the end. */
-  save?: (step: number) => Promise<void>;
+  /**
+   * Where checkpoints go, after steps that `saveFreq` selects and at the end; its resume point
+   * (checked at setup) restores the optimizer and the data position before the first step.
+   */
+  checkpoints?: CheckpointStore | null;
   saveFreq: number;
+  print?: (line: string) => void;
 }
 
-/** Runs `totalSteps` optimizer steps over the examples (epochs wrap around with a new shuffle). */
-export async function sftFit(o: SftFitOptions): Promise<{ step: number; valLoss: number }> {
-  const perEpoch = Math.floor(o.train.length / o.batchSize);
-  if (perEpoch === 0) {
-    throw new Error(
-      `data.train_batch_size=${o.batchSize} is larger than the training set (${o.train.length})`,
-    );
-  }
+export interface SftFitResult {
+  /** The global step reached (the resumed one when nothing was left to train). */
+  step: number;
+  /** Steps this call trained. */
+  trained: number;
+  /** val/loss after the last step (NaN when no step ran). */
+  valLoss: number;
+}
+
+/**
+ * Runs optimizer steps up to `totalSteps` over the examples (epochs wrap around with a new
+ * shuffle), starting after the resumed checkpoint's step, if any.
+ */
+export async function sftFit(o: SftFitOptions): Promise<SftFitResult> {
+  const trainLoader = new DataLoader(o.train, {
+    batchSize: o.batchSize,
+    shuffle: o.shuffle,
+    seed: o.seed,
+    noun: "examples",
+  });
+  const parts = { ...o, checkpoints: o.checkpoints ?? null, trainLoader };
+  const start = await resume(parts);
   let valLoss = NaN;
-  for (let step = 1; step <= o.totalSteps; step++) {
-    const epoch = Math.floor((step - 1) / perEpoch);
-    const order = o.shuffle
-      ? shuffled(range(o.train.length), seededRandom(o.seed, epoch))
-      : range(o.train.length);
-    const k = (step - 1) % perEpoch;
-    const batch = order.slice(k * o.batchSize, (k + 1) * o.batchSize).map((i) => o.train[i]);
+  for (let step = start + 1; step <= o.totalSteps; step++) {
+    const batch = (trainLoader.next() ?? trainLoader.next())!;
     const totalTokens = batch.reduce((a, e) => a + trainedTokens(e), 0);
     const t0 = performance.now();
     const losses: Tensor[] = [];
@@ -174,7 +183,7 @@ export async function sftFit(o: SftFitOptions): Promise<{ step: number; valLoss:
       "train/loss": lossSum / totalTokens,
       "train/lr": lr,
       "train/grad_norm": st.gradNorm,
-      "train/epoch": epoch,
+      "train/epoch": trainLoader.epoch,
       "timing_s/step": (performance.now() - t0) / 1000,
     };
     const last = step === o.totalSteps;
@@ -184,8 +193,12 @@ export async function sftFit(o: SftFitOptions): Promise<{ step: number; valLoss:
       });
       metrics["val/loss"] = valLoss;
     }
-    if (o.save && ((o.saveFreq > 0 && step % o.saveFreq === 0) || last)) await o.save(step);
-    o.tracking.log(step, metrics);
+    o.tracking.log(step, metrics); // on disk before the checkpoint that covers the step
+    if ((o.saveFreq > 0 && step % o.saveFreq === 0) || last) await save(parts, step);
   }
-  return { step: o.totalSteps, valLoss };
+  return {
+    step: Math.max(start, o.totalSteps),
+    trained: Math.max(0, o.totalSteps - start),
+    valLoss,
+  };
 }

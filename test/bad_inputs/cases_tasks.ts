@@ -195,6 +195,24 @@ export const TASK_CASES: BadInput[] = [
     /model\.partial_pretrain/,
   ),
   sft("sft with a max_length of one", () => pairs(), ["data.max_length=1"], /data\.max_length/),
+  sft(
+    "sft resume_path at a missing checkpoint",
+    null,
+    ["trainer.resume_mode=resume_path", "trainer.resume_from_path=/nonexistent/global_step_3"],
+    /trainer\.resume_from_path.*\/nonexistent\/global_step_3/,
+  ),
+  {
+    ...sft(
+      "sft resume from a checkpoint with a truncated extra_state.json",
+      null,
+      [],
+      /refusing to resume: .*global_step_2\/extra_state\.json: not valid JSON/,
+    ),
+    setup: (c) => {
+      Deno.mkdirSync(`${c.dir}/ckpt/global_step_2`, { recursive: true });
+      Deno.writeTextFileSync(`${c.dir}/ckpt/global_step_2/extra_state.json`, '{"global_step": 2,');
+    },
+  },
   data("data with zero digits", ["--digits=0"], /--digits|digits/),
   data("data with an unknown operator", ["--ops=+,%"], /%/),
   data("data with an unknown flag", ["--size=10"], /--size/),

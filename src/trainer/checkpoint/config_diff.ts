@@ -6,7 +6,10 @@
  */
 import { parse } from "yaml";
 
-/** Keys (or key prefixes) whose change is an error on resume, with the reason printed beside them. */
+/**
+ * Keys (or key prefixes) whose change is an error on resume, with the reason printed beside them:
+ * the PPO trainer's, the data keys both trainers share, then the SFT trainer's.
+ */
 export const RESUME_HARD_KEYS: Record<string, string> = {
   "actor_rollout_ref.model.path": "another model",
   "actor_rollout_ref.model.dtype": "another parameter dtype",
@@ -29,6 +32,7 @@ export const RESUME_HARD_KEYS: Record<string, string> = {
   "actor_rollout_ref.actor.ppo_mini_batch_size": "other optimizer steps per batch",
   "critic.ppo_mini_batch_size": "other optimizer steps per batch",
   "data.train_files": "other data",
+  "data.train_max_samples": "other data",
   "data.train_batch_size": "another data order",
   "data.shuffle": "another data order",
   "data.seed": "another data order",
@@ -41,6 +45,16 @@ export const RESUME_HARD_KEYS: Record<string, string> = {
   "data.truncation": "other prompts",
   "data.filter_overlong_prompts": "other prompts",
   "trainer.seed": "other samples and shuffles",
+  "model.partial_pretrain": "another model",
+  "model.lora_rank": "other trainable weights",
+  "model.lora_alpha": "other trainable weights",
+  "model.target_modules": "other trainable weights",
+  "model.exclude_modules": "other trainable weights",
+  "data.max_length": "other examples",
+  "data.response_key": "other examples",
+  "data.prompt_dict_keys": "other examples",
+  "data.response_dict_keys": "other examples",
+  "data.multiturn": "other examples",
 };
 
 /** Keys never compared: they say where to resume from, not what the run is. */

@@ -1,6 +1,7 @@
 /**
- * `global_step_N/extra_state.json`: the step, the data loader's position, the KL controller and the
- * resolved config of the run that saved it. Read and checked field by field before any work starts,
+ * `global_step_N/extra_state.json`: the step, the data loader's position (epoch, cursor and the
+ * shuffle's seed), the KL controller (PPO; null in SFT) and the resolved config of the run that
+ * saved it. Read and checked field by field before any work starts,
  * so a damaged or hand-edited file is an error naming the file and the field.
  */
 
@@ -8,7 +9,8 @@ export const EXTRA_STATE_FILE = "extra_state.json";
 
 export interface ExtraState {
   global_step: number;
-  data_loader: { epoch: number; cursor: number };
+  /** `seed`: the shuffle's (absent when the saved run did not shuffle, or in older files). */
+  data_loader: { epoch: number; cursor: number; seed?: number };
   kl_ctrl: Record<string, unknown> | null;
   /** The saved run's resolved config as YAML ("" when absent). */
   config: string;
@@ -49,12 +51,16 @@ export function parseExtraState(text: string, file: string, folderStep: number):
     );
   }
   const loader = raw.data_loader;
-  if (!isObject(loader) || !isCount(loader.epoch) || !isCount(loader.cursor)) {
+  if (
+    !isObject(loader) || !isCount(loader.epoch) || !isCount(loader.cursor) ||
+    (loader.seed !== undefined && !Number.isSafeInteger(loader.seed))
+  ) {
     throw fail(
-      `field "data_loader" must be {"epoch": n, "cursor": n} with non-negative integers, ` +
-        `found ${JSON.stringify(loader)}`,
+      `field "data_loader" must be {"epoch": n, "cursor": n, "seed"?: n} with non-negative ` +
+        `epoch and cursor, found ${JSON.stringify(loader)}`,
     );
   }
+  const seed = loader.seed === undefined ? {} : { seed: loader.seed as number };
   const kl = raw.kl_ctrl ?? null;
   if (
     kl !== null &&
@@ -69,7 +75,7 @@ export function parseExtraState(text: string, file: string, folderStep: number):
   if (typeof config !== "string") throw fail(`field "config" must be the YAML text of a config`);
   return {
     global_step: step,
-    data_loader: { epoch: loader.epoch as number, cursor: loader.cursor as number },
+    data_loader: { epoch: loader.epoch as number, cursor: loader.cursor as number, ...seed },
     kl_ctrl: kl,
     config,
   };
@@ -84,7 +90,7 @@ export function readExtraState(dir: string, folderStep: number): ExtraState {
   } catch (e) {
     throw new ExtraStateError(
       `${file} cannot be read (${(e as Error).message}); the checkpoint is incomplete or not a ` +
-        "PPO checkpoint",
+        "webrl checkpoint",
     );
   }
   return parseExtraState(text, file, folderStep);

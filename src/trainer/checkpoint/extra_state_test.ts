@@ -4,7 +4,7 @@ import { parseExtraState } from "./extra_state.ts";
 const F = "/ckpt/global_step_2/extra_state.json";
 const good = {
   global_step: 2,
-  data_loader: { epoch: 1, cursor: 4 },
+  data_loader: { epoch: 1, cursor: 4, seed: 7 },
   kl_ctrl: { type: "fixed", value: 0.001 },
   config: "trainer:\n  seed: 1\n",
 };
@@ -17,6 +17,9 @@ Deno.test("extra_state.json is checked field by field, naming the file and the f
     kl_ctrl: null,
     config: "",
   });
+  // Files written before the seed was saved (or by an unshuffled run) have none.
+  const older = { ...good, data_loader: { epoch: 1, cursor: 4 } };
+  assert.deepEqual(parse(older), older);
   const cases: [unknown, RegExp][] = [
     [
       { ...good, global_step: "two" },
@@ -26,6 +29,7 @@ Deno.test("extra_state.json is checked field by field, naming the file and the f
     [{ ...good, global_step: 1.5 }, /"global_step".*found 1\.5/],
     [{ ...good, global_step: 3 }, /"global_step" is 3 but the folder is global_step_2/],
     [{ ...good, data_loader: { epoch: 0 } }, /field "data_loader" must be/],
+    [{ ...good, data_loader: { epoch: 0, cursor: 0, seed: "7" } }, /"data_loader".*"seed":"7"/],
     [{ ...good, kl_ctrl: { type: "fixed", value: null } }, /field "kl_ctrl" must be null or/],
     [{ ...good, config: 5 }, /field "config"/],
     [[1, 2], /expected a JSON object/],

@@ -97,6 +97,12 @@ export async function openCheckpoints(o: OpenOptions): Promise<ResumePoint | nul
       o.print(`removed leftovers of an interrupted run: ${removed.join(", ")}`);
     }
   }
+  if (o.mode === "disable" && o.resumeFromPath) {
+    o.print(
+      `notice: trainer.resume_from_path=${o.resumeFromPath} is not used: ` +
+        "trainer.resume_mode=disable starts fresh",
+    );
+  }
   let path: string | null;
   try {
     path = resolveResume(o.mode, { root: o.root, resumeFromPath: o.resumeFromPath });

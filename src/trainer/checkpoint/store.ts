@@ -1,10 +1,12 @@
 /**
- * Checkpoints of a PPO run on disk: `global_step_N/actor/` (and `critic/`) are Hugging Face
- * folders that `transformers` loads as they are, in the dtype the model came in (a bf16 model is
- * saved bf16), with its tokenizer files and generation_config.json; `optimizer.safetensors` holds
- * AdamW's moments and step, and, when the folder's dtype is not f32, the f32 master weights, so a
- * resume continues from the exact weights; `global_step_N/extra_state.json` holds the step, the
- * loader position, the KL controller and the resolved config.
+ * Checkpoints on disk: each model of a run is a part of `global_step_N/` (PPO's `actor/` and
+ * `critic/`, SFT's `huggingface/` or `lora_adapter/`), a Hugging Face folder that `transformers`
+ * loads as it is, in the dtype the model came in (a bf16 model is saved bf16), with its tokenizer
+ * files and generation_config.json, or under LoRA a PEFT adapter folder; the part's
+ * `optimizer.safetensors` holds AdamW's moments and step, and, when the folder's dtype is not f32,
+ * the f32 master weights, so a resume continues from the exact weights;
+ * `global_step_N/extra_state.json` holds the step, the loader position, the KL controller and the
+ * resolved config.
  */
 import { gpu } from "../../gpu/mod.ts";
 import {
@@ -181,25 +183,32 @@ async function readOptimizer(path: string, opt: Optimizer): Promise<void> {
   });
 }
 
+export interface FolderStoreOptions {
+  root: string;
+  /**
+   * The models a checkpoint holds, by sub-folder: `actor` and `critic` (PPO), `huggingface` or
+   * `lora_adapter` (SFT); a null part is left out.
+   */
+  parts: Record<string, SavedModel | null>;
+  configYaml: string;
+  /** Keep only the newest N checkpoints (SFT's max_ckpt_to_keep); null keeps all. */
+  maxToKeep?: number | null;
+  /** Keep a part only in its newest N checkpoints (max_actor_ckpt_to_keep, ...). */
+  partsToKeep?: Record<string, number | null>;
+  /** The checkpoint chosen by resume_mode, already checked (null: start fresh). */
+  resume: ResumePoint | null;
+}
+
 export class FolderCheckpointStore implements CheckpointStore {
-  constructor(
-    readonly o: {
-      root: string;
-      actor: SavedModel;
-      critic: SavedModel | null;
-      configYaml: string;
-      /** max_actor_ckpt_to_keep / max_critic_ckpt_to_keep */
-      maxActorToKeep: number | null;
-      maxCriticToKeep: number | null;
-      /** The checkpoint chosen by resume_mode, already checked (null: start fresh). */
-      resume: ResumePoint | null;
-    },
-  ) {}
+  constructor(readonly o: FolderStoreOptions) {}
+
+  #parts(): [string, SavedModel][] {
+    return Object.entries(this.o.parts).filter((e): e is [string, SavedModel] => e[1] !== null);
+  }
 
   async save(step: number, extra: Record<string, unknown>): Promise<void> {
     await saveCheckpoint(this.o.root, step, async (dir) => {
-      for (const [name, part] of [["actor", this.o.actor], ["critic", this.o.critic]] as const) {
-        if (!part) continue;
+      for (const [name, part] of this.#parts()) {
         await writeModel(`${dir}/${name}`, part);
         await writeOptimizer(`${dir}/${name}/optimizer.safetensors`, part, name);
       }
@@ -207,18 +216,15 @@ export class FolderCheckpointStore implements CheckpointStore {
         `${dir}/extra_state.json`,
         JSON.stringify({ ...extra, config: this.o.configYaml }, null, 1),
       );
-    }, {
-      partsToKeep: { actor: this.o.maxActorToKeep, critic: this.o.maxCriticToKeep },
-    });
+    }, { maxToKeep: this.o.maxToKeep, partsToKeep: this.o.partsToKeep });
   }
 
   /** Optimizer states and extra of the resume checkpoint (the weights were loaded at setup). */
   async resume(): Promise<Record<string, unknown> | null> {
     const r = this.o.resume;
     if (!r) return null;
-    await readOptimizer(`${r.path}/actor/optimizer.safetensors`, this.o.actor.optimizer);
-    if (this.o.critic) {
-      await readOptimizer(`${r.path}/critic/optimizer.safetensors`, this.o.critic.optimizer);
+    for (const [name, part] of this.#parts()) {
+      await readOptimizer(`${r.path}/${name}/optimizer.safetensors`, part.optimizer);
     }
     return { ...r.extra };
   }

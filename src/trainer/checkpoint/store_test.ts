@@ -71,11 +71,8 @@ gpuTest("resuming from a bf16 checkpoint restores the f32 master weights exactly
   const store = (m: ReturnType<typeof bf16Model>, resume: string | null) =>
     new FolderCheckpointStore({
       root,
-      actor: m,
-      critic: null,
+      parts: { actor: m },
       configYaml: "",
-      maxActorToKeep: null,
-      maxCriticToKeep: null,
       resume: resume ? { path: resume, step: 1, extra: {} as ExtraState } : null,
     });
   await store(a, null).save(1, {});

@@ -2,8 +2,14 @@
 // forward's lse and dP = dOg V^T of one row it writes P = exp(scale * S - lse) (masked) over S
 // and dS = scale * P * (dP - delta) over dP, with delta = dO . O of the row's query (read in the
 // op layout [B, T, Hq, D]). A row that saw no key (lse at or below MASKED) gets P = dS = 0.
+// With HALF (f16 precision, as torch's fp16 attention backward): delta is the dot product of O
+// and dO rounded to halves, P is rounded to a half for dV = P^T dO, and dS = round(P (dP - delta))
+// * scale for dQ and dK; P inside dS, dP and delta stay f32.
 
 #include "attention_gemm_rows.wgsl"
+#include "half_round.wgsl"
+
+const HALF: bool = false;
 
 @group(0) @binding(1) var<storage, read_write> s: array<f32>; // [nb, G * T, L]: S in, P out
 @group(0) @binding(2) var<storage, read_write> dp: array<f32>; // [nb, G * T, L]: dP in, dS out
@@ -24,7 +30,10 @@ fn main(
   let h = (r.bh % p.hkv) * p.g + r.g;
   let ob = ((b * p.t + r.t) * p.hkv * p.g + h) * p.d;
   var part = 0.0;
-  for (var c = tid; c < p.d; c += WG) { part += o[ob + c] * dout[ob + c]; }
+  for (var c = tid; c < p.d; c += WG) {
+    if (HALF) { part += round_half(o[ob + c]) * round_half(dout[ob + c]); }
+    else { part += o[ob + c] * dout[ob + c]; }
+  }
   red_a[tid] = part;
   for (var w = WG / 2u; w > 0u; w /= 2u) {
     workgroupBarrier();
@@ -37,7 +46,13 @@ fn main(
   for (var c = tid; c < p.l; c += WG) {
     var pr = 0.0;
     if (seen && visible(r, c)) { pr = exp(s[r.base + c] * p.scale - l); }
-    s[r.base + c] = pr;
-    dp[r.base + c] = pr * (dp[r.base + c] - delta) * p.scale;
+    let ds = pr * (dp[r.base + c] - delta);
+    if (HALF) {
+      s[r.base + c] = round_half(pr);
+      dp[r.base + c] = round_half(ds) * p.scale;
+    } else {
+      s[r.base + c] = pr;
+      dp[r.base + c] = ds * p.scale;
+    }
   }
 }

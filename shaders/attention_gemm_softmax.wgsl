@@ -1,9 +1,13 @@
 // Forward row kernel of the GEMM attention path: the scores S = Qg K^T of one row become, in
 // place, the masked softmax of scale * S, and the row's logsumexp goes to lse. A row that sees no
 // key becomes zeros with lse NEG, as in attention_fwd. Each thread keeps an online (max, sum)
-// over the columns it strides; the workgroup merges them.
+// over the columns it strides; the workgroup merges them. With HALF (f16 precision) P is rounded
+// to halves before P V, as torch's fp16 attention does; S, the softmax and lse stay f32.
 
 #include "attention_gemm_rows.wgsl"
+#include "half_round.wgsl"
+
+const HALF: bool = false;
 
 @group(0) @binding(1) var<storage, read_write> s: array<f32>; // [nb, G * T, L]
 @group(0) @binding(3) var<storage, read_write> lse: array<f32>; // [B, Hq, T] (binding 2 unused)
@@ -44,6 +48,7 @@ fn main(
   for (var c = tid; c < p.l; c += WG) {
     var pr = 0.0;
     if (total > 0.0 && visible(r, c)) { pr = exp(s[r.base + c] * p.scale - l); }
+    if (HALF) { pr = round_half(pr); }
     s[r.base + c] = pr;
   }
   if (tid == 0u) { lse[r.lse_at] = l; }

@@ -59,7 +59,7 @@ def import_torch():
 
 def load_model(path, architecture, device, torch, transformers, auto_class=None, **extra):
     """f32, eager attention, eval mode; `auto_class` (default AutoModelForCausalLM) and `extra`
-    (e.g. num_labels=1) choose another head."""
+    (e.g. num_labels=1, or attn_implementation="sdpa") choose another head or attention."""
     from transformers import AutoModelForCausalLM
 
     auto_class = auto_class or AutoModelForCausalLM

@@ -6,7 +6,7 @@ with a `score` head as AutoModelForTokenClassification with num_labels=1 loads i
 and, for each case, what one update of our trainer did: OUT/<case>/grads.safetensors (the
 gradients accumulated over the micro-batches, before clipping) and OUT/<case>/after.safetensors
 (the weights after the step). This script loads the folders with transformers (f32, eager
-attention, eval mode: no dropout), implements verl's losses (core_algos: agg_loss,
+attention, SDPA under fp16; eval mode: no dropout), implements verl's losses (core_algos: agg_loss,
 compute_policy_loss_vanilla, compute_policy_loss_gspo, compute_value_loss) in plain PyTorch,
 runs the same micro-batch accumulation (losses aggregated against the mini-batch's token and
 sequence counts, verl's global_batch_info), clip_grad_norm_ and torch.optim.AdamW, and prints
@@ -39,8 +39,12 @@ agree to rounding, not bit for bit):
 Mixed precision (written with --precision=fp16; the manifest says so): the torch side runs its
 forward passes under torch.autocast(float16) and its backward on the loss times the loss scale our
 update used (GradScaler's 2^16 at the first step), then divides the gradients by it, as our dump
-does. Autocast also runs attention and the LM head's logits in f16 where we keep f32, so the two
-agree to f16 rounding, not f32's: log-probs and values 2e-2 absolute (logits near 10 are spaced
+does. Its attention is transformers' "sdpa" there (verl trains with flash attention): under
+autocast that is fp16 SDPA (f32 scores and softmax statistics, P rounded to f16 before P V, f32
+accumulation), which our fp16 attention follows; eager attention would round the scores
+themselves to f16. Autocast also rounds the LM head's logits to f16 where we keep f32, and the two
+sides accumulate in other orders and round P at other scales (flash attention rounds exp(S - max)
+before dividing by the row sum), so they agree to f16 rounding, not f32's: log-probs and values 2e-2 absolute (logits near 10 are spaced
 ~8e-3 in f16), gradients 5e-2 of the model's largest gradient (a bias gradient is a sum over
 positions that mostly cancels, so its own largest entry is no scale for f16 error), grad norm 1e-2
 relative, and each parameter's gradient cosine 0.999 or more (measured 0.999997 at the tiny
@@ -281,16 +285,20 @@ def main():
     if not torch.equal((mask.cumsum(-1) - 1).clamp(min=0), batch["position_ids"].long()):
         print("position_ids are not verl's clamp(cumsum(attention_mask) - 1, 0)", file=sys.stderr)
         return 2
+    # fp16: autocast's SDPA, the attention our fp16 mode follows (the docstring says why).
+    attn = "sdpa" if m.get("precision") == "fp16" else "eager"
     print(json.dumps({"transformers": transformers.__version__, "torch": torch.__version__,
-                      "device": device, "shape": m["shape"], "precision": m.get("precision", "fp32")}))
+                      "device": device, "shape": m["shape"], "precision": m.get("precision", "fp32"),
+                      "attention": attn}))
     arch = m["architecture"]
     failed = 0
     for name in [*m["actor_cases"], "value"]:
         if name == "value":
             model = load_model(f"{root}/critic", arch.replace("ForCausalLM", "ForTokenClassification"),
-                               device, torch, transformers, AutoModelForTokenClassification, num_labels=1)
+                               device, torch, transformers, AutoModelForTokenClassification, num_labels=1,
+                               attn_implementation=attn)
         else:
-            model = load_model(f"{root}/actor", arch, device, torch, transformers)
+            model = load_model(f"{root}/actor", arch, device, torch, transformers, attn_implementation=attn)
         for line in run_case(root, name, model, batch, m, device, torch):
             print(json.dumps({"case": name, **line}), flush=True)
             failed += 0 if line["pass"] else 1

@@ -121,9 +121,10 @@ export class DecoderTrunk {
   gradientCheckpointing = false;
   /**
    * Mixed precision of the training and log-prob passes (`hidden`, `tokenLogProbs`): the linear
-   * layers and the LM head multiply f16 copies (held here) with f32 accumulation; attention,
-   * norms, RoPE, the embedding and every weight stay f32. Null: f32. Decoding is not affected
-   * (the rollout's own `dtype` governs it).
+   * layers and the LM head multiply f16 copies (held here) with f32 accumulation, and attention
+   * rounds to halves as torch's fp16 attention (precision "f16"); norms, RoPE, the embedding and
+   * every weight stay f32. Null: f32. Decoding is not affected (the rollout's own `dtype`
+   * governs it).
    */
   mixedPrecision: HalfWeights | null = null;
 
@@ -254,12 +255,14 @@ export class DecoderTrunk {
     ]);
     const p = options.packing, keyMask = options.attentionMask;
     const pass = { adapters: !options.disableAdapters, half: this.mixedPrecision };
+    // Mixed precision rounds attention as torch autocast's fp16 attention does.
+    const precision = pass.half ? "f16" : "f32";
     if (!p) {
       return this.trunk(
         inputIds,
         options.positionIds,
         () => ({
-          attend: (q, k, v) => attention(q, k, v, { keyMask, causal: true }),
+          attend: (q, k, v) => attention(q, k, v, { keyMask, causal: true, precision }),
         }),
         inputIds.shape[1],
         pass,
@@ -268,7 +271,7 @@ export class DecoderTrunk {
     checkPacking(p, inputIds);
     const ids = pack(inputIds, p).reshape([1, p.tokens]); // [1, N]
     const positions = pack(options.positionIds, p).reshape([1, p.tokens]); // [1, N]
-    const attend = packedAttend(p, keyMask);
+    const attend = packedAttend(p, keyMask, { precision });
     const h = this.trunk(ids, positions, () => ({ attend }), inputIds.shape[1], pass);
     return h.reshape([p.tokens, this.config.hiddenSize]); // [N, C]
   }

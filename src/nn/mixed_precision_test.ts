@@ -1,13 +1,15 @@
 /**
  * A tiny model's training pass under mixed precision (f16 operands in every linear layer and the
- * LM head) against the same pass in f32: log-probs and the masters' gradients agree to f16's
- * rounding. Needs shader-f16 (ignored on the CPU adapter).
+ * LM head, attention rounded as torch's fp16 attention) against the same pass in f32: log-probs
+ * and the masters' gradients agree to f16's rounding. Needs shader-f16 (ignored on the CPU
+ * adapter).
  */
 import assert from "node:assert/strict";
-import { backward, sum, Tensor } from "../tensor/mod.ts";
+import { attentionPolicy, backward, sum, Tensor } from "../tensor/mod.ts";
 import { assertClose, gpuTest } from "../testing/mod.ts";
 import { CausalLM } from "./causal_lm.ts";
 import { HalfWeights } from "./half_weights.ts";
+import { packingOf } from "./packing.ts";
 import { TINY_QWEN2, tinyModelConfig, tinyWeights } from "./tiny_model.ts";
 
 gpuTest(
@@ -56,6 +58,39 @@ gpuTest(
       if (ng > 0) {
         assert.ok(dot / Math.sqrt(nm * ng) > 0.999, `${name}: cosine ${dot / Math.sqrt(nm * ng)}`);
       }
+    }
+  },
+  { f16: true },
+);
+
+gpuTest(
+  "mixed precision: the padded and packed passes ask attention for f16 (the GEMM path only)",
+  () => {
+    const config = tinyModelConfig({ ...TINY_QWEN2, numHiddenLayers: 1 });
+    const B = 2, T = 5;
+    const mask = Int32Array.from([0, 0, 1, 1, 1, 1, 1, 1, 1, 1]);
+    const pos = Int32Array.from(mask, (_, i) => Math.max(0, (i % T) - (i < T ? 2 : 0)));
+    const options = {
+      positionIds: Tensor.from(pos, [B, T], "i32"),
+      attentionMask: Tensor.from(mask, [B, T], "i32"),
+    };
+    const ids = Tensor.from(Int32Array.from(mask, (m, i) => m * (3 + i)), [B, T], "i32");
+    const model = CausalLM.fromTensors(config, tinyWeights(config, { seed: 4 }));
+    const saved = attentionPolicy.gemm;
+    attentionPolicy.gemm = "never"; // the row kernels, which have no f16 rounding
+    try {
+      assert.equal(model.hidden(ids, options).shape.join(), `${B},${T},${config.hiddenSize}`);
+      model.mixedPrecision = new HalfWeights();
+      for (const packing of [undefined, packingOf(mask, [B, T])]) {
+        assert.throws(
+          () => model.hidden(ids, { ...options, packing }),
+          /precision f16 runs on the GEMM path only/,
+          packing ? "packed" : "padded",
+        );
+      }
+    } finally {
+      attentionPolicy.gemm = saved;
+      model.dispose();
     }
   },
   { f16: true },

@@ -4,7 +4,7 @@
  * [N, C] instead of [B, T, C]. Attention still runs padded: q, k and v are unpacked into
  * [B, T, H, D] (zeros at the pads, which the key mask hides) and its output packed again.
  */
-import { attention, fmtShape, selectRows, Tensor } from "../tensor/mod.ts";
+import { attention, type AttentionPrecision, fmtShape, selectRows, Tensor } from "../tensor/mod.ts";
 import type { Attend } from "./layers.ts";
 import { view } from "./layers.ts";
 
@@ -64,12 +64,18 @@ export function unpack(x: Tensor, p: Packing): Tensor {
 
 /**
  * Attention for a packed trunk: q [1, N, Hq, D], k and v [1, N, Hkv, D] -> [1, N, Hq, D], by
- * causal attention over the padded layout under the batch's key mask.
+ * causal attention over the padded layout under the batch's key mask, in `options.precision`
+ * (default f32).
  */
-export function packedAttend(p: Packing, keyMask: Tensor): Attend {
+export function packedAttend(
+  p: Packing,
+  keyMask: Tensor,
+  options: { precision?: AttentionPrecision } = {},
+): Attend {
+  const precision = options.precision ?? "f32";
   const padded = (x: Tensor) => unpack(view(x, x.shape.slice(1)), p); // [B, T, H, D]
   return (q, k, v) => {
-    const out = attention(padded(q), padded(k), padded(v), { keyMask, causal: true });
+    const out = attention(padded(q), padded(k), padded(v), { keyMask, causal: true, precision });
     const packed = pack(out, p); // [N, Hq, D]
     return view(packed, [1, ...packed.shape]);
   };

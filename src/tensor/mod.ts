@@ -51,7 +51,12 @@ export {
 } from "./ops/qkv_linear.ts";
 export { adamwRef } from "./ref/adamw.ts";
 export { clipGradNorm, gradNormAndScale } from "./ops/grad_norm.ts";
-export { attention, type AttentionGemm, attentionPolicy } from "./ops/attention.ts";
+export {
+  attention,
+  type AttentionGemm,
+  attentionPolicy,
+  type AttentionPrecision,
+} from "./ops/attention.ts";
 export { pagedAttention, type PagedAttentionOptions } from "./ops/paged_attention.ts";
 export { type PagedCacheWrite, pagedRopeQKIntoCache } from "./ops/paged_rope_cache.ts";
 export { embedding } from "./ops/embedding.ts";

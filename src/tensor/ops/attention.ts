@@ -12,15 +12,15 @@ import {
   validate,
 } from "./attention_common.ts";
 import { decodeApplies, dispatchDecode } from "./attention_decode.ts";
-import { gemmBackward, gemmForward, pairsPerChunk } from "./attention_gemm.ts";
+import { bytesPerPair, gemmBackward, gemmForward, pairsPerChunk } from "./attention_gemm.ts";
 
-export type { AttentionOptions };
+export type { AttentionOptions, AttentionPrecision } from "./attention_common.ts";
 
 registerOp(
   "attention",
   "grouped-query scaled dot-product attention (causal, key padding mask, kv-length views); " +
     "batched GEMMs over (batch, kv head) chunks or flash-style row kernels, saving the row " +
-    "logsumexp; recompute backward for q, k and v",
+    "logsumexp; recompute backward for q, k and v; f32, or f16 rounding as torch's fp16 attention",
 );
 
 // Aim for at least this many workgroups before splitting the key range of a forward pass.
@@ -51,10 +51,18 @@ export const attentionPolicy = {
    * workgroups for the same work, which a large GPU needs when B * Hkv is small.
    */
   keySidePerHead: true,
+  /**
+   * Precision "f16" stores the GEMM path's packed q, k, v and dO as halves where the GPU has
+   * shader-f16; false (or no shader-f16) keeps f32 buffers holding the same rounded values. The
+   * products of halves are exact in f32, so both give the same numbers; halves take half the
+   * memory and bandwidth.
+   */
+  f16Operands: true,
 };
 
 /** Pairs per chunk of the GEMM path for this call, 0 for the row kernels. */
 function gemmChunk(g: Geometry): number {
+  if (g.half) return halfChunk(g);
   if (attentionPolicy.gemm === "never") return 0;
   const cap = Math.min(gpu().limits.maxStorageBufferBindingSize, attentionPolicy.budgetBytes);
   const chunk = g.packed || g.T === 0 || g.L === 0 ? 0 : pairsPerChunk(g, cap);
@@ -66,6 +74,32 @@ function gemmChunk(g: Geometry): number {
     );
   }
   return chunk;
+}
+
+/**
+ * Precision f16 runs on the GEMM path whatever the policy's budget: one pair per chunk where a
+ * pair's scratch alone exceeds it, an error where it exceeds the device's binding size. A call
+ * with no query or no key takes the row kernels, which write its zeros.
+ */
+function halfChunk(g: Geometry): number {
+  if (g.T === 0 || g.L === 0) return 0;
+  const binding = gpu().limits.maxStorageBufferBindingSize;
+  const budget = Math.min(binding, attentionPolicy.budgetBytes);
+  const chunk = Math.max(pairsPerChunk(g, budget), Math.min(1, pairsPerChunk(g, binding)));
+  if (attentionPolicy.gemm === "never" || chunk === 0) {
+    throw new Error(
+      `attention: precision f16 runs on the GEMM path only (policy ${attentionPolicy.gemm}; ` +
+        `B ${g.B}, T ${g.T}, kvLength ${g.L}, Hq ${g.Hq}, Hkv ${g.Hkv}, D ${g.D}: ` +
+        `${bytesPerPair(g)} bytes of scratch per (batch, kv head) pair, binding limit ` +
+        `${binding}); use precision f32, or shorter sequences`,
+    );
+  }
+  return chunk;
+}
+
+/** The dtype of the GEMM path's packed operands for this call. */
+function operandsOf(g: Geometry): "f32" | "f16" {
+  return g.half && attentionPolicy.f16Operands && gpu().hasF16 ? "f16" : "f32";
 }
 
 interface Tile {
@@ -184,7 +218,8 @@ function dispatchBackward(
  * reads kv head floor(h / (Hq / Hkv)). A query row that sees no key (left padding under a causal
  * mask) outputs zeros and gets zero gradients. k/v may be views of a larger cache (`kvLength`).
  * The saved row statistics live until backward or the end of the enclosing scope: run the
- * backward inside the scope that ran the forward. `attentionPolicy` picks the kernels.
+ * backward inside the scope that ran the forward. `attentionPolicy` picks the kernels;
+ * `precision` "f16" rounds as torch's fp16 attention does (AttentionOptions).
  */
 export function attention(q: Tensor, k: Tensor, v: Tensor, options: AttentionOptions = {}): Tensor {
   const g = validate(q, k, v, options);
@@ -192,10 +227,11 @@ export function attention(q: Tensor, k: Tensor, v: Tensor, options: AttentionOpt
   // The forward's row logsumexp, then room for the backward's delta = dO . O per row.
   const stats = Tensor.empty([2, g.B, g.Hq, g.T], "f32", "attention.stats");
   const noGrad = !isGradEnabled() || ![q, k, v].some((t) => t.requiresGrad);
-  const decode = decodeApplies(g, noGrad, options.decodeKernel);
+  const decode = !g.half && decodeApplies(g, noGrad, options.decodeKernel);
   const chunk = decode ? 0 : gemmChunk(g);
+  const run = { chunk, operands: operandsOf(g) };
   if (decode) dispatchDecode(g, q, k, v, { out, lse: stats });
-  else if (chunk > 0) gemmForward(g, { q, k, v }, { out, lse: stats }, chunk);
+  else if (chunk > 0) gemmForward(g, { q, k, v }, { out, lse: stats }, run);
   else dispatchForward(g, q, k, v, out, stats);
   if (noGrad) {
     stats.dispose();
@@ -204,7 +240,7 @@ export function attention(q: Tensor, k: Tensor, v: Tensor, options: AttentionOpt
   return record("attention", [q, k, v], out, (dout) => {
     const grads = chunk > 0
       ? gemmBackward(g, { q, k, v, out, lse: stats }, dout, {
-        chunk,
+        ...run,
         perHead: attentionPolicy.keySidePerHead,
       })
       : dispatchBackward(g, { q, k, v, out, stats }, dout);

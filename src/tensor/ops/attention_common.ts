@@ -27,7 +27,16 @@ export interface AttentionOptions {
    * cache of halves) are read by the decode kernel only.
    */
   decodeKernel?: boolean;
+  /**
+   * "f16": torch autocast's fp16 attention (mixed-precision training): q, k, v and the backward's
+   * dO are rounded to halves, P before P V and P^T dO, dS before dQ and dK; the scores, the
+   * softmax, lse and every product's accumulation stay f32. out and the gradients are f32
+   * tensors holding halves (torch's are f16). Runs on the GEMM path only. Default "f32".
+   */
+  precision?: AttentionPrecision;
 }
+
+export type AttentionPrecision = "f32" | "f16";
 
 const MAX_D = 128;
 
@@ -46,6 +55,8 @@ export interface Geometry {
   mask: Tensor | undefined;
   /** k and v hold IEEE halves (a KV cache of halves), read by the decode kernel only. */
   packed: boolean;
+  /** precision "f16": rounded to halves where torch's fp16 attention is. */
+  half: boolean;
 }
 
 function describe(name: string, t: Tensor | undefined): string {
@@ -83,7 +94,13 @@ export function validate(q: Tensor, k: Tensor, v: Tensor, o: AttentionOptions): 
     fail(`keyMask must be i32 [B, S'] with S' >= kvLength ${L}`);
   }
   const causal = o.causal ?? true;
-  return { B, T, S, L, Hq, Hkv, D, G: Hq / Hkv, off, scale, causal, mask: m, packed };
+  const precision = o.precision ?? "f32";
+  if (precision !== "f32" && precision !== "f16") fail(`precision "${precision}": f32 or f16`);
+  const half = precision === "f16";
+  if (half && (packed || o.decodeKernel === true)) {
+    fail("precision f16 runs on the GEMM path: not with f16 k and v or decodeKernel true");
+  }
+  return { B, T, S, L, Hq, Hkv, D, G: Hq / Hkv, off, scale, causal, mask: m, packed, half };
 }
 
 export function paramFields(g: Geometry): (number | { f32: number } | { i32: number })[] {

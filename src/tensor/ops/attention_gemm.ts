@@ -7,6 +7,13 @@
  *             (delta = dO . O), dV = P^T dOg, dK = dS^T Qg, dQ = dS K.
  * P is never kept between forward and backward; the [nb, G * T, L] score buffers live only inside
  * one call. Operands are packed into and out of the GEMM layout by attention_gemm_pack.
+ *
+ * Under f16 precision (g.half) the numbers are those of torch's fp16 attention: Qg, K, V and dOg
+ * are packed rounded to halves (`operands` "f16" stores them so; "f32" keeps f32 buffers holding
+ * the same values), the row kernels round P and dS in place, every GEMM accumulates in f32, and
+ * out, dq, dk and dv are unpacked rounded to halves (f32 tensors, as the model expects). A
+ * product of two halves is exact in f32, so the stored type changes memory and bandwidth only:
+ * P and dS stay in the f32 score buffers, and no second score-sized buffer is needed.
  */
 import { Tensor } from "../tensor.ts";
 import type { Geometry } from "./attention_common.ts";
@@ -87,60 +94,75 @@ function chunks(p: Plan): { c0: number; nb: number }[] {
   return out;
 }
 
+/** How a call runs: `chunk` pairs at a time; the packed operands' dtype (f16: g.half only). */
+export interface GemmRun {
+  chunk: number;
+  operands: "f32" | "f16";
+}
+
+function operandType(g: Geometry, run: GemmRun): "f32" | "f16" {
+  if (run.operands === "f16" && !g.half) {
+    throw new Error("attention: f16 GEMM operands need precision f16");
+  }
+  return run.operands;
+}
+
 /**
  * out [B, T, Hq, D] and lse (the first B * Hq * T floats of `lse`) of q [B, T, Hq, D] and k, v
- * [B, S, Hkv, D], `chunk` pairs at a time.
+ * [B, S, Hkv, D].
  */
 export function gemmForward(
   g: Geometry,
   x: { q: Tensor; k: Tensor; v: Tensor },
   res: { out: Tensor; lse: Tensor },
-  chunk: number,
+  run: GemmRun,
 ): void {
+  const chunk = run.chunk, dt = operandType(g, run), round = g.half;
   const p = planOf(g, chunk);
-  const qg = Tensor.empty([chunk, p.rows, g.D], "f32", "attention.qg");
-  const kg = Tensor.empty([chunk, g.L, g.D], "f32", "attention.kg");
-  const vg = Tensor.empty([chunk, g.L, g.D], "f32", "attention.vg");
+  const qg = Tensor.empty([chunk, p.rows, g.D], dt, "attention.qg");
+  const kg = Tensor.empty([chunk, g.L, g.D], dt, "attention.kg");
+  const vg = Tensor.empty([chunk, g.L, g.D], dt, "attention.vg");
   const sc = Tensor.empty([chunk, p.rows, g.L], "f32", "attention.scores");
   const og = Tensor.empty([chunk, p.rows, g.D], "f32", "attention.og");
   for (const c of chunks(p)) {
     const qp = p.qPack(c.c0, c.nb), kp = p.kvPack(c.c0, c.nb);
     const d = products(g, p.rows, c.nb, 1);
-    packHeads(x.q, qg, qp);
-    packHeads(x.k, kg, kp);
-    packHeads(x.v, vg, kp);
+    packHeads(x.q, qg, qp, round);
+    packHeads(x.k, kg, kp, round);
+    packHeads(x.v, vg, kp, round);
     gemm(qg, kg, sc, d.scores);
     maskedSoftmax(g, c, { scores: sc, lse: res.lse, dummy: x.k });
     gemm(sc, vg, og, d.byKeys);
-    unpackHeads(og, res.out, qp);
+    unpackHeads(og, res.out, qp, round);
   }
   for (const t of [qg, kg, vg, sc, og]) t.dispose();
 }
 
 /**
- * dq, dk, dv of sum(out * dout), recomputing P from the saved lse, `chunk` pairs at a time. With
- * `perHead`, dK and dV are G products of T rows per pair (more, shorter GEMMs) summed while
- * unpacking, rather than one product over the pair's G * T rows.
+ * dq, dk, dv of sum(out * dout), recomputing P from the saved lse. With `perHead`, dK and dV are
+ * G products of T rows per pair (more, shorter GEMMs) summed while unpacking, rather than one
+ * product over the pair's G * T rows.
  */
 export function gemmBackward(
   g: Geometry,
   saved: { q: Tensor; k: Tensor; v: Tensor; out: Tensor; lse: Tensor },
   dout: Tensor,
-  options: { chunk: number; perHead: boolean },
+  options: GemmRun & { perHead: boolean },
 ): [Tensor, Tensor, Tensor] {
   const { q, k, v } = saved;
   const chunk = options.chunk, parts = options.perHead ? g.G : 1;
+  const dt = operandType(g, options), round = g.half;
   const p = planOf(g, chunk);
   const dq = Tensor.empty(q.shape, "f32", "attention.dq");
   const dk = Tensor.empty(k.shape, "f32", "attention.dk");
   const dv = Tensor.empty(v.shape, "f32", "attention.dv");
   const rowsD = [chunk, p.rows, g.D], keysD = [chunk, g.L, g.D], scoreShape = [chunk, p.rows, g.L];
   const partsD = [chunk, parts, g.L, g.D];
-  const qg = Tensor.empty(rowsD, "f32", "attention.qg");
-  const dog = Tensor.empty(rowsD, "f32", "attention.dog");
+  const qg = Tensor.empty(rowsD, dt, "attention.qg");
+  const dog = Tensor.empty(rowsD, dt, "attention.dog");
   const dqg = Tensor.empty(rowsD, "f32", "attention.dqg");
-  const kg = Tensor.empty(keysD, "f32", "attention.kg");
-  const vg = Tensor.empty(keysD, "f32", "attention.vg");
+  const kg = Tensor.empty(keysD, dt, "attention.kg");
+  const vg = Tensor.empty(keysD, dt, "attention.vg");
   const dkg = Tensor.empty(partsD, "f32", "attention.dkg");
   const dvg = Tensor.empty(partsD, "f32", "attention.dvg");
   const sc = Tensor.empty(scoreShape, "f32", "attention.scores");
@@ -148,19 +170,19 @@ export function gemmBackward(
   for (const c of chunks(p)) {
     const qp = p.qPack(c.c0, c.nb), kp = p.kvPack(c.c0, c.nb);
     const d = products(g, p.rows, c.nb, parts);
-    packHeads(q, qg, qp);
-    packHeads(dout, dog, qp);
-    packHeads(k, kg, kp);
-    packHeads(v, vg, kp);
+    packHeads(q, qg, qp, round);
+    packHeads(dout, dog, qp, round);
+    packHeads(k, kg, kp, round);
+    packHeads(v, vg, kp, round);
     gemm(qg, kg, sc, d.scores);
     gemm(dog, vg, dp, d.scores);
     softmaxGrad(g, c, { scores: sc, dp, lse: saved.lse, out: saved.out, dout, dummy: k });
     gemm(sc, dog, dvg, d.keySide);
     gemm(dp, qg, dkg, d.keySide);
     gemm(dp, kg, dqg, d.byKeys);
-    unpackHeads(dqg, dq, qp);
-    unpackHeads(dkg, dk, { ...kp, parts });
-    unpackHeads(dvg, dv, { ...kp, parts });
+    unpackHeads(dqg, dq, qp, round);
+    unpackHeads(dkg, dk, { ...kp, parts }, round);
+    unpackHeads(dvg, dv, { ...kp, parts }, round);
   }
   for (const t of [qg, dog, dqg, kg, vg, dkg, dvg, sc, dp]) t.dispose();
   return [dq, dk, dv];

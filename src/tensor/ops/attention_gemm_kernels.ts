@@ -3,7 +3,7 @@
  * op layout and the per-(batch, kv head) matrices the batched GEMMs multiply, the masked softmax
  * that writes the row logsumexp, and the backward's P / dS row kernel.
  */
-import { gpu, packParams } from "../../gpu/mod.ts";
+import { type Defines, gpu, packParams } from "../../gpu/mod.ts";
 import type { Tensor } from "../tensor.ts";
 import type { Geometry } from "./attention_common.ts";
 import { grid1d, rowDefines } from "./grid.ts";
@@ -26,26 +26,38 @@ export interface HeadPacking {
   parts?: number;
 }
 
-function packDispatch(entry: "pack" | "unpack", src: Tensor, dst: Tensor, h: HeadPacking) {
-  const count = h.nb * h.G * (entry === "pack" ? h.n : h.R) * h.D;
-  gpu().dispatch({ shader: "attention_gemm_pack", entry, defines: { WG: PACK_WG } }, {
+type PackEntry = "pack" | "pack_half" | "unpack";
+
+function packDispatch(entry: PackEntry, src: Tensor, dst: Tensor, h: HeadPacking, round = false) {
+  const count = h.nb * h.G * (entry === "unpack" ? h.R : h.n) * h.D;
+  const invocations = entry === "pack_half" ? Math.ceil(count / 2) : count; // a word each
+  const defines: Defines = round ? { WG: PACK_WG, ROUND: true } : { WG: PACK_WG };
+  gpu().dispatch({ shader: "attention_gemm_pack", entry, defines }, {
     params: packParams([h.c0, h.nb, h.Hkv, h.G, h.n, h.R, h.D, h.parts ?? 1]),
     buffers: [src.buffer, dst.buffer],
-    workgroups: grid1d(count, PACK_WG),
+    workgroups: grid1d(invocations, PACK_WG),
   });
 }
 
-/** dst [nb, G * n, D] (row g * n + r) <- positions r < n of the pairs' heads of src [B, R, H, D]. */
-export function packHeads(src: Tensor, dst: Tensor, h: HeadPacking): void {
-  packDispatch("pack", src, dst, h);
+/**
+ * dst [nb, G * n, D] (row g * n + r) <- positions r < n of the pairs' heads of src [B, R, H, D]
+ * (f32). An f16 dst gets them rounded to halves; `round` rounds them into an f32 dst as well.
+ */
+export function packHeads(src: Tensor, dst: Tensor, h: HeadPacking, round = false): void {
+  if (src.dtype !== "f32" || (dst.dtype !== "f32" && dst.dtype !== "f16")) {
+    throw new Error(`attention: packs f32 into f32 or f16, got ${src.dtype} -> ${dst.dtype}`);
+  }
+  if (dst.dtype === "f16") packDispatch("pack_half", src, dst, h);
+  else packDispatch("pack", src, dst, h, round);
 }
 
 /**
  * The pairs' heads of dst [B, R, H, D] <- src [nb, G * n, D] (summed over `parts` partials when
- * src is [nb, parts, G * n, D]); positions n .. R - 1 get zeros.
+ * src is [nb, parts, G * n, D]), each rounded to a half with `round`; positions n .. R - 1 get
+ * zeros. Both f32.
  */
-export function unpackHeads(src: Tensor, dst: Tensor, h: HeadPacking): void {
-  packDispatch("unpack", src, dst, h);
+export function unpackHeads(src: Tensor, dst: Tensor, h: HeadPacking, round = false): void {
+  packDispatch("unpack", src, dst, h, round);
 }
 
 /** Which pairs a score matrix [nb, G * T, L] holds. */
@@ -71,10 +83,16 @@ function rowParams(g: Geometry, c: ScoreChunk): ArrayBuffer {
   ]);
 }
 
+/** The row kernels' defines: their workgroup size, and HALF under f16 precision. */
+function rowKernelDefines(g: Geometry): Defines {
+  return g.half ? { ...rowDefines(g.L), HALF: true } : rowDefines(g.L);
+}
+
 /**
- * scores [nb, G * T, L] (Qg K^T) become in place the masked softmax of scale * scores; lse
- * [B, Hq, T] (or the first half of the op's stats) gets each row's logsumexp, NEG for a row that
- * sees no key (then all zeros). `dummy`: any buffer not written here, bound when there is no mask.
+ * scores [nb, G * T, L] (Qg K^T) become in place the masked softmax of scale * scores (rounded to
+ * halves under f16 precision); lse [B, Hq, T] (or the first half of the op's stats) gets each
+ * row's logsumexp, NEG for a row that sees no key (then all zeros). `dummy`: any buffer not
+ * written here, bound when there is no mask.
  */
 export function maskedSoftmax(
   g: Geometry,
@@ -82,7 +100,7 @@ export function maskedSoftmax(
   io: { scores: Tensor; lse: Tensor; dummy: Tensor },
 ): void {
   const rows = c.nb * g.G * g.T;
-  gpu().dispatch({ shader: "attention_gemm_softmax", defines: rowDefines(g.L) }, {
+  gpu().dispatch({ shader: "attention_gemm_softmax", defines: rowKernelDefines(g) }, {
     params: rowParams(g, c),
     buffers: [io.scores.buffer, null, io.lse.buffer, (g.mask ?? io.dummy).buffer],
     workgroups: grid1d(rows, 1),
@@ -92,6 +110,7 @@ export function maskedSoftmax(
 /**
  * From scores (Qg K^T), lse and dp (dOg V^T), each [nb, G * T, L]: scores become P and dp becomes
  * dS = scale * P * (dP - delta), delta = dO . O per query row (out and dout [B, T, Hq, D]).
+ * Under f16 precision P, dS before the scale and the factors of delta are rounded to halves.
  */
 export function softmaxGrad(
   g: Geometry,
@@ -99,7 +118,7 @@ export function softmaxGrad(
   io: { scores: Tensor; dp: Tensor; lse: Tensor; out: Tensor; dout: Tensor; dummy: Tensor },
 ): void {
   const rows = c.nb * g.G * g.T;
-  gpu().dispatch({ shader: "attention_gemm_grad", defines: rowDefines(g.L) }, {
+  gpu().dispatch({ shader: "attention_gemm_grad", defines: rowKernelDefines(g) }, {
     params: rowParams(g, c),
     buffers: [
       io.scores.buffer,

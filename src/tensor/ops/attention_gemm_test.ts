@@ -128,7 +128,7 @@ gpuTest(
     const want = attentionRef(c.dims, x.q, x.k, x.v, { keyMask: x.mask });
     for (const chunk of [1, 2, 6]) {
       const out = Tensor.empty(q.shape), lse = Tensor.empty([2, B, Hq, T]);
-      gemmForward(g, { q, k, v }, { out, lse }, chunk);
+      gemmForward(g, { q, k, v }, { out, lse }, { chunk, operands: "f32" });
       assertClose(await out.toArray(), want.out, {
         atol: 2e-5,
         rtol: 1e-4,

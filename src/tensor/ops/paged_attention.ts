@@ -63,6 +63,7 @@ export function pagedAttention(
     causal: false,
     mask: table,
     packed,
+    half: false,
   };
   if (shapeFor(g) === null) {
     throw new Error(`pagedAttention: ${Hq / Hkv} query heads of size ${D} per kv head do not fit`);

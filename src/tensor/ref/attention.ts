@@ -24,14 +24,15 @@ export interface AttentionRefOptions {
   kvLength?: number;
 }
 
-interface Resolved {
+/** The options resolved: valid keys L, the query offset, the scale and the visibility rule. */
+export interface Resolved {
   L: number;
   off: number;
   scale: number;
   visible: (b: number, t: number, s: number) => boolean;
 }
 
-function resolve(dims: AttentionDims, o: AttentionRefOptions): Resolved {
+export function resolve(dims: AttentionDims, o: AttentionRefOptions): Resolved {
   const L = o.kvLength ?? dims.S;
   const off = o.queryOffset ?? L - dims.T;
   const causal = o.causal ?? true;
@@ -47,7 +48,7 @@ function resolve(dims: AttentionDims, o: AttentionRefOptions): Resolved {
 }
 
 /** Softmax probabilities of one query row over keys [0, L); all zero when no key is visible. */
-function rowProbs(
+export function rowProbs(
   dims: AttentionDims,
   r: Resolved,
   q: ArrayLike<number>,

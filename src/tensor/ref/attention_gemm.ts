@@ -1,8 +1,10 @@
 /**
  * CPU references for the small kernels of the GEMM attention path (shaders/attention_gemm_*.wgsl):
  * the head packing, the masked softmax with its row logsumexp, and the backward's P / dS rows.
- * The whole path is also checked against `attentionRef` (ref/attention.ts).
+ * The whole path is also checked against `attentionRef` (ref/attention.ts), and under f16
+ * precision against `attentionF16Ref` (ref/attention_f16.ts).
  */
+import { roundToF16 } from "../half.ts";
 
 /** As HeadPacking in ops/attention_gemm_kernels.ts: pairs c0 .. c0 + nb - 1 of [B, R, Hkv * G, D]. */
 export interface PackRefDims {
@@ -15,6 +17,8 @@ export interface PackRefDims {
   D: number;
   /** unpack: partial results per element in the packed source, [nb, parts, G * n, D]. */
   parts?: number;
+  /** pack, unpack: round to the nearest half (f16 precision). */
+  half?: boolean;
 }
 
 function wide(p: PackRefDims, bh: number, g: number, r: number, col: number): number {
@@ -29,7 +33,8 @@ export function packHeadsRef(src: ArrayLike<number>, p: PackRefDims): Float32Arr
     for (let g = 0; g < p.G; g++) {
       for (let r = 0; r < p.n; r++) {
         for (let c = 0; c < p.D; c++) {
-          out[((j * p.G + g) * p.n + r) * p.D + c] = src[wide(p, p.c0 + j, g, r, c)];
+          const x = src[wide(p, p.c0 + j, g, r, c)];
+          out[((j * p.G + g) * p.n + r) * p.D + c] = p.half ? roundToF16(x) : x;
         }
       }
     }
@@ -39,7 +44,7 @@ export function packHeadsRef(src: ArrayLike<number>, p: PackRefDims): Float32Arr
 
 /**
  * `dst` (the op layout) with the pairs' heads replaced by `packed` (summed over its `parts`
- * partials), zero at positions >= n.
+ * partials, then rounded to a half with `half`), zero at positions >= n.
  */
 export function unpackHeadsRef(
   packed: ArrayLike<number>,
@@ -55,7 +60,7 @@ export function unpackHeadsRef(
           for (let q = 0; r < p.n && q < (p.parts ?? 1); q++) {
             v += packed[(((j * (p.parts ?? 1) + q) * p.G + g) * p.n + r) * p.D + c];
           }
-          out[wide(p, p.c0 + j, g, r, c)] = v;
+          out[wide(p, p.c0 + j, g, r, c)] = p.half ? roundToF16(v) : v;
         }
       }
     }
@@ -77,6 +82,8 @@ export interface RowRefDims {
   /** [B, maskStride], 1 = real key. */
   keyMask?: ArrayLike<number>;
   maskStride?: number;
+  /** f16 precision: the kernels round P, dS and delta's factors to halves. */
+  half?: boolean;
 }
 
 /** Row `row` of the chunk: its pair, query position, index in lse [B, Hq, T], visibility. */
@@ -112,7 +119,9 @@ export function maskedSoftmaxRef(
     }
     lse[row] = max + Math.log(sum);
     for (let s = 0; s < d.L; s++) {
-      if (info.visible(s)) p[row * d.L + s] = Math.exp(scores[row * d.L + s] * d.scale - lse[row]);
+      if (!info.visible(s)) continue;
+      const pr = Math.exp(scores[row * d.L + s] * d.scale - lse[row]);
+      p[row * d.L + s] = d.half ? roundToF16(pr) : pr;
     }
   }
   return { p, lse, lseAt };
@@ -120,7 +129,8 @@ export function maskedSoftmaxRef(
 
 /**
  * P from scores and lse (indexed like lse [B, Hq, T]; at or below -5e29: no key) and dS = scale *
- * P * (dP - delta), delta = dO . O of the row's query (out, dout [B, T, Hkv * G, D]).
+ * P * (dP - delta), delta = dO . O of the row's query (out, dout [B, T, Hkv * G, D]). With
+ * `half`: delta of O and dO rounded to halves, P rounded, dS = round(P (dP - delta)) * scale.
  */
 export function softmaxGradRef(
   d: RowRefDims & { D: number },
@@ -138,14 +148,15 @@ export function softmaxGradRef(
     const info = rowInfo(d, row);
     const b = Math.floor(info.bh / d.Hkv), h = (info.bh % d.Hkv) * d.G + info.g;
     const ob = ((b * d.T + info.t) * Hq + h) * d.D;
+    const h16 = d.half ? roundToF16 : (v: number) => v;
     let delta = 0;
-    for (let c = 0; c < d.D; c++) delta += x.out[ob + c] * x.dout[ob + c];
+    for (let c = 0; c < d.D; c++) delta += h16(x.out[ob + c]) * h16(x.dout[ob + c]);
     const l = x.lse[info.lseAt];
     for (let s = 0; s < d.L; s++) {
       const i = row * d.L + s;
       const pr = l > -5e29 && info.visible(s) ? Math.exp(x.scores[i] * d.scale - l) : 0;
-      p[i] = pr;
-      ds[i] = pr * (x.dp[i] - delta) * d.scale;
+      p[i] = h16(pr);
+      ds[i] = h16(pr * (x.dp[i] - delta)) * d.scale;
     }
   }
   return { p, ds };

@@ -116,7 +116,7 @@ Deno.test("verl keys with no counterpart are refused with what to do instead", (
       ["rollout.mode=sync", "rollout.mode", "async API"],
       ["model.trust_remote_code=True", "model.trust_remote_code", "no model code is run"],
       ["rollout.agent.num_workers=8", "rollout.agent.num_workers", "agent-loop worker"],
-      ["hybrid_engine=True", "hybrid_engine", "one copy of the weights"],
+      ["hybrid_engine=False", "hybrid_engine", "one copy of the weights"],
       ["model.use_liger=True", "model.use_liger", "fused over vocabulary chunks"],
       ["nccl_timeout=600", "nccl_timeout", "no Ray or NCCL"],
     ]

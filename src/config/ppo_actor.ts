@@ -174,6 +174,14 @@ const refModel = section("The frozen reference policy (used for KL).", {
 });
 
 export const ppoActorRolloutRef = section("Policy, rollout and reference model.", {
+  hybrid_engine: bool(
+    true,
+    "verl's hybrid engine: the actor, its rollout and the reference share one process and one " +
+      "copy of the weights, as they always do here.",
+  ).unsupported(
+    "the actor and its rollout always share one process and one copy of the weights here; " +
+      "separate rollout workers are distributed.backend=nats (docs/scaling.md)",
+  ),
   model: ppoModel,
   actor,
   ref: refModel,

@@ -38,11 +38,6 @@ const RULES: readonly { path: string; why: string }[] = [
     why: "the rollout's sampling is seeded from trainer.seed (a stream per step): set that instead",
   },
   { path: "rollout.agent", why: AGENT_WORKERS },
-  {
-    path: "hybrid_engine",
-    why: "the actor and its rollout always share one process and one copy of the weights here " +
-      "(verl's hybrid engine): remove it",
-  },
   { path: "model.use_liger", why: NO_TORCH_KERNELS },
   { path: "use_fused_kernels", why: NO_TORCH_KERNELS },
   { path: "fused_kernel_options", why: NO_TORCH_KERNELS },

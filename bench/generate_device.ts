@@ -9,7 +9,8 @@
  * --layers N / --vocab N shrink the Qwen2.5 shape (a CPU adapter cannot bind the full embedding).
  * --n N draws N samples from each of batch / N prompts (as GRPO does); --shared-prefill 0 prefills
  * every sample's copy of its prompt instead of each prompt once.
- * --target-groups N / --min-stages N override the skinny matmul's split policy (tuning).
+ * --target-groups N / --min-stages N override the skinny matmul's split policy (tuning); --skinny-max-m N
+ *   the most rows it takes (default 128: more rows go to the tiled kernel).
  * --fused-mlp 0 runs gate, up and SwiGLU as three dispatches instead of one (before/after).
  * --kv f32 | f16 | f32,f16: the KV cache's element type (halves: half the cache bytes per step).
  * --fused-qkv 0 runs the q, k and v projections as three dispatches instead of one (before/after).
@@ -39,6 +40,7 @@ await initGpu();
 const g = gpu();
 skinnyPolicy.targetGroups = Number(arg("target-groups", `${skinnyPolicy.targetGroups}`));
 skinnyPolicy.minStages = Number(arg("min-stages", `${skinnyPolicy.minStages}`));
+skinnyPolicy.maxM = Number(arg("skinny-max-m", `${skinnyPolicy.maxM}`));
 swigluLinearPolicy.enabled = arg("fused-mlp", "1") !== "0";
 qkvLinearPolicy.enabled = arg("fused-qkv", "1") !== "0";
 qkvLinearPolicy.splitK = arg("qkv-split", "1") !== "0";

@@ -8,6 +8,10 @@ import { ConfigError } from "./errors.ts";
 import { getDotted, setDotted } from "./overrides.ts";
 import { Field, type Fields, int, isRef, lookup, type Section } from "./schema.ts";
 
+/** What a per-GPU micro-batch key's doc says of null. */
+export const NULL_MICRO =
+  " null (verl's default) only with use_dynamic_bsz, whose token budget then sizes the passes.";
+
 /** The schema field of a legacy key (null: not set). */
 export function legacyMicroBatch(perGpu: string) {
   return int(

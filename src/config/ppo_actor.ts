@@ -1,5 +1,5 @@
 /** `actor_rollout_ref.*`: the policy model, its PPO update, the reference model and the rollout. */
-import { legacyMicroBatch } from "./legacy_micro.ts";
+import { legacyMicroBatch, NULL_MICRO } from "./legacy_micro.ts";
 import {
   KL_ESTIMATORS,
   LOSS_AGG_MODES,
@@ -53,9 +53,9 @@ const actor = section("The PPO update of the policy.", {
   ppo_micro_batch_size: legacyMicroBatch("ppo_micro_batch_size_per_gpu"),
   ppo_micro_batch_size_per_gpu: int(
     8,
-    "Samples per forward/backward pass; gradients accumulate over a mini-batch.",
+    "Samples per forward/backward pass; gradients accumulate over a mini-batch;" + NULL_MICRO,
     { min: 1 },
-  ),
+  ).orNull(),
   use_dynamic_bsz: bool(
     false,
     "Split mini-batches by token budget (ppo_max_token_len_per_gpu) instead of " +
@@ -159,9 +159,9 @@ const refModel = section("The frozen reference policy (used for KL).", {
   log_prob_micro_batch_size: legacyMicroBatch("log_prob_micro_batch_size_per_gpu"),
   log_prob_micro_batch_size_per_gpu: int(
     ref("actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu"),
-    "Samples per reference forward pass.",
+    "Samples per reference forward pass;" + NULL_MICRO,
     { min: 1 },
-  ),
+  ).orNull(),
   log_prob_use_dynamic_bsz: bool(
     ref("actor_rollout_ref.actor.use_dynamic_bsz"),
     "Split reference forward passes by token budget (log_prob_max_token_len_per_gpu).",

@@ -101,3 +101,31 @@ Deno.test("LoRA keys: target_modules takes a name, a regex or a list; a number i
   );
   assert.equal(load(["critic.model.lora_rank=4"]).critic.model.lora_rank, 4);
 });
+
+Deno.test("a null micro-batch size (verl's default) needs that pass's use_dynamic_bsz", () => {
+  const AR = "actor_rollout_ref";
+  const c = load([
+    `${AR}.actor.ppo_micro_batch_size_per_gpu=null`,
+    `${AR}.rollout.log_prob_micro_batch_size_per_gpu=null`,
+    `${AR}.actor.use_dynamic_bsz=True`,
+  ]);
+  assert.equal(c.actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu, null);
+  // The reference pass follows the rollout's size and budget switch, as in verl.
+  assert.equal(c.actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu, null);
+  assert.equal(c.actor_rollout_ref.ref.log_prob_use_dynamic_bsz, true);
+  assert.throws(
+    () => load([`${AR}.actor.ppo_micro_batch_size_per_gpu=null`]),
+    (e: Error) =>
+      e instanceof ConfigError && e.key === `${AR}.actor.ppo_micro_batch_size_per_gpu` &&
+      /needs actor_rollout_ref\.actor\.use_dynamic_bsz=True/.test(e.message),
+  );
+  assert.throws(
+    () =>
+      load([
+        `${AR}.rollout.log_prob_micro_batch_size_per_gpu=null`,
+        `${AR}.actor.use_dynamic_bsz=True`,
+        `${AR}.rollout.log_prob_use_dynamic_bsz=False`,
+      ]),
+    /rollout\.log_prob_micro_batch_size_per_gpu=null .*rollout\.log_prob_use_dynamic_bsz=True/,
+  );
+});

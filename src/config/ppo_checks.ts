@@ -77,6 +77,7 @@ export function checkPpo(cfg: PpoConfig): void {
     );
   }
   checkSumPiSquared(cfg);
+  checkNullMicroBatches(cfg);
   checkTokenBudgets(cfg);
   checkDapo(cfg);
   checkDistributed(cfg);
@@ -98,6 +99,54 @@ export function checkPpo(cfg: PpoConfig): void {
     throw new ConfigError(
       "trainer.resume_from_path",
       "trainer.resume_mode=resume_path needs trainer.resume_from_path",
+    );
+  }
+}
+
+/**
+ * A null micro-batch size (verl's default) leaves the pass to its token budget, so it needs that
+ * pass's use_dynamic_bsz, as verl requires.
+ */
+function checkNullMicroBatches(cfg: PpoConfig): void {
+  const { actor, rollout, ref } = cfg.actor_rollout_ref, c = cfg.critic;
+  const AR = "actor_rollout_ref";
+  // [micro-batch key, its value, the pass's use_dynamic_bsz key, its value]
+  const passes: [string, number | null, string, boolean][] = [
+    [
+      `${AR}.actor.ppo_micro_batch_size_per_gpu`,
+      actor.ppo_micro_batch_size_per_gpu,
+      `${AR}.actor.use_dynamic_bsz`,
+      actor.use_dynamic_bsz,
+    ],
+    [
+      `${AR}.rollout.log_prob_micro_batch_size_per_gpu`,
+      rollout.log_prob_micro_batch_size_per_gpu,
+      `${AR}.rollout.log_prob_use_dynamic_bsz`,
+      rollout.log_prob_use_dynamic_bsz,
+    ],
+    [
+      `${AR}.ref.log_prob_micro_batch_size_per_gpu`,
+      ref.log_prob_micro_batch_size_per_gpu,
+      `${AR}.ref.log_prob_use_dynamic_bsz`,
+      ref.log_prob_use_dynamic_bsz,
+    ],
+  ];
+  if (criticEnabled(cfg)) {
+    for (const name of ["ppo_micro_batch_size_per_gpu", "forward_micro_batch_size_per_gpu"]) {
+      passes.push([
+        `critic.${name}`,
+        c[name as "ppo_micro_batch_size_per_gpu"],
+        "critic.use_dynamic_bsz",
+        c.use_dynamic_bsz,
+      ]);
+    }
+  }
+  for (const [key, size, flag, dynamic] of passes) {
+    if (size !== null || dynamic) continue;
+    throw new ConfigError(
+      key,
+      `${key}=null leaves the micro-batches to a token budget, which needs ${flag}=True (as in ` +
+        `verl): set ${key} to a number of samples, or turn ${flag} on`,
     );
   }
 }
@@ -180,7 +229,7 @@ function checkSumPiSquared(cfg: PpoConfig): void {
 function checkBatches(
   train: number,
   n: number,
-  o: { mini: number; micro: number; prefix: string },
+  o: { mini: number; micro: number | null; prefix: string },
 ): void {
   const miniKey = `${o.prefix}.ppo_mini_batch_size`;
   const microKey = `${o.prefix}.ppo_micro_batch_size_per_gpu`;
@@ -198,6 +247,7 @@ function checkBatches(
     );
   }
   const miniSamples = o.mini * n;
+  if (o.micro === null) return; // token budgets (checkNullMicroBatches)
   if (o.micro > miniSamples) {
     throw new ConfigError(
       microKey,

@@ -1,5 +1,5 @@
 /** `critic.*`: the value model and its PPO update. */
-import { legacyMicroBatch } from "./legacy_micro.ts";
+import { legacyMicroBatch, NULL_MICRO } from "./legacy_micro.ts";
 import { LOSS_AGG_MODES } from "../algos/mod.ts";
 import {
   loraFields,
@@ -47,15 +47,15 @@ export const ppoCritic = section("The value model (PPO with GAE).", {
   ppo_micro_batch_size: legacyMicroBatch("ppo_micro_batch_size_per_gpu"),
   ppo_micro_batch_size_per_gpu: int(
     ref("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu"),
-    "Samples per critic forward/backward pass.",
+    "Samples per critic forward/backward pass;" + NULL_MICRO,
     { min: 1 },
-  ),
+  ).orNull(),
   forward_micro_batch_size: legacyMicroBatch("forward_micro_batch_size_per_gpu"),
   forward_micro_batch_size_per_gpu: int(
     ref("critic.ppo_micro_batch_size_per_gpu"),
-    "Samples per forward pass when computing values.",
+    "Samples per forward pass when computing values;" + NULL_MICRO,
     { min: 1 },
-  ),
+  ).orNull(),
   use_dynamic_bsz: bool(
     ref("actor_rollout_ref.actor.use_dynamic_bsz"),
     "Split critic passes by token budget (ppo_max_token_len_per_gpu, " +

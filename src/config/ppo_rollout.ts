@@ -1,5 +1,5 @@
 /** `actor_rollout_ref.rollout.*`: sampling settings of the generation engine. */
-import { legacyMicroBatch } from "./legacy_micro.ts";
+import { legacyMicroBatch, NULL_MICRO } from "./legacy_micro.ts";
 import { ENGINE_BLOCK_SIZE } from "../rollout/mod.ts";
 import { ConfigError } from "./errors.ts";
 import { rolloutEngineName } from "./common.ts";
@@ -145,9 +145,9 @@ export const ppoRollout = section("Generation engine and sampling.", {
   log_prob_micro_batch_size: legacyMicroBatch("log_prob_micro_batch_size_per_gpu"),
   log_prob_micro_batch_size_per_gpu: int(
     16,
-    "Samples per forward pass when recomputing old log-probs.",
+    "Samples per forward pass when recomputing old log-probs;" + NULL_MICRO,
     { min: 1 },
-  ),
+  ).orNull(),
   log_prob_use_dynamic_bsz: bool(
     ref("actor_rollout_ref.actor.use_dynamic_bsz"),
     "Split the old log-prob passes by token budget (log_prob_max_token_len_per_gpu).",

@@ -16,7 +16,8 @@ import { type Batch, chunks } from "./batch.ts";
  * whether each micro-batch runs packed.
  */
 export interface MicroBatching {
-  microBatchSize: number;
+  /** Samples per micro-batch; null (verl's default) only with a token budget. */
+  microBatchSize: number | null;
   /** use_remove_padding: the model's token-wise work runs on the real tokens only. */
   removePadding?: boolean;
   /** Tokens per micro-batch (use_dynamic_bsz); null: `microBatchSize` rows each. */
@@ -65,7 +66,10 @@ export function partitionByTokens(lengths: readonly number[], budget: number): n
 
 /** The micro-batches (batch row indices) of `rows` under `m`. */
 export function microBatches(batch: Batch, rows: readonly number[], m: MicroBatching): number[][] {
-  if (m.maxTokenLen == null) return chunks(rows, m.microBatchSize);
+  if (m.maxTokenLen == null) {
+    if (m.microBatchSize == null) throw new Error("microBatches: no micro-batch size or budget");
+    return chunks(rows, m.microBatchSize);
+  }
   const T = batch.promptLength + batch.responseLength;
   if (m.maxTokenLen < T) {
     throw new Error(

@@ -79,6 +79,12 @@ gpuTest("microBatches: the token budget groups rows; a budget below P + R is an 
   const groups = microBatches(b, [0, 1, 2, 3, 4, 5], DYNAMIC);
   assert.ok(groups.length >= 3 && groups.length < 6, JSON.stringify(groups));
   assert.deepEqual(microBatches(b, [5, 0, 1], { microBatchSize: 2 }), [[5, 0], [1]]);
+  // verl's null micro-batch size: the budget alone decides.
+  assert.deepEqual(
+    microBatches(b, [0, 1, 2, 3, 4, 5], { ...DYNAMIC, microBatchSize: null }),
+    groups,
+  );
+  assert.throws(() => microBatches(b, [0], { microBatchSize: null }), /no micro-batch size/);
   assert.throws(
     () => microBatches(b, [0], { microBatchSize: 1, maxTokenLen: 8, budgetKey: "x.max_tok" }),
     /x\.max_tok=8 is below the batch's padded sequence length 9/,

@@ -40,7 +40,7 @@ async function cpuLoop(
     for (const mini of chunks(order, o.miniBatchSize)) {
       let miniTokens = 0;
       for (const b of mini) for (let r = 0; r < R; r++) miniTokens += batch.responseMask[b * R + r];
-      for (const rows of chunks(mini, o.microBatchSize)) {
+      for (const rows of chunks(mini, o.microBatchSize ?? mini.length)) {
         const responseMask = new Int32Array(rows.length * R);
         rows.forEach((b, i) =>
           responseMask.set(batch.responseMask.subarray(b * R, b * R + R), i * R)

@@ -68,12 +68,15 @@ export function appendMetrics(lists: Record<string, number[]>, m: Record<string,
   for (const [k, v] of Object.entries(m)) (lists[k] ??= []).push(v);
 }
 
-/** Micro-batch size (samples) of a forward pass: verl's `*_micro_batch_size_per_gpu`, default 8. */
-export function microBatchSize(cfg: PpoConfig, pass: "actor" | "ref" | "rollout"): number {
+/**
+ * Micro-batch size (samples) of a forward pass: verl's `*_micro_batch_size_per_gpu`; null leaves
+ * it to the pass's token budget (the config checks that use_dynamic_bsz is on).
+ */
+export function microBatchSize(cfg: PpoConfig, pass: "actor" | "ref" | "rollout"): number | null {
   const a = cfg.actor_rollout_ref;
-  if (pass === "actor") return a.actor.ppo_micro_batch_size_per_gpu ?? 8;
-  if (pass === "ref") return a.ref.log_prob_micro_batch_size_per_gpu ?? 8;
-  return a.rollout.log_prob_micro_batch_size_per_gpu ?? 8;
+  if (pass === "actor") return a.actor.ppo_micro_batch_size_per_gpu;
+  if (pass === "ref") return a.ref.log_prob_micro_batch_size_per_gpu;
+  return a.rollout.log_prob_micro_batch_size_per_gpu;
 }
 
 type Pass = "actor" | "ref" | "rollout" | "critic" | "values";

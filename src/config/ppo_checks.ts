@@ -103,46 +103,53 @@ export function checkPpo(cfg: PpoConfig): void {
   }
 }
 
+/** One micro-batched pass of a PPO step: its size key, its use_dynamic_bsz key and its budget. */
+interface MicroPass {
+  size: [key: string, value: number | null];
+  dynamic: [key: string, value: boolean];
+  budget: [key: string, value: number];
+}
+
+/** The passes that run in micro-batches (the critic's only when it is enabled), verl's keys. */
+function microPasses(cfg: PpoConfig): MicroPass[] {
+  const { actor, rollout, ref } = cfg.actor_rollout_ref, c = cfg.critic;
+  const AR = "actor_rollout_ref";
+  const logProb = (at: string, s: typeof rollout | typeof ref): MicroPass => ({
+    size: [`${at}.log_prob_micro_batch_size_per_gpu`, s.log_prob_micro_batch_size_per_gpu],
+    dynamic: [`${at}.log_prob_use_dynamic_bsz`, s.log_prob_use_dynamic_bsz],
+    budget: [`${at}.log_prob_max_token_len_per_gpu`, s.log_prob_max_token_len_per_gpu],
+  });
+  const passes: MicroPass[] = [
+    {
+      size: [`${AR}.actor.ppo_micro_batch_size_per_gpu`, actor.ppo_micro_batch_size_per_gpu],
+      dynamic: [`${AR}.actor.use_dynamic_bsz`, actor.use_dynamic_bsz],
+      budget: [`${AR}.actor.ppo_max_token_len_per_gpu`, actor.ppo_max_token_len_per_gpu],
+    },
+    logProb(`${AR}.rollout`, rollout),
+    logProb(`${AR}.ref`, ref),
+  ];
+  if (criticEnabled(cfg)) {
+    const dynamic: MicroPass["dynamic"] = ["critic.use_dynamic_bsz", c.use_dynamic_bsz];
+    passes.push({
+      size: ["critic.ppo_micro_batch_size_per_gpu", c.ppo_micro_batch_size_per_gpu],
+      dynamic,
+      budget: ["critic.ppo_max_token_len_per_gpu", c.ppo_max_token_len_per_gpu],
+    }, {
+      size: ["critic.forward_micro_batch_size_per_gpu", c.forward_micro_batch_size_per_gpu],
+      dynamic,
+      budget: ["critic.forward_max_token_len_per_gpu", c.forward_max_token_len_per_gpu],
+    });
+  }
+  return passes;
+}
+
 /**
  * A null micro-batch size (verl's default) leaves the pass to its token budget, so it needs that
  * pass's use_dynamic_bsz, as verl requires.
  */
 function checkNullMicroBatches(cfg: PpoConfig): void {
-  const { actor, rollout, ref } = cfg.actor_rollout_ref, c = cfg.critic;
-  const AR = "actor_rollout_ref";
-  // [micro-batch key, its value, the pass's use_dynamic_bsz key, its value]
-  const passes: [string, number | null, string, boolean][] = [
-    [
-      `${AR}.actor.ppo_micro_batch_size_per_gpu`,
-      actor.ppo_micro_batch_size_per_gpu,
-      `${AR}.actor.use_dynamic_bsz`,
-      actor.use_dynamic_bsz,
-    ],
-    [
-      `${AR}.rollout.log_prob_micro_batch_size_per_gpu`,
-      rollout.log_prob_micro_batch_size_per_gpu,
-      `${AR}.rollout.log_prob_use_dynamic_bsz`,
-      rollout.log_prob_use_dynamic_bsz,
-    ],
-    [
-      `${AR}.ref.log_prob_micro_batch_size_per_gpu`,
-      ref.log_prob_micro_batch_size_per_gpu,
-      `${AR}.ref.log_prob_use_dynamic_bsz`,
-      ref.log_prob_use_dynamic_bsz,
-    ],
-  ];
-  if (criticEnabled(cfg)) {
-    for (const name of ["ppo_micro_batch_size_per_gpu", "forward_micro_batch_size_per_gpu"]) {
-      passes.push([
-        `critic.${name}`,
-        c[name as "ppo_micro_batch_size_per_gpu"],
-        "critic.use_dynamic_bsz",
-        c.use_dynamic_bsz,
-      ]);
-    }
-  }
-  for (const [key, size, flag, dynamic] of passes) {
-    if (size !== null || dynamic) continue;
+  for (const { size: [key, size], dynamic: [flag, on] } of microPasses(cfg)) {
+    if (size !== null || on) continue;
     throw new ConfigError(
       key,
       `${key}=null leaves the micro-batches to a token budget, which needs ${flag}=True (as in ` +
@@ -156,39 +163,8 @@ function checkNullMicroBatches(cfg: PpoConfig): void {
  * same: max_token_len >= max_prompt_length + max_response_length).
  */
 function checkTokenBudgets(cfg: PpoConfig): void {
-  const { actor, rollout, ref } = cfg.actor_rollout_ref, c = cfg.critic;
   const T = cfg.data.max_prompt_length + cfg.data.max_response_length;
-  const AR = "actor_rollout_ref";
-  const budgets: [boolean, number, string][] = [
-    [
-      actor.use_dynamic_bsz,
-      actor.ppo_max_token_len_per_gpu,
-      `${AR}.actor.ppo_max_token_len_per_gpu`,
-    ],
-    [
-      rollout.log_prob_use_dynamic_bsz,
-      rollout.log_prob_max_token_len_per_gpu,
-      `${AR}.rollout.log_prob_max_token_len_per_gpu`,
-    ],
-    [
-      ref.log_prob_use_dynamic_bsz,
-      ref.log_prob_max_token_len_per_gpu,
-      `${AR}.ref.log_prob_max_token_len_per_gpu`,
-    ],
-  ];
-  if (criticEnabled(cfg)) {
-    budgets.push([
-      c.use_dynamic_bsz,
-      c.ppo_max_token_len_per_gpu,
-      "critic.ppo_max_token_len_per_gpu",
-    ]);
-    budgets.push([
-      c.use_dynamic_bsz,
-      c.forward_max_token_len_per_gpu,
-      "critic.forward_max_token_len_per_gpu",
-    ]);
-  }
-  for (const [on, tokens, key] of budgets) {
+  for (const { dynamic: [, on], budget: [key, tokens] } of microPasses(cfg)) {
     if (on && tokens < T) {
       throw new ConfigError(
         key,

@@ -129,3 +129,32 @@ Deno.test("a null micro-batch size (verl's default) needs that pass's use_dynami
     /rollout\.log_prob_micro_batch_size_per_gpu=null .*rollout\.log_prob_use_dynamic_bsz=True/,
   );
 });
+
+Deno.test("a token budget below one whole sequence is an error naming its key", () => {
+  const AR = "actor_rollout_ref";
+  const base = ["data.max_prompt_length=16", "data.max_response_length=16"];
+  const budgetError = (overrides: string[], key: string) =>
+    assert.throws(
+      () => load([...base, ...overrides]),
+      (e: Error) =>
+        e instanceof ConfigError && e.key === key && /=31 is below .* = 32/.test(e.message),
+    );
+  budgetError(
+    [`${AR}.actor.use_dynamic_bsz=True`, `${AR}.actor.ppo_max_token_len_per_gpu=31`],
+    `${AR}.actor.ppo_max_token_len_per_gpu`,
+  );
+  budgetError(
+    [`${AR}.ref.log_prob_use_dynamic_bsz=True`, `${AR}.ref.log_prob_max_token_len_per_gpu=31`],
+    `${AR}.ref.log_prob_max_token_len_per_gpu`,
+  );
+  budgetError(
+    [
+      "algorithm.adv_estimator=gae",
+      "critic.use_dynamic_bsz=True",
+      "critic.forward_max_token_len_per_gpu=31",
+    ],
+    "critic.forward_max_token_len_per_gpu",
+  );
+  // Off, a budget is not read.
+  load([...base, `${AR}.actor.ppo_max_token_len_per_gpu=31`]);
+});

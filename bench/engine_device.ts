@@ -180,6 +180,7 @@ for (const m of modes) {
   await g.sync();
   g.pool.resetPeak();
   const r = g.recorder;
+  r.timeHost = true;
   const rec0 = {
     dispatches: r.dispatches,
     bindGroups: r.bindGroups,

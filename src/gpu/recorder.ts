@@ -31,8 +31,10 @@ export class Recorder {
   bindGroups = 0;
   /** Host milliseconds spent making them (benchmarks: how much of recording they cost). */
   bindGroupMs = 0;
-  /** Host milliseconds spent in `dispatch` in all (benchmarks). */
+  /** Host milliseconds spent in `dispatch` in all, counted while `timeHost` is set (benchmarks). */
   dispatchMs = 0;
+  /** Whether `dispatch` times itself into `dispatchMs` (off: no clock reads on the hot path). */
+  timeHost = false;
   /** When set, every dispatch runs in its own timed pass (see `Gpu.profile`). */
   profiler: KernelProfiler | null = null;
 
@@ -72,7 +74,7 @@ export class Recorder {
     buffers: (Binding | null)[],
     [x, y, z]: [number, number, number],
   ): void {
-    const d0 = performance.now();
+    const d0 = this.timeHost ? performance.now() : 0;
     if (params && this.#arenaUsed + SLOT > ARENA_BYTES) this.flush();
     const entries: GPUBindGroupEntry[] = [];
     let key = `${this.#id(pipeline)}`;
@@ -116,7 +118,7 @@ export class Recorder {
     if (timed) this.#endPass();
     this.#commands++;
     this.dispatches++;
-    this.dispatchMs += performance.now() - d0;
+    if (this.timeHost) this.dispatchMs += performance.now() - d0;
   }
 
   upload(dst: GPUBuffer, data: ArrayBufferView, dstOffset: number): void {

@@ -86,9 +86,9 @@ export function fsdpConfigSection(role: string) {
             "layers' inputs and weights, the LM head's included, with f32 accumulation, keeps f32 " +
             "master weights and AdamW moments, and scales the loss dynamically (torch GradScaler: " +
             "2^16 at start, halved and the step skipped on an inf/NaN gradient, doubled after 2000 " +
-            "good steps); attention, norms, RoPE and LoRA-adapted modules stay f32. An adapter " +
-            "without shader-f16 runs " +
-            "f32 with one notice. Default fp32 (verl's FSDP default is bf16): WebGPU has no bf16 " +
+            "good steps); attention rounds q, k, v, its probabilities and their gradients to " +
+            "halves as torch's fp16 SDPA does (f32 sums); norms, RoPE and LoRA-adapted modules " +
+            "stay f32. An adapter without shader-f16 runs f32 with one notice. Default fp32 (verl's FSDP default is bf16): WebGPU has no bf16 " +
             "and no tensor cores, so f16 is not faster here, and f32 is the exact path.",
         ),
         reduce_dtype: oneOf(PRECISION_NAMES, "fp32", "Dtype of gradient reduction.").unsupported(

@@ -38,7 +38,8 @@ async function timed(fn: () => Promise<unknown>): Promise<number> {
 
 await initGpu();
 const g = gpu();
-skinnyPolicy.targetGroups = Number(arg("target-groups", `${skinnyPolicy.targetGroups}`));
+const targetGroups = arg("target-groups", "");
+if (targetGroups) skinnyPolicy.targetGroups = Number(targetGroups);
 skinnyPolicy.minStages = Number(arg("min-stages", `${skinnyPolicy.minStages}`));
 skinnyPolicy.maxM = Number(arg("skinny-max-m", `${skinnyPolicy.maxM}`));
 swigluLinearPolicy.enabled = arg("fused-mlp", "1") !== "0";

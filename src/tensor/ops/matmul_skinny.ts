@@ -32,8 +32,14 @@ export const skinnyPolicy = {
    * here against 23.3 ms with the tiled kernel (`generate_device.ts --skinny-max-m`).
    */
   maxM: 256,
-  /** Workgroups wanted per product (about two per multiprocessor): fewer blocks split K. */
-  targetGroups: 264,
+  /**
+   * Workgroups wanted per product: fewer blocks split K. null: three per multiprocessor where the
+   * GPU's count is known, else 264. On an H100 (132 multiprocessors) three per multiprocessor
+   * (396) took a 0.5B decode step (f16 weights and KV cache) from 7.28-7.35 to 6.81-6.83 ms at
+   * B 64 and from 21.95 to 20.27 ms at B 256; 330, 360 and 462 fell between, 528 and 1056 were
+   * slower (`generate_device.ts --target-groups`).
+   */
+  targetGroups: null as number | null,
   /** Fewest K stages per split, so a split's loads and stores stay amortised. */
   minStages: 3,
 };
@@ -76,12 +82,18 @@ function checkConfig(c: SkinnyConfig): void {
   if (!ok) throw new Error(`matmul: skinny config ${JSON.stringify(c)} is invalid on this device`);
 }
 
-/** Splits of K that bring the product near `targetGroups` workgroups. */
+/** The workgroups a skinny product aims at (`skinnyPolicy.targetGroups`). */
+export function skinnyTargetGroups(): number {
+  const mp = gpu().multiprocessors;
+  return skinnyPolicy.targetGroups ?? (mp === null ? 264 : 3 * mp);
+}
+
+/** Splits of K that bring the product near `skinnyTargetGroups()` workgroups. */
 export function skinnySplits(d: SkinnyDims, c: SkinnyConfig): number {
   const blocks = Math.ceil(d.n / (c.wgX * c.tn)) * Math.ceil(d.m / (c.wgY * c.tm));
   const stages = Math.ceil(d.k / c.bk);
   const most = Math.max(1, Math.floor(stages / skinnyPolicy.minStages));
-  return Math.max(1, Math.min(Math.ceil(skinnyPolicy.targetGroups / blocks), most));
+  return Math.max(1, Math.min(Math.ceil(skinnyTargetGroups() / blocks), most));
 }
 
 /** Whether `gemm` should run this product on the skinny kernel. */

@@ -7,7 +7,7 @@ import type { KernelSpec } from "../../gpu/mod.ts";
 import { gpu } from "../../gpu/mod.ts";
 import { isGradEnabled, isRecomputedLater } from "../grad_mode.ts";
 import { fmtShape, type Tensor } from "../tensor.ts";
-import { skinnyConfig, skinnyPolicy } from "./matmul_skinny.ts";
+import { skinnyConfig, skinnyPolicy, skinnyTargetGroups } from "./matmul_skinny.ts";
 
 /** Threads along N (wgX, 4 weight rows each) and M (wgY, tm rows of x each), K per stage. */
 export interface FusedSkinnyConfig {
@@ -117,7 +117,7 @@ export function fusedSplitK(
   let wanted = options.forced ?? 1;
   if (options.forced === undefined && options.auto && !gpu().isCpuAdapter) {
     const most = Math.max(1, Math.floor(Math.ceil(k / c.bk) / skinnyPolicy.minStages));
-    wanted = Math.max(1, Math.min(Math.ceil(skinnyPolicy.targetGroups / options.blocks), most));
+    wanted = Math.max(1, Math.min(Math.ceil(skinnyTargetGroups() / options.blocks), most));
     // Two slices do not pay for the partials' round trip: on an H200 the gate/up product of 64
     // rows (152 blocks) took 0.17 ms more per decode step split in two than unsplit.
     if (wanted < 3) wanted = 1;

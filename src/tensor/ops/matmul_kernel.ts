@@ -103,6 +103,22 @@ export interface GemmOptions {
   tile?: TileName | TileConfig;
   /** K splits of a single tiled product; default from `splitPolicy` (tests force it). */
   splits?: number;
+  /** A second product joined along K (shaders/matmul_cat.wgsl); single products only. */
+  cat?: GemmCat | null;
+}
+
+/**
+ * The second product of C = op(A) @ op(B) + scale op(A2) @ op(B2): A2 stored [M, K2] (or
+ * [K2, M] with transA), B2 [K2, N] (or [N, K2] with transB); K2 may be any size.
+ */
+export interface GemmCat {
+  a: Tensor;
+  b: Tensor;
+  k: number;
+  transA: boolean;
+  transB: boolean;
+  /** Factor on op(B2), applied as it is loaded. */
+  scale: number;
 }
 
 /** When a single tiled product splits K. Mutable for benchmarks. */
@@ -113,16 +129,29 @@ export const splitPolicy = {
    * of K; split, the same product runs as many blocks as MIN_BLOCKS asks for.
    */
   minStages: 16,
+  /**
+   * Thin products (an output side of at most `thinSide`, such as a LoRA rank) split K further:
+   * toward `thinBlocks` blocks of at least `thinMinStages` K steps each. Their 32x32 blocks of
+   * 64 threads are latency-bound, one K step after the other, so a split's time follows its
+   * K steps while the GPU holds thousands of such blocks at once; the partial sums are small,
+   * being thin. bench/gemm_shapes_device.ts --lora=R times the split counts around these.
+   */
+  thinSide: 64,
+  thinBlocks: 2048,
+  thinMinStages: 4,
 };
 
-/** K splits that bring a single product of few blocks near MIN_BLOCKS (1: no split). */
+/** K splits that bring a single product of few blocks near its block target (1: no split). */
 export function tiledSplits(d: Gemm, tile: TileConfig): number {
   if (d.batch !== 1 || gpu().isCpuAdapter) return 1;
   const { bm, bn } = tileShape(tile);
   const blocks = Math.ceil(d.m / bm) * Math.ceil(d.n / bn);
-  if (blocks >= MIN_BLOCKS) return 1;
-  const most = Math.floor(Math.ceil(d.k / tile.bk) / splitPolicy.minStages);
-  return Math.max(1, Math.min(Math.ceil(MIN_BLOCKS / blocks), most));
+  const thin = Math.min(d.m, d.n) <= splitPolicy.thinSide;
+  const target = thin ? splitPolicy.thinBlocks : MIN_BLOCKS;
+  if (blocks >= target) return 1;
+  const minStages = thin ? splitPolicy.thinMinStages : splitPolicy.minStages;
+  const most = Math.floor(Math.ceil(d.k / tile.bk) / minStages);
+  return Math.max(1, Math.min(Math.ceil(target / blocks), most));
 }
 
 /** Records the GEMM dispatches writing `out` (f32, [batch, M, N] contiguous). */
@@ -130,8 +159,10 @@ export function gemm(a: Tensor, b: Tensor, out: Tensor, d: Gemm, options: GemmOp
   const g = gpu();
   const residual = options.residual ?? null;
   if (residual) checkResidual(residual, out);
+  const cat = options.cat ?? null;
+  if (cat && d.batch !== 1) throw new Error(`matmul: a K-joined product is single, got ${d.batch}`);
   if (d.batch === 0 || d.m === 0 || d.n === 0) return;
-  if (options.tile === undefined && skinnyApplies(a, b, d)) {
+  if (!cat && options.tile === undefined && skinnyApplies(a, b, d)) {
     gemmSkinny(a, b, out, d, { bias: options.bias, residual });
     return;
   }
@@ -141,9 +172,9 @@ export function gemm(a: Tensor, b: Tensor, out: Tensor, d: Gemm, options: GemmOp
   checkTile(tile);
   const { bm, bn } = tileShape(tile);
   const bias = options.bias ?? null;
-  const f16 = a.dtype === "f16" || b.dtype === "f16" || bias?.dtype === "f16";
-  const spec: KernelSpec = {
-    shader: "matmul",
+  const f16 = [a, b, bias, cat?.a, cat?.b].some((t) => t?.dtype === "f16");
+  const k = d.k + (cat?.k ?? 0); // the whole K loop, both products of a K-joined one
+  const kernel: Omit<KernelSpec, "shader"> = {
     entry: epilogueEntry(bias, residual),
     f16,
     defines: {
@@ -157,34 +188,55 @@ export function gemm(a: Tensor, b: Tensor, out: Tensor, d: Gemm, options: GemmOp
       A_T: a.dtype,
       B_T: b.dtype,
       BIAS_T: bias?.dtype ?? "f32",
+      ...(cat ? catDefines(cat) : {}),
     },
   };
-  const stages = Math.ceil(d.k / tile.bk);
-  const wanted = Math.max(1, Math.min(options.splits ?? tiledSplits(d, tile), stages));
+  const spec: KernelSpec = cat
+    ? { shader: "matmul_cat", ...kernel }
+    : { shader: "matmul", ...kernel };
+  const stages = Math.ceil(k / tile.bk);
+  const wanted = Math.max(1, Math.min(options.splits ?? tiledSplits({ ...d, k }, tile), stages));
   const kSplit = Math.ceil(stages / wanted) * tile.bk;
-  const splits = Math.ceil(d.k / kSplit);
+  const splits = Math.ceil(k / kSplit);
+  // matmul_cat.wgsl's fields after the shared eight: the seam K1 and the factor on op(B2).
+  const more = cat ? [d.k, { f32: cat.scale }] : [];
   if (splits > 1) {
     if (d.batch !== 1) throw new Error(`matmul: split-K needs a single product, got ${d.batch}`);
     const part = Tensor.empty([splits, d.m, d.n], "f32", "matmul_split");
     g.dispatch({ ...spec, entry: "main" }, {
-      params: packParams([d.m, d.n, d.k, d.strideA, d.strideB, d.m * d.n, 0, kSplit]),
-      buffers: [a.buffer, b.buffer, part.buffer],
+      params: packParams([d.m, d.n, k, d.strideA, d.strideB, d.m * d.n, 0, kSplit, ...more]),
+      buffers: catBuffers([a.buffer, b.buffer, part.buffer], cat),
       workgroups: [Math.ceil(d.n / bn), Math.ceil(d.m / bm), splits],
     });
     sumSplits(part, out, { m: d.m, n: d.n, splits, bias, residual });
     part.dispose();
     return;
   }
-  const buffers = epilogueBuffers([a.buffer, b.buffer, out.buffer], bias, residual);
+  const buffers = catBuffers(
+    epilogueBuffers([a.buffer, b.buffer, out.buffer], bias, residual),
+    cat,
+  );
   // A dispatch's z dimension is capped by the device; larger batches go in slices.
   const maxZ = g.limits.maxComputeWorkgroupsPerDimension;
   for (let off = 0; off < d.batch; off += maxZ) {
     g.dispatch(spec, {
-      params: packParams([d.m, d.n, d.k, d.strideA, d.strideB, d.m * d.n, off, d.k]),
+      params: packParams([d.m, d.n, k, d.strideA, d.strideB, d.m * d.n, off, k, ...more]),
       buffers,
       workgroups: [Math.ceil(d.n / bn), Math.ceil(d.m / bm), Math.min(maxZ, d.batch - off)],
     });
   }
+}
+
+function catDefines(cat: GemmCat): Record<string, string | boolean> {
+  return { TRANS_A2: cat.transA, TRANS_B2: cat.transB, A2_T: cat.a.dtype, B2_T: cat.b.dtype };
+}
+
+/** The bindings of a K-joined product: the epilogue's five, then A2 at 6 and B2 at 7. */
+function catBuffers(base: (GPUBuffer | null)[], cat: GemmCat | null): (GPUBuffer | null)[] {
+  if (!cat) return base;
+  const out = [...base];
+  while (out.length < 5) out.push(null);
+  return [...out, cat.a.buffer, cat.b.buffer];
 }
 
 function checkResidual(r: Tensor, out: Tensor): void {

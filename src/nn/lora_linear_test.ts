@@ -3,7 +3,7 @@
  * composition x W^T + b + residual + s (x A^T) B^T built from plain ops, and against finite
  * differences of a CPU loss.
  */
-import { add, backward, cast, linear, mul, mulScalar, sum, Tensor } from "../tensor/mod.ts";
+import { add, backward, linear, mul, mulScalar, sum, Tensor } from "../tensor/mod.ts";
 import { assertClose, finiteDiff, gpuTest, randomArray } from "../testing/mod.ts";
 import type { LoraPair } from "./lora.ts";
 import { loraLinear } from "./lora_linear.ts";

@@ -2,8 +2,8 @@
  * The LoRA half of bench/gemm_shapes_device.ts (`--lora=R`): for one linear layer, the thin
  * products at every K split count, and the adapted layer's dispatch sequences as they were
  * (separate low-rank product, then an add over the output) and as `loraLinear` runs them now
- * (the low-rank product joined to the base one along K, `matmulCat`), each under the thin split
- * policy before and after. One JSON line per measurement.
+ * (the low-rank product joined to the base one along K, `matmulCat`). One JSON line per
+ * measurement.
  */
 import {
   accumulate,
@@ -13,13 +13,9 @@ import {
   matmulCat,
   pickTile,
   scaleInPlace,
-  splitPolicy,
   Tensor,
 } from "../src/tensor/mod.ts";
 import { timeGpu } from "./gpu_timer.ts";
-
-/** The split policy of thin products before the K-joined path: the one of every product. */
-const OLD_POLICY = { thinBlocks: 240, thinMinStages: 16 };
 
 export interface LoraOperands {
   x: Tensor; // [N, in]
@@ -41,7 +37,10 @@ interface Thin {
   k: number;
 }
 
-/** u = x A^T, gu = g B, dB = g^T u, dA = gu^T x at split counts 1, 2, 4, ... (default tile). */
+/**
+ * u = x A^T, gu = g B, dB = g^T u, dA = gu^T x with the default tile at split counts 1, 2, 4, ...
+ * and at the count `splitPolicy` picks ("default"): how far more blocks pay for thin products.
+ */
 export async function timeThinSplits(
   o: LoraOperands,
   reps: number,
@@ -58,7 +57,7 @@ export async function timeThinSplits(
     const tile = pickTile(1, p.m, p.n);
     const d = { batch: 1, ...p, strideA: 0, strideB: 0 };
     const stages = Math.ceil(p.k / tile.bk);
-    const counts: (number | "old" | "default")[] = ["old", "default"];
+    const counts: (number | "default")[] = ["default"];
     for (let s = 1; s <= Math.min(128, stages); s *= 2) counts.push(s);
     for (const splits of counts) {
       const run = () => {
@@ -66,7 +65,7 @@ export async function timeThinSplits(
         gemm(p.a, p.b, out, d, typeof splits === "number" ? { splits } : {});
         out.dispose();
       };
-      const t = await withPolicy(splits === "old", () => timeGpu(run, { reps, perSpan: 8 }));
+      const t = await timeGpu(run, { reps, perSpan: 8 });
       const tflops = +(2 * p.m * p.n * p.k / (t.medianMs * 1e9)).toFixed(2);
       console.log(JSON.stringify({
         fig: "lora_thin_split",
@@ -87,7 +86,7 @@ export async function timeThinSplits(
  * The adapted layer's forward and input gradient, old and new sequences, `w` f32 or f16:
  * fwd_old: y = x W^T, u = x A^T, v = u B^T, y += s v; fwd_new: u = x A^T, y = [x | u] @ [W | sB]^T.
  * dx_old: gl = s g B, dx = g W, dx += gl A; dx_new: gl = g B, dx = [g | gl] @ [W ; s A].
- * dAB: dB = s g^T u, dA = s gl^T x (the same dispatches in both; the split policy differs).
+ * dAB: dB = s g^T u, dA = s gl^T x (the same dispatches either way).
  */
 export async function timeLoraPaths(
   o: LoraOperands,
@@ -130,26 +129,8 @@ export async function timeLoraPaths(
     },
   };
   for (const [seq, fn] of Object.entries(seqs)) {
-    for (const old of [true, false]) {
-      const t = await withPolicy(old, () => timeGpu(fn, { reps, perSpan: 4 }));
-      console.log(JSON.stringify({
-        fig: "lora_path",
-        ...tags,
-        w: w.dtype,
-        seq,
-        policy: old ? "old" : "new",
-        us: +(t.medianMs * 1e3).toFixed(1),
-      }));
-    }
-  }
-}
-
-async function withPolicy<T>(old: boolean, fn: () => Promise<T>): Promise<T> {
-  const saved = { thinBlocks: splitPolicy.thinBlocks, thinMinStages: splitPolicy.thinMinStages };
-  if (old) Object.assign(splitPolicy, OLD_POLICY);
-  try {
-    return await fn();
-  } finally {
-    Object.assign(splitPolicy, saved);
+    const t = await timeGpu(fn, { reps, perSpan: 4 });
+    const us = +(t.medianMs * 1e3).toFixed(1);
+    console.log(JSON.stringify({ fig: "lora_path", ...tags, w: w.dtype, seq, us }));
   }
 }

@@ -129,29 +129,16 @@ export const splitPolicy = {
    * of K; split, the same product runs as many blocks as MIN_BLOCKS asks for.
    */
   minStages: 16,
-  /**
-   * Thin products (an output side of at most `thinSide`, such as a LoRA rank) split K further:
-   * toward `thinBlocks` blocks of at least `thinMinStages` K steps each. Their 32x32 blocks of
-   * 64 threads are latency-bound, one K step after the other, so a split's time follows its
-   * K steps while the GPU holds thousands of such blocks at once; the partial sums are small,
-   * being thin. bench/gemm_shapes_device.ts --lora=R times the split counts around these.
-   */
-  thinSide: 64,
-  thinBlocks: 2048,
-  thinMinStages: 4,
 };
 
-/** K splits that bring a single product of few blocks near its block target (1: no split). */
+/** K splits that bring a single product of few blocks near MIN_BLOCKS (1: no split). */
 export function tiledSplits(d: Gemm, tile: TileConfig): number {
   if (d.batch !== 1 || gpu().isCpuAdapter) return 1;
   const { bm, bn } = tileShape(tile);
   const blocks = Math.ceil(d.m / bm) * Math.ceil(d.n / bn);
-  const thin = Math.min(d.m, d.n) <= splitPolicy.thinSide;
-  const target = thin ? splitPolicy.thinBlocks : MIN_BLOCKS;
-  if (blocks >= target) return 1;
-  const minStages = thin ? splitPolicy.thinMinStages : splitPolicy.minStages;
-  const most = Math.floor(Math.ceil(d.k / tile.bk) / minStages);
-  return Math.max(1, Math.min(Math.ceil(target / blocks), most));
+  if (blocks >= MIN_BLOCKS) return 1;
+  const most = Math.floor(Math.ceil(d.k / tile.bk) / splitPolicy.minStages);
+  return Math.max(1, Math.min(Math.ceil(MIN_BLOCKS / blocks), most));
 }
 
 /** Records the GEMM dispatches writing `out` (f32, [batch, M, N] contiguous). */

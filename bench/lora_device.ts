@@ -100,6 +100,8 @@ async function child(shape: string, rank: number): Promise<void> {
   console.log(JSON.stringify({ adapter: g.adapterName, f16: g.hasF16, shape, mode, trainable }));
   let last: Record<string, number> = {};
   if (num("splitk", 1) === 0) splitPolicy.minStages = Infinity;
+  // --waves=0: the split rule that ignores the GPU's multiprocessor count (before/after runs).
+  if (num("waves", 1) === 0) splitPolicy.waves = false;
   for (let step = 1; step <= steps; step++) {
     const run = () => trainStep(parts, step, parts.trainLoader.next()!);
     let m: Record<string, number> = {};

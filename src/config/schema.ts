@@ -55,6 +55,8 @@ export interface FieldSpec {
   inertWhile?: string;
   /** A key verl derives from its `${...}` default: any other value is refused naming that key. */
   derived?: boolean;
+  /** Words an `int` key also takes (verl's SFT `save_freq: after_each_epoch`). */
+  words?: readonly string[];
 }
 
 /** Anything that lists valid names, such as a `Registry` of estimators or loggers. */
@@ -153,6 +155,16 @@ export function int(def: null, doc: string, o?: NumOpts): Field<number | null>;
 export function int(def: number | Ref, doc: string, o?: NumOpts): Field<number>;
 export function int(def: number | Ref | null, doc: string, o: NumOpts = {}) {
   return make({ kind: "int", default: def, doc, ...o });
+}
+
+/** An integer key that also takes the given words, e.g. verl's `after_each_epoch`. */
+export function intOrWord<const W extends string>(
+  def: number,
+  words: readonly W[],
+  doc: string,
+  o: NumOpts = {},
+): Field<number | W> {
+  return make({ kind: "int", default: def, doc, words, ...o });
 }
 
 /** A floating-point key (integers are accepted). */

@@ -21,6 +21,7 @@ import {
   floatList,
   type Infer,
   int,
+  intOrWord,
   map,
   oneOf,
   paths,
@@ -29,6 +30,9 @@ import {
   strList,
 } from "./schema.ts";
 import { LOGGERS } from "../tracking/mod.ts";
+
+/** verl's word for "every epoch's last step" in the SFT trainer's save_freq and test_freq. */
+export const EPOCH_WORDS = ["after_each_epoch"] as const;
 
 export const sftRoot = section("Supervised fine-tuning.", {
   data: section("Prompt/response pairs.", {
@@ -72,7 +76,10 @@ export const sftRoot = section("Supervised fine-tuning.", {
         "Boolean column given to the chat template as enable_thinking (where present).",
       ),
     }),
-    seed: int(1, "Seed of the shuffle."),
+    seed: int(
+      1,
+      "Seed of the random row choice of train_max_samples and val_max_samples (trainer.seed orders each epoch).",
+    ),
     balance_dp_token: bool(false, "verl: normalise the loss by the tokens of all data ranks.")
       .unsupported("one process trains: the loss is normalised by its own tokens"),
     chat_template: str(null, "verl: a chat template given in the config.").unsupported(
@@ -168,8 +175,18 @@ export const sftRoot = section("Supervised fine-tuning.", {
       choices: LOGGERS,
     }),
     seed: int(1, "Seed of model init and shuffles."),
-    save_freq: int(-1, "Checkpoint every N steps; -1 = end only.", { min: -1 }),
-    test_freq: int(-1, "Validate every N steps; -1 = end only.", { min: -1 }),
+    save_freq: intOrWord(
+      -1,
+      EPOCH_WORDS,
+      "Checkpoint every N steps (at least 1), or after_each_epoch; -1 = end only.",
+      { min: -1 },
+    ),
+    test_freq: intOrWord(
+      -1,
+      EPOCH_WORDS,
+      "Validate every N steps (at least 1), or after_each_epoch; -1 = end only.",
+      { min: -1 },
+    ),
     max_ckpt_to_keep: int(null, "Keep only the newest N checkpoints.", { min: 1 }),
     ...deviceCounts(),
     device: oneOf(["webgpu", "cpu"], "webgpu", "webgpu or the CPU reference path."),
@@ -195,6 +212,15 @@ export const sftTrainerSchema: ConfigSchema<typeof sftRoot> = {
         "trainer.resume_from_path",
         "trainer.resume_mode=resume_path needs trainer.resume_from_path",
       );
+    }
+    for (const key of ["save_freq", "test_freq"] as const) {
+      if (cfg.trainer[key] === 0) {
+        throw new ConfigError(
+          `trainer.${key}`,
+          `trainer.${key}=0 names no step (verl divides by it): use a step count of at least 1, ` +
+            `after_each_epoch, or -1 for the end only`,
+        );
+      }
     }
     const { train_batch_size: b, micro_batch_size_per_gpu: m } = cfg.data;
     if (m > b) {

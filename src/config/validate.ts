@@ -119,6 +119,7 @@ function checkKind(key: string, v: unknown, spec: FieldSpec): void {
   }
   switch (spec.kind) {
     case "int":
+      if (typeof v === "string" && spec.words?.includes(v)) return;
       if (typeof v !== "number" || !Number.isInteger(v)) fail();
       return checkRange(key, v as number, spec);
     case "float":
@@ -177,7 +178,7 @@ function checkRange(key: string, v: number, spec: FieldSpec): void {
 /** Human description of what a field accepts. */
 export function expected(spec: FieldSpec): string {
   const base = {
-    int: "an integer",
+    int: spec.words ? `an integer or ${spec.words.join(", ")}` : "an integer",
     float: "a number",
     bool: "a boolean (true/false)",
     str: "a string",

@@ -1,6 +1,7 @@
 import { BufferPool } from "./buffer_pool.ts";
 import { formatBytes, GpuError } from "./errors.ts";
 import { type KernelSpec, PipelineCache } from "./pipelines.ts";
+import { multiprocessorCount } from "./multiprocessors.ts";
 import { KernelProfiler, Recorder } from "./recorder.ts";
 import type { Binding } from "./types.ts";
 
@@ -34,6 +35,8 @@ export class Gpu {
   readonly hasTimestamps: boolean;
   /** A software adapter (llvmpipe, SwiftShader): few cores, so kernels prefer fewer, larger blocks. */
   readonly isCpuAdapter: boolean;
+  /** Multiprocessors of a GPU known by name (`multiprocessors.ts`); null when unknown. */
+  readonly multiprocessors: number | null;
   readonly limits: GPUSupportedLimits;
   readonly pool: BufferPool;
   readonly pipelines: PipelineCache;
@@ -51,6 +54,7 @@ export class Gpu {
     const info = adapter.info;
     this.isCpuAdapter = !!(info?.isFallbackAdapter) ||
       /llvmpipe|swiftshader|lavapipe|software/i.test(`${info?.description} ${info?.device}`);
+    this.multiprocessors = this.isCpuAdapter ? null : multiprocessorCount(adapterName);
     this.limits = device.limits;
     this.pool = new BufferPool(device, device.limits.maxBufferSize);
     this.pipelines = new PipelineCache(device);

@@ -147,7 +147,10 @@ export async function trainStep(
     ...verified.metrics,
     ...audit?.metrics(),
     ...corrected.metrics,
-    ...dataMetrics(batch),
+    ...dataMetrics(batch, {
+      lossAggMode: parts.config.actor_rollout_ref.actor.loss_agg_mode,
+      lossScaleFactor: parts.config.actor_rollout_ref.actor.loss_scale_factor,
+    }),
     ...critic,
     ...actor,
     ...timer.timings,

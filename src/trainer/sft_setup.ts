@@ -73,6 +73,11 @@ function partOf(resume: ResumePoint, part: string): string {
 }
 
 /** Everything sftFit needs, from a loaded config (the GPU initialised). */
+/** save_freq / test_freq in steps: verl's after_each_epoch is the steps of one epoch. */
+export function stepsOf(freq: number | "after_each_epoch", perEpoch: number): number {
+  return freq === "after_each_epoch" ? perEpoch : freq;
+}
+
 export async function setupSft(
   cfg: SftConfig,
   options: { print?: (line: string) => void } = {},
@@ -191,10 +196,10 @@ export async function setupSft(
       clipGrad: cfg.optim.clip_grad,
       seed: t.seed,
       shuffle: d.shuffle,
-      testFreq: t.test_freq,
+      testFreq: stepsOf(t.test_freq, perEpoch),
       tracking,
       checkpoints,
-      saveFreq: t.save_freq,
+      saveFreq: stepsOf(t.save_freq, perEpoch),
       print,
     },
   };

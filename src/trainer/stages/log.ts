@@ -1,10 +1,23 @@
 /** log: verl's data metrics of a step (scores, rewards, advantages, lengths, rollout entropy/KL). */
-import { computeDataMetrics, klPenalty, maskedMean, rolloutProbsDiff } from "../../algos/mod.ts";
+import {
+  aggLoss,
+  computeDataMetrics,
+  klPenalty,
+  maskedMean,
+  rolloutProbsDiff,
+} from "../../algos/mod.ts";
 import { type AdvBatch, responseAttention } from "../batch.ts";
 import { killPoint } from "../kill_point.ts";
 import type { TrainerParts } from "../parts.ts";
 
-export function dataMetrics(batch: AdvBatch): Record<string, number> {
+/**
+ * `entropy`: how the old-log-prob pass's entropy becomes actor/entropy; verl aggregates it with the
+ * actor's loss_agg_mode and loss_scale_factor, as the update's own entropy term.
+ */
+export function dataMetrics(
+  batch: AdvBatch,
+  entropy: { lossAggMode: string; lossScaleFactor?: number | null },
+): Record<string, number> {
   const P = batch.promptLength, R = batch.responseLength;
   const attentionMask = new Int32Array(batch.size * (P + R)); // [B, P + R]
   for (let b = 0; b < batch.size; b++) {
@@ -21,7 +34,12 @@ export function dataMetrics(batch: AdvBatch): Record<string, number> {
     responseMask: batch.responseMask,
     attentionMask,
   });
-  if (batch.entropys) m["actor/entropy"] = maskedMean(batch.entropys, batch.responseMask);
+  if (batch.entropys) {
+    m["actor/entropy"] = aggLoss(batch.entropys, batch.responseMask, entropy.lossAggMode, {
+      R,
+      lossScaleFactor: entropy.lossScaleFactor ?? undefined,
+    });
+  }
   // in bypass mode the old log-probs are the rollout's: nothing to compare
   if (batch.rolloutLogProbs && batch.rolloutLogProbs !== batch.oldLogProbs) {
     Object.assign(

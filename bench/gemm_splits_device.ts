@@ -1,0 +1,82 @@
+/**
+ * K splits of the GEMMs of a training step: every linear layer of a Qwen2.5 shape at `rows`,
+ * forward (x W^T), input gradient (g W) and weight gradient (g^T x), f32, 128x128 blocks, timed
+ * whole, in 2..S splits, under the rule that ignores the GPU's multiprocessor count and under the
+ * wave model (`waveSplits`, the default where the count is known). One JSON line per product and
+ * a last line with the sums. This is how the wave model's partial cost was fitted.
+ *   deno run -A bench/gemm_splits_device.ts [--shape=0.5b|1.5b] [--rows=3072] [--max-splits=8]
+ */
+import { initGpu } from "../src/gpu/mod.ts";
+import { gemm, splitPolicy, Tensor, tiledSplits, TILES } from "../src/tensor/mod.ts";
+import { isQwen25Shape, QWEN25_SHAPES } from "./grpo_setup.ts";
+
+const args = new Map(Deno.args.map((a) => a.replace(/^--/, "").split("=") as [string, string]));
+const shapeName = args.get("shape") ?? "0.5b";
+if (!isQwen25Shape(shapeName)) throw new Error(`--shape=${shapeName}: use 0.5b or 1.5b`);
+const s = QWEN25_SHAPES[shapeName];
+const rows = Number(args.get("rows") ?? 3072);
+const maxSplits = Number(args.get("max-splits") ?? 8);
+const g = await initGpu();
+if (g.multiprocessors === null) {
+  console.error(`${g.adapterName}: multiprocessor count unknown, the wave model is off here`);
+}
+
+const kv = s.numKeyValueHeads * (s.hiddenSize / s.numAttentionHeads);
+const products: [string, number, number, number, boolean, boolean][] = [];
+for (
+  const [name, out, inF] of [
+    ["q", s.hiddenSize, s.hiddenSize],
+    ["kv", kv, s.hiddenSize],
+    ["gate", s.intermediateSize, s.hiddenSize],
+    ["down", s.hiddenSize, s.intermediateSize],
+  ] as const
+) {
+  products.push([`${name}.forward`, rows, out, inF, false, true]);
+  products.push([`${name}.input_grad`, rows, inF, out, false, false]);
+  products.push([`${name}.weight_grad`, out, inF, rows, true, false]);
+}
+
+/** Least mean ms of 5 products over 3 profiled runs (split sums included). */
+async function time(run: () => void): Promise<number> {
+  for (let i = 0; i < 3; i++) run();
+  await g.sync();
+  let best = Infinity;
+  for (let rep = 0; rep < 3; rep++) {
+    const prof = await g.profile(() => {
+      for (let r = 0; r < 5; r++) run();
+    });
+    best = Math.min(best, prof.reduce((t, p) => t + p.ms, 0) / 5);
+  }
+  return Math.round(best * 1000) / 1000;
+}
+
+const sums = { rule: 0, waves: 0, best: 0 };
+for (const [name, m, n, k, transA, transB] of products) {
+  const a = Tensor.from(new Float32Array(m * k).fill(0.5), transA ? [k, m] : [m, k], "f32", "a");
+  const b = Tensor.from(new Float32Array(n * k).fill(0.25), transB ? [n, k] : [k, n], "f32", "b");
+  const c = Tensor.empty([m, n], "f32", "c");
+  const d = { batch: 1, m, n, k, transA, transB, strideA: 0, strideB: 0 };
+  const forced: Record<string, number> = {};
+  for (let sp = 1; sp <= maxSplits; sp++) {
+    forced[sp] = await time(() => gemm(a, b, c, d, { tile: "large", splits: sp }));
+  }
+  const policy = async (waves: boolean) => {
+    splitPolicy.waves = waves;
+    return { ms: await time(() => gemm(a, b, c, d)), splits: tiledSplits(d, TILES.large) };
+  };
+  const rule = await policy(false), waves = await policy(true);
+  const best = Math.min(...Object.values(forced));
+  sums.rule += rule.ms;
+  sums.waves += waves.ms;
+  sums.best += best;
+  console.log(JSON.stringify({ fig: "gemm_splits", name, m, n, k, rule, waves, forced }));
+  for (const t of [a, b, c]) t.dispose();
+}
+console.log(JSON.stringify({
+  fig: "gemm_splits_sum",
+  shape: shapeName,
+  rows,
+  adapter: g.adapterName,
+  ...sums,
+  speedup: Math.round((sums.rule / sums.waves) * 1000) / 1000,
+}));

@@ -1,11 +1,11 @@
 /**
- * The adapted linear layer, y = x W^T + b + s (x A^T) B^T, one op on the tape. Without dropout
- * in the pass it runs as two GEMMs each way, the low-rank product joined to the base one along
- * K (`matmulCat`): forward l = x A^T [N, r], y = [x | l] @ [W | s B]^T + b (+ residual);
- * backward gl = g B [N, r], dB = s g^T l, dA = s gl^T x, dx = [g | gl] @ [W ; s A]. No [N, out]
- * or [N, in] temporary beyond the output, no separate add. With lora_dropout in a training pass
- * the branch reads a dropped x, and the input gradient's adapter term is dropped too, so the
- * branch stays a separate product there (`droppedBranch`).
+ * The adapted linear layer, y = x W^T + b + s (x A^T) B^T, one op on the tape, as two GEMMs each
+ * way with the low-rank product joined to the base one along K (`matmulCat`): forward
+ * l = x A^T [N, r], y = [x | l] @ [W | s B]^T + b (+ residual); backward gl = g B [N, r],
+ * dB = s g^T l, dA = s gl^T x, dx = [g | gl] @ [W ; s A]. No [N, out] or [N, in] temporary beyond
+ * the output, no separate add. Under lora_dropout in a training pass l reads a dropped x, and the
+ * input gradient's adapter term is dropped too, so that term stays a separate product there
+ * (`droppedBranch`).
  */
 import {
   accumulate,

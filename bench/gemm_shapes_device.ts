@@ -6,13 +6,17 @@
  * what the default policy (`pickTile`, split-K) picks. For tuning `pickTile` on a GPU:
  *   deno run -A bench/gemm_shapes_device.ts [--shape=0.5b] [--rows=3072,6144] [--reps=5]
  * --lora=R times the six thin products of a rank-R adapter on every linear layer instead (f32):
- * u = x A^T, v = u B^T, dB = g^T u, gu = g B, dA = gu^T x, dx = gu A.
+ * u = x A^T, v = u B^T, dB = g^T u, gu = g B, dA = gu^T x, dx = gu A; then the thin ones at each K
+ * split count and the adapted layer's forward / input gradient as separate products plus adds
+ * against the K-joined GEMMs of `loraLinear` (bench/lora_gemm_paths.ts). --paths-only skips the
+ * per-tile part.
  */
 import { initGpu } from "../src/gpu/mod.ts";
 import { matmulTiled, Tensor, type TileConfig, TILES } from "../src/tensor/mod.ts";
 import { rng } from "../src/testing/mod.ts";
 import { isQwen25Shape, QWEN25_SHAPES } from "./grpo_setup.ts";
 import { timeGpu } from "./gpu_timer.ts";
+import { timeLoraPaths, timeThinSplits } from "./lora_gemm_paths.ts";
 
 const args = new Map(Deno.args.map((a) => a.replace(/^--/, "").split("=") as [string, string]));
 const shapeName = args.get("shape") ?? "0.5b";
@@ -35,6 +39,7 @@ const CANDIDATES: Record<string, TileConfig> = {
   thinM256: { wgX: 32, wgY: 4, tm: 8, tn: 8, bk: 16 },
 };
 const loraRank = Number(args.get("lora") ?? 0);
+const pathsOnly = args.has("paths-only");
 
 const headDim = s.hiddenSize / s.numAttentionHeads;
 const linears: [string, number, number][] = [
@@ -116,7 +121,15 @@ for (const rows of loraRank > 0 ? rowsList : []) {
       { op: "dA", a: gu, b: x, transA: true, transB: false, m: r, n: inF, k: rows },
       { op: "dx", a: gu, b: A, transA: false, transB: false, m: rows, n: inF, k: r },
     ];
-    for (const p of products) await timeProduct(p, { rows, linear: name, lora: r });
+    const tags = { rows, linear: name, lora: r };
+    for (const p of pathsOnly ? [] : products) await timeProduct(p, tags);
+    const o = { x, g: gy, low: u, gl: gu, a: A, b: B };
+    await timeThinSplits(o, reps, tags);
+    for (const wType of g.hasF16 ? ["f32", "f16"] as const : ["f32"] as const) {
+      const w = Tensor.from(rand(outF * inF, 7), [outF, inF], wType);
+      await timeLoraPaths(o, w, reps, tags);
+      w.dispose();
+    }
     for (const t of [x, gy, u, gu, A, B]) t.dispose();
   }
 }

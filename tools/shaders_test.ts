@@ -93,6 +93,7 @@ export const COVERAGE: Record<string, Coverage> = {
   logprob_unfused: tensorOp("logprob_unfused", "logprob", "logprob_test"),
   matmul,
   matmul_bias: matmul,
+  matmul_cat: tensorOp("matmul_cat", "matmul"),
   matmul_skinny: skinny,
   matmul_skinny_qkv: tensorOp("qkv_linear", "matmul"),
   qkv_split_sum: tensorOp("qkv_linear", "matmul"),

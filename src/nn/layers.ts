@@ -17,7 +17,8 @@ import {
 } from "../tensor/mod.ts";
 import type { Tensor } from "../tensor/mod.ts";
 import { hasOutputBias } from "./weights.ts";
-import { loraLinear, type LoraPair } from "./lora.ts";
+import type { LoraPair } from "./lora.ts";
+import { loraLinear } from "./lora_linear.ts";
 import type { HalfWeights } from "./half_weights.ts";
 
 registerOp("view", "view(x, shape): the same buffer under another shape; the gradient likewise");

@@ -10,7 +10,8 @@ import {
   type RopeCall,
   view,
 } from "./layers.ts";
-import { loraLinear, type LoraPair } from "./lora.ts";
+import type { LoraPair } from "./lora.ts";
+import { loraLinear } from "./lora_linear.ts";
 import { TINY_LLAMA, TINY_QWEN2, tinyModelConfig, tinyWeights } from "./tiny_model.ts";
 import { weightShapes } from "./weights.ts";
 

@@ -3,7 +3,8 @@
  * B [out, r], s = alpha / r (alpha / sqrt(r) with rsLoRA). A starts kaiming-uniform as in PEFT
  * (bound 1 / sqrt(in)), B at zero, so a fresh adapter leaves the model unchanged. The adapter
  * tensors are f32 and are the only trainable tensors of an adapted model (its base weights are
- * frozen: no gradients, no optimizer state). `mergeLoraRef` is the plain-TS merge W + s B A.
+ * frozen: no gradients, no optimizer state). `mergeLoraRef` is the plain-TS merge W + s B A; the
+ * adapted layer itself is `loraLinear` (lora_linear.ts).
  */
 import {
   linearModules,
@@ -16,20 +17,11 @@ import {
 } from "../io/mod.ts";
 import { gpu } from "../gpu/mod.ts";
 import {
-  accumulate,
   add,
   cast,
-  dropoutMasked,
-  isGradEnabled,
-  isRecomputedLater,
-  linear,
-  type LinearOptions,
   matmul,
   mulScalar,
   noGrad,
-  record,
-  registerOp,
-  scaleInPlace,
   scope,
   Tensor,
   uniformArray,
@@ -153,80 +145,6 @@ export class LoraAdapters {
       p.b.dispose();
     }
   }
-}
-
-registerOp(
-  "lora_linear",
-  "y = x W^T + b + s (x A^T) B^T (+ residual), W and b frozen; grads to x, A [r, in], B [out, r] " +
-    "(and the residual: the output's gradient)",
-);
-
-/**
- * y = x W^T + b, plus s (x A^T) B^T when an adapter is given. x [..., in] -> [..., out]. One op
- * on the tape: the adapter's product is added into y in place, and the backward keeps only x and
- * x A^T [N, r], so an adapted layer holds no activation of [N, out] beyond the base linear's.
- * Backward (g = dL/dy, l = x A^T): dB = s g^T l, dl = s g B, dA = dl^T x, dx = g W + dl A.
- * `options.residual` goes into the base product's epilogue (`linear`); its gradient is g.
- * With lora_dropout p in a training forward the branch reads d(x) = x * mask / (1 - p) instead of
- * x (l = d(x) A^T, dA = dl^T d(x), dx = g W + d(dl A)); the mask is re-drawn, not stored.
- */
-export function loraLinear(
-  x: Tensor,
-  w: Tensor,
-  bias: Tensor | null,
-  lora: LoraPair | null,
-  options: LinearOptions = {},
-): Tensor {
-  if (!lora) return linear(x, w, bias, options);
-  const residual = options.residual ?? null;
-  if (w.requiresGrad || bias?.requiresGrad) {
-    throw new Error(`lora_linear: the base weight ${w.label} must be frozen under an adapter`);
-  }
-  const { a, b, scale } = lora;
-  const inF = w.shape[1], outF = w.shape[0], r = a.shape[0];
-  const rows = x.size / inF;
-  // PEFT's lora_dropout: on the adapter branch's input, in training forwards only (a
-  // checkpointed segment's first forward is one: its recompute must see the same values).
-  const training = (isGradEnabled() || isRecomputedLater()) && (a.requiresGrad || b.requiresGrad);
-  const p = training ? lora.dropout : 0, seed = p > 0 ? lora.dropoutSeed() : 0;
-  const drop = (t: Tensor) => p > 0 ? dropoutMasked(t, p, seed) : t;
-  const [y, low] = noGrad(() => {
-    const y = linear(x, w, bias, { residual }); // [..., out]
-    const xd = drop(x);
-    const low = linear(xd, a); // [..., r]
-    if (xd !== x) xd.dispose();
-    const up = linear(low, b); // [..., out]
-    accumulate(y, up, scale);
-    up.dispose();
-    return [y, low];
-  });
-  const inputs = residual ? [x, a, b, residual] : [x, a, b];
-  const out = record("lora_linear", inputs, y, (g) => {
-    // 2-D views, disposed here so that x and l are released as soon as this backward ran.
-    const g2 = g.reshape([rows, outF]), x2 = x.reshape([rows, inF]), l2 = low.reshape([rows, r]);
-    const gb = b.requiresGrad ? matmul(g2, l2, { transA: true }) : null; // [out, r]
-    if (gb) scaleInPlace(gb, scale);
-    const gl = matmul(g2, b); // [N, r]
-    scaleInPlace(gl, scale);
-    const xd = drop(x2); // the forward's mask, drawn again
-    const ga = a.requiresGrad ? matmul(gl, xd, { transA: true }) : null; // [r, in]
-    if (xd !== x2) xd.dispose();
-    let gx: Tensor | null = null;
-    if (x.requiresGrad) {
-      const flat = matmul(g2, w); // [N, in]
-      const viaA = matmul(gl, a); // [N, in]
-      const viaAd = drop(viaA);
-      accumulate(flat, viaAd);
-      viaA.dispose();
-      if (viaAd !== viaA) viaAd.dispose();
-      gx = flat.reshape(x.shape);
-      flat.dispose();
-    }
-    for (const t of [g2, x2, l2, gl, low]) t.dispose();
-    return residual ? [gx, ga, gb, residual.requiresGrad ? g : null] : [gx, ga, gb];
-  });
-  if (!out.node) low.dispose();
-  return out;
 }
 
 /** Plain-TS merge W + s B A of every adapted module, in a copy of `base`. */

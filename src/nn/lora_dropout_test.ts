@@ -8,7 +8,8 @@ import type { ModelConfig } from "../io/mod.ts";
 import { backward, dropoutRef, mul, noGrad, sum, Tensor } from "../tensor/mod.ts";
 import { assertClose, gpuTest, leftPadded, randomArray } from "../testing/mod.ts";
 import { CausalLM } from "./causal_lm.ts";
-import { initLora, loraLinear, type LoraPair, loraSettings } from "./lora.ts";
+import { initLora, type LoraPair, loraSettings } from "./lora.ts";
+import { loraLinear } from "./lora_linear.ts";
 import { positionIdsFromMask } from "./ref_model.ts";
 import { TINY_QWEN2, tinyModelConfig, tinyWeights } from "./tiny_model.ts";
 

@@ -19,6 +19,7 @@ export { dropout, dropoutMasked } from "./ops/dropout.ts";
 export { dropoutRef } from "./ref/dropout.ts";
 export { linear, type LinearOptions, matmul, matmulTiled } from "./ops/matmul.ts";
 export { splitPolicy, tiledSplits } from "./ops/matmul_kernel.ts";
+export { type CatProduct, matmulCat, type MatmulCatOptions } from "./ops/matmul_cat.ts";
 export { rmsNorm } from "./ops/rmsnorm.ts";
 export {
   type DynamicRopeOptions,

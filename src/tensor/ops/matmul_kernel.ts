@@ -13,6 +13,7 @@ import {
   skinnyApplies,
   sumSplits,
 } from "./matmul_skinny.ts";
+import { catBuffers, catDefines, type GemmCat } from "./matmul_cat_kernel.ts";
 
 /** Threads per workgroup (WG_X along N, WG_Y along M), register tile per thread, K step. */
 export interface TileConfig {
@@ -103,6 +104,8 @@ export interface GemmOptions {
   tile?: TileName | TileConfig;
   /** K splits of a single tiled product; default from `splitPolicy` (tests force it). */
   splits?: number;
+  /** A second product joined along K (shaders/matmul_cat.wgsl); single products only. */
+  cat?: GemmCat | null;
 }
 
 /** When a single tiled product splits K. Mutable for benchmarks. */
@@ -176,8 +179,10 @@ export function gemm(a: Tensor, b: Tensor, out: Tensor, d: Gemm, options: GemmOp
   const g = gpu();
   const residual = options.residual ?? null;
   if (residual) checkResidual(residual, out);
+  const cat = options.cat ?? null;
+  if (cat && d.batch !== 1) throw new Error(`matmul: a K-joined product is single, got ${d.batch}`);
   if (d.batch === 0 || d.m === 0 || d.n === 0) return;
-  if (options.tile === undefined && skinnyApplies(a, b, d)) {
+  if (!cat && options.tile === undefined && skinnyApplies(a, b, d)) {
     gemmSkinny(a, b, out, d, { bias: options.bias, residual });
     return;
   }
@@ -187,9 +192,9 @@ export function gemm(a: Tensor, b: Tensor, out: Tensor, d: Gemm, options: GemmOp
   checkTile(tile);
   const { bm, bn } = tileShape(tile);
   const bias = options.bias ?? null;
-  const f16 = a.dtype === "f16" || b.dtype === "f16" || bias?.dtype === "f16";
-  const spec: KernelSpec = {
-    shader: "matmul",
+  const f16 = [a, b, bias, cat?.a, cat?.b].some((t) => t?.dtype === "f16");
+  const k = d.k + (cat?.k ?? 0); // the whole K loop, both products of a K-joined one
+  const kernel: Omit<KernelSpec, "shader"> = {
     entry: epilogueEntry(bias, residual),
     f16,
     defines: {
@@ -203,30 +208,39 @@ export function gemm(a: Tensor, b: Tensor, out: Tensor, d: Gemm, options: GemmOp
       A_T: a.dtype,
       B_T: b.dtype,
       BIAS_T: bias?.dtype ?? "f32",
+      ...(cat ? catDefines(cat) : {}),
     },
   };
-  const stages = Math.ceil(d.k / tile.bk);
-  const wanted = Math.max(1, Math.min(options.splits ?? tiledSplits(d, tile), stages));
+  const spec: KernelSpec = cat
+    ? { shader: "matmul_cat", ...kernel }
+    : { shader: "matmul", ...kernel };
+  const stages = Math.ceil(k / tile.bk);
+  const wanted = Math.max(1, Math.min(options.splits ?? tiledSplits({ ...d, k }, tile), stages));
   const kSplit = Math.ceil(stages / wanted) * tile.bk;
-  const splits = Math.ceil(d.k / kSplit);
+  const splits = Math.ceil(k / kSplit);
+  // matmul_cat.wgsl's fields after the shared eight: the seam K1 and the factor on op(B2).
+  const more = cat ? [d.k, { f32: cat.scale }] : [];
   if (splits > 1) {
     if (d.batch !== 1) throw new Error(`matmul: split-K needs a single product, got ${d.batch}`);
     const part = Tensor.empty([splits, d.m, d.n], "f32", "matmul_split");
     g.dispatch({ ...spec, entry: "main" }, {
-      params: packParams([d.m, d.n, d.k, d.strideA, d.strideB, d.m * d.n, 0, kSplit]),
-      buffers: [a.buffer, b.buffer, part.buffer],
+      params: packParams([d.m, d.n, k, d.strideA, d.strideB, d.m * d.n, 0, kSplit, ...more]),
+      buffers: catBuffers([a.buffer, b.buffer, part.buffer], cat),
       workgroups: [Math.ceil(d.n / bn), Math.ceil(d.m / bm), splits],
     });
     sumSplits(part, out, { m: d.m, n: d.n, splits, bias, residual });
     part.dispose();
     return;
   }
-  const buffers = epilogueBuffers([a.buffer, b.buffer, out.buffer], bias, residual);
+  const buffers = catBuffers(
+    epilogueBuffers([a.buffer, b.buffer, out.buffer], bias, residual),
+    cat,
+  );
   // A dispatch's z dimension is capped by the device; larger batches go in slices.
   const maxZ = g.limits.maxComputeWorkgroupsPerDimension;
   for (let off = 0; off < d.batch; off += maxZ) {
     g.dispatch(spec, {
-      params: packParams([d.m, d.n, d.k, d.strideA, d.strideB, d.m * d.n, off, d.k]),
+      params: packParams([d.m, d.n, k, d.strideA, d.strideB, d.m * d.n, off, k, ...more]),
       buffers,
       workgroups: [Math.ceil(d.n / bn), Math.ceil(d.m / bm), Math.min(maxZ, d.batch - off)],
     });

@@ -116,3 +116,34 @@ export function linearF16(
   const dw = matmul(g16, x16, { batch: 1, m: outF, n: inF, k: rows, transA: true });
   return { y, dx, dw, db: colsum(g, rows, outF) };
 }
+
+/** One product of `matmulCat`: A [M, K] (or [K, M]), B [K, N] (or [N, K]). */
+export interface CatRefProduct {
+  a: ArrayLike<number>;
+  b: ArrayLike<number>;
+  k: number;
+  transA?: boolean;
+  transB?: boolean;
+}
+
+/**
+ * C [M, N] = op(A) @ op(B) + scale op(A2) @ op(B2) (+ bias [N]) (+ residual [M, N]): the two
+ * products joined along K (shaders/matmul_cat.wgsl).
+ */
+export function matmulCat(
+  first: CatRefProduct,
+  second: CatRefProduct,
+  d: {
+    m: number;
+    n: number;
+    scale?: number;
+    bias?: ArrayLike<number>;
+    residual?: ArrayLike<number>;
+  },
+): Float32Array {
+  const { m, n } = d;
+  const dims = (p: CatRefProduct) => ({ batch: 1, m, n, ...p });
+  const c1 = matmul(first.a, first.b, dims(first)), c2 = matmul(second.a, second.b, dims(second));
+  const scale = d.scale ?? 1;
+  return c1.map((v, i) => v + scale * c2[i] + (d.bias?.[i % n] ?? 0) + (d.residual?.[i] ?? 0));
+}

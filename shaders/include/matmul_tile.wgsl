@@ -1,0 +1,260 @@
+// The tiled GEMM of matmul.wgsl without its operands: tile constants, workgroup tiles, the
+// K loop over one BM x BN block, the stores and the four epilogue entry points (main, main_bias,
+// main_resid, main_bias_resid). Shared with matmul_cat.wgsl, whose K runs over two products.
+// The includer declares `p` (Params with m, n, k, stride_a, stride_b, stride_c, batch_offset,
+// k_split) at binding 0, its operands at bindings 1, 2 (and past 5), and load_a(base, i, kk,
+// k_end) / load_b(base, kk, j, k_end): element (i, kk) of op(A) / (kk, j) of op(B), 0 outside.
+
+#const WG_X: u32 // threads along N
+#const WG_Y: u32 // threads along M
+#const TM: u32 // rows per thread: 4 or 8
+#const TN: u32 // columns per thread: 4 or 8
+#const BK: u32 // K step held in workgroup memory
+#const TRANS_A: bool
+#const TRANS_B: bool
+alias BIAS_T = f32;
+
+const NT: u32 = WG_X * WG_Y;
+const RG: u32 = TM / 4u; // vec4 row groups per thread
+const CG: u32 = TN / 4u; // vec4 column groups per thread
+const BM: u32 = WG_Y * TM;
+const BN: u32 = WG_X * TN;
+const AS_STRIDE: u32 = BM / 4u + 1u; // vec4s per k row of As, padded
+const BS_STRIDE: u32 = BN / 4u + 1u;
+const AS_SIZE: u32 = BK * AS_STRIDE;
+const BS_SIZE: u32 = BK * BS_STRIDE;
+const LA: u32 = BM * BK / 4u / NT; // vec4 slots of the A tile each thread loads
+const LB: u32 = BN * BK / 4u / NT;
+
+@group(0) @binding(3) var<storage, read_write> c: array<f32>;
+@group(0) @binding(4) var<storage, read> bias: array<BIAS_T>;
+@group(0) @binding(5) var<storage, read> resid: array<f32>;
+
+var<workgroup> As: array<vec4<f32>, 2u * AS_SIZE>;
+var<workgroup> Bs: array<vec4<f32>, 2u * BS_SIZE>;
+
+// Slot s of a tile with `groups` vec4 groups per k row. When the matrix is contiguous along
+// m (or n) consecutive threads take consecutive groups of one k row; when it is contiguous
+// along k they take consecutive k of one group, so global reads stay coalesced either way.
+fn slot(s: u32, groups: u32, along_k: bool) -> vec2<u32> {
+  if (along_k) { return vec2<u32>(s / BK, s % BK); } // (group, k)
+  return vec2<u32>(s % groups, s / groups);
+}
+
+fn fetch_a(base: u32, m0: u32, k0: u32, s: u32, ke: u32) -> vec4<f32> {
+  let g = slot(s, BM / 4u, !TRANS_A);
+  let i = m0 + g.x * 4u;
+  let kk = k0 + g.y;
+  return vec4<f32>(load_a(base, i, kk, ke), load_a(base, i + 1u, kk, ke),
+                   load_a(base, i + 2u, kk, ke), load_a(base, i + 3u, kk, ke));
+}
+
+fn fetch_b(base: u32, n0: u32, k0: u32, s: u32, ke: u32) -> vec4<f32> {
+  let g = slot(s, BN / 4u, TRANS_B);
+  let j = n0 + g.x * 4u;
+  let kk = k0 + g.y;
+  return vec4<f32>(load_b(base, kk, j, ke), load_b(base, kk, j + 1u, ke),
+                   load_b(base, kk, j + 2u, ke), load_b(base, kk, j + 3u, ke));
+}
+
+// The BM x BN block (wid.x, wid.y) of batch entry wid.z, as this thread's register tile:
+// acc[row * 2 + h] holds row `row` (0..TM) and column group h. Every access to acc uses a
+// constant index: a dynamically indexed register array compiles to slow (and, on CPU
+// adapters, very slowly compiled) indirect code.
+fn block(wid: vec3<u32>, lid: vec3<u32>) -> array<vec4<f32>, 16> {
+  let tid = lid.y * WG_X + lid.x;
+  let split = p.k_split < p.k;
+  let batch = select(wid.z + p.batch_offset, 0u, split);
+  let k_lo = select(0u, wid.z * p.k_split, split);
+  let k_hi = select(p.k, min(p.k, k_lo + p.k_split), split);
+  let a_base = batch * p.stride_a;
+  let b_base = batch * p.stride_b;
+  let m0 = wid.y * BM;
+  let n0 = wid.x * BN;
+  var acc: array<vec4<f32>, 16>;
+  var pa: array<vec4<f32>, LA>;
+  var pb: array<vec4<f32>, LB>;
+  let tiles = (k_hi - k_lo + BK - 1u) / BK;
+
+  for (var l = 0u; l < LA; l++) { pa[l] = fetch_a(a_base, m0, k_lo, tid + l * NT, k_hi); }
+  for (var l = 0u; l < LB; l++) { pb[l] = fetch_b(b_base, n0, k_lo, tid + l * NT, k_hi); }
+  for (var l = 0u; l < LA; l++) {
+    let g = slot(tid + l * NT, BM / 4u, !TRANS_A);
+    As[g.y * AS_STRIDE + g.x] = pa[l];
+  }
+  for (var l = 0u; l < LB; l++) {
+    let g = slot(tid + l * NT, BN / 4u, TRANS_B);
+    Bs[g.y * BS_STRIDE + g.x] = pb[l];
+  }
+  workgroupBarrier();
+
+  for (var t = 0u; t < tiles; t++) {
+    let cur = t % 2u;
+    let more = t + 1u < tiles;
+    if (more) {
+      let k0 = k_lo + (t + 1u) * BK;
+      for (var l = 0u; l < LA; l++) { pa[l] = fetch_a(a_base, m0, k0, tid + l * NT, k_hi); }
+      for (var l = 0u; l < LB; l++) { pb[l] = fetch_b(b_base, n0, k0, tid + l * NT, k_hi); }
+    }
+    let ao = cur * AS_SIZE + lid.y;
+    let bo = cur * BS_SIZE + lid.x;
+    for (var kk = 0u; kk < BK; kk++) {
+      let a0 = As[ao + kk * AS_STRIDE];
+      let b0 = Bs[bo + kk * BS_STRIDE];
+      var a1 = vec4<f32>(0.0);
+      var b1 = vec4<f32>(0.0);
+      if (RG > 1u) { a1 = As[ao + kk * AS_STRIDE + WG_Y]; }
+      if (CG > 1u) { b1 = Bs[bo + kk * BS_STRIDE + WG_X]; }
+      acc[0] = fma(vec4<f32>(a0.x), b0, acc[0]);
+      acc[2] = fma(vec4<f32>(a0.y), b0, acc[2]);
+      acc[4] = fma(vec4<f32>(a0.z), b0, acc[4]);
+      acc[6] = fma(vec4<f32>(a0.w), b0, acc[6]);
+      if (CG > 1u) {
+        acc[1] = fma(vec4<f32>(a0.x), b1, acc[1]);
+        acc[3] = fma(vec4<f32>(a0.y), b1, acc[3]);
+        acc[5] = fma(vec4<f32>(a0.z), b1, acc[5]);
+        acc[7] = fma(vec4<f32>(a0.w), b1, acc[7]);
+      }
+      if (RG > 1u) {
+        acc[8] = fma(vec4<f32>(a1.x), b0, acc[8]);
+        acc[10] = fma(vec4<f32>(a1.y), b0, acc[10]);
+        acc[12] = fma(vec4<f32>(a1.z), b0, acc[12]);
+        acc[14] = fma(vec4<f32>(a1.w), b0, acc[14]);
+      }
+      if (RG > 1u && CG > 1u) {
+        acc[9] = fma(vec4<f32>(a1.x), b1, acc[9]);
+        acc[11] = fma(vec4<f32>(a1.y), b1, acc[11]);
+        acc[13] = fma(vec4<f32>(a1.z), b1, acc[13]);
+        acc[15] = fma(vec4<f32>(a1.w), b1, acc[15]);
+      }
+    }
+    if (more) {
+      let nxt = 1u - cur;
+      for (var l = 0u; l < LA; l++) {
+        let g = slot(tid + l * NT, BM / 4u, !TRANS_A);
+        As[nxt * AS_SIZE + g.y * AS_STRIDE + g.x] = pa[l];
+      }
+      for (var l = 0u; l < LB; l++) {
+        let g = slot(tid + l * NT, BN / 4u, TRANS_B);
+        Bs[nxt * BS_SIZE + g.y * BS_STRIDE + g.x] = pb[l];
+      }
+    }
+    workgroupBarrier();
+  }
+  return acc;
+}
+
+fn store4(c_base: u32, i: u32, j: u32, v: vec4<f32>) {
+  let row = c_base + i * p.n;
+  if (j < p.n) { c[row + j] = v.x; }
+  if (j + 1u < p.n) { c[row + j + 1u] = v.y; }
+  if (j + 2u < p.n) { c[row + j + 2u] = v.z; }
+  if (j + 3u < p.n) { c[row + j + 3u] = v.w; }
+}
+
+// Writes rows i .. i+3 from acc[q], acc[q + 2], ... (two column groups each), adding bias.
+fn store_rows(c_base: u32, i: u32, j0: u32, j1: u32, r0: vec4<f32>, r1: vec4<f32>,
+              r2: vec4<f32>, r3: vec4<f32>, bias0: vec4<f32>) {
+  if (i < p.m) { store4(c_base, i, j0, r0 + bias0); }
+  if (i + 1u < p.m) { store4(c_base, i + 1u, j0, r1 + bias0); }
+  if (i + 2u < p.m) { store4(c_base, i + 2u, j0, r2 + bias0); }
+  if (i + 3u < p.m) { store4(c_base, i + 3u, j0, r3 + bias0); }
+}
+
+fn store(wid: vec3<u32>, lid: vec3<u32>, acc: array<vec4<f32>, 16>, bias0: vec4<f32>,
+         bias1: vec4<f32>) {
+  let c_base = (wid.z + p.batch_offset) * p.stride_c;
+  let i0 = wid.y * BM + lid.y * 4u;
+  let i1 = i0 + WG_Y * 4u;
+  let j0 = wid.x * BN + lid.x * 4u;
+  let j1 = j0 + WG_X * 4u;
+  store_rows(c_base, i0, j0, j1, acc[0], acc[2], acc[4], acc[6], bias0);
+  if (CG > 1u) { store_rows(c_base, i0, j1, j1, acc[1], acc[3], acc[5], acc[7], bias1); }
+  if (RG > 1u) {
+    store_rows(c_base, i1, j0, j1, acc[8], acc[10], acc[12], acc[14], bias0);
+    if (CG > 1u) { store_rows(c_base, i1, j1, j1, acc[9], acc[11], acc[13], acc[15], bias1); }
+  }
+}
+
+@compute @workgroup_size(WG_X, WG_Y)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+  store(wid, lid, block(wid, lid), vec4<f32>(0.0), vec4<f32>(0.0));
+}
+
+fn bias4(j: u32) -> vec4<f32> {
+  let n1 = p.n - 1u;
+  return select(vec4<f32>(0.0),
+                vec4<f32>(f32(bias[min(j, n1)]), f32(bias[min(j + 1u, n1)]),
+                          f32(bias[min(j + 2u, n1)]), f32(bias[min(j + 3u, n1)])),
+                vec4<bool>(j < p.n, j + 1u < p.n, j + 2u < p.n, j + 3u < p.n));
+}
+
+// C = op(A) @ op(B) + bias[n] (the linear layer's forward); `main` must not touch `bias`, or
+// its auto layout would require the binding.
+@compute @workgroup_size(WG_X, WG_Y)
+fn main_bias(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+  let j0 = wid.x * BN + lid.x * 4u;
+  store(wid, lid, block(wid, lid), bias4(j0), bias4(j0 + WG_X * 4u));
+}
+
+// Columns j .. j+3 of row i of the residual (0 past M or N; clamped reads).
+fn resid4(c_base: u32, i: u32, j: u32) -> vec4<f32> {
+  let row = c_base + min(i, p.m - 1u) * p.n;
+  let n1 = p.n - 1u;
+  return select(vec4<f32>(0.0),
+                vec4<f32>(resid[row + min(j, n1)], resid[row + min(j + 1u, n1)],
+                          resid[row + min(j + 2u, n1)], resid[row + min(j + 3u, n1)]),
+                vec4<bool>(j < p.n, j + 1u < p.n, j + 2u < p.n, j + 3u < p.n));
+}
+
+// (acc + bias) + resid at this thread's outputs, laid out as `store` reads acc.
+fn plus_resid(wid: vec3<u32>, lid: vec3<u32>, acc: array<vec4<f32>, 16>, bias0: vec4<f32>,
+              bias1: vec4<f32>) -> array<vec4<f32>, 16> {
+  let c_base = (wid.z + p.batch_offset) * p.stride_c;
+  let i0 = wid.y * BM + lid.y * 4u;
+  let i1 = i0 + WG_Y * 4u;
+  let j0 = wid.x * BN + lid.x * 4u;
+  let j1 = j0 + WG_X * 4u;
+  var o = acc;
+  o[0] = (o[0] + bias0) + resid4(c_base, i0, j0);
+  o[2] = (o[2] + bias0) + resid4(c_base, i0 + 1u, j0);
+  o[4] = (o[4] + bias0) + resid4(c_base, i0 + 2u, j0);
+  o[6] = (o[6] + bias0) + resid4(c_base, i0 + 3u, j0);
+  if (CG > 1u) {
+    o[1] = (o[1] + bias1) + resid4(c_base, i0, j1);
+    o[3] = (o[3] + bias1) + resid4(c_base, i0 + 1u, j1);
+    o[5] = (o[5] + bias1) + resid4(c_base, i0 + 2u, j1);
+    o[7] = (o[7] + bias1) + resid4(c_base, i0 + 3u, j1);
+  }
+  if (RG > 1u) {
+    o[8] = (o[8] + bias0) + resid4(c_base, i1, j0);
+    o[10] = (o[10] + bias0) + resid4(c_base, i1 + 1u, j0);
+    o[12] = (o[12] + bias0) + resid4(c_base, i1 + 2u, j0);
+    o[14] = (o[14] + bias0) + resid4(c_base, i1 + 3u, j0);
+  }
+  if (RG > 1u && CG > 1u) {
+    o[9] = (o[9] + bias1) + resid4(c_base, i1, j1);
+    o[11] = (o[11] + bias1) + resid4(c_base, i1 + 1u, j1);
+    o[13] = (o[13] + bias1) + resid4(c_base, i1 + 2u, j1);
+    o[15] = (o[15] + bias1) + resid4(c_base, i1 + 3u, j1);
+  }
+  return o;
+}
+
+// C = op(A) @ op(B) + resid (binding 4 unbound); only the *_resid entries read `resid`.
+@compute @workgroup_size(WG_X, WG_Y)
+fn main_resid(@builtin(workgroup_id) wid: vec3<u32>,
+              @builtin(local_invocation_id) lid: vec3<u32>) {
+  let zero = vec4<f32>(0.0);
+  store(wid, lid, plus_resid(wid, lid, block(wid, lid), zero, zero), zero, zero);
+}
+
+// C = (op(A) @ op(B) + bias[n]) + resid.
+@compute @workgroup_size(WG_X, WG_Y)
+fn main_bias_resid(@builtin(workgroup_id) wid: vec3<u32>,
+                   @builtin(local_invocation_id) lid: vec3<u32>) {
+  let j0 = wid.x * BN + lid.x * 4u;
+  let zero = vec4<f32>(0.0);
+  let o = plus_resid(wid, lid, block(wid, lid), bias4(j0), bias4(j0 + WG_X * 4u));
+  store(wid, lid, o, zero, zero);
+}

@@ -1,0 +1,65 @@
+// Tiled matmul over two products joined along K, for a single product (no batch):
+//   C = op(A) @ op(B) + scale2 * op(A2) @ op(B2) (+ bias[n]) (+ resid),
+// op(A) [M, K1], op(B) [K1, N], op(A2) [M, K2], op(B2) [K2, N]: the product of [op(A) | op(A2)]
+// and [op(B) ; scale2 op(B2)], K = K1 + K2, each operand with its own transposition and storage
+// type. The K loop, tiles, split-K and epilogues are matmul.wgsl's (include/matmul_tile.wgsl);
+// only the loads differ: depth kk < K1 reads A and B, depth kk >= K1 reads A2 and B2 at
+// kk - K1 (B2 times scale2). A K step or a split may straddle the seam, and K1, K2 need not be
+// multiples of the K step. A LoRA layer's forward is one such product,
+// [x | x A^T] @ [W | s B]^T, and its input gradient another, [g | gl] @ [W ; A].
+
+#const TRANS_A2: bool
+#const TRANS_B2: bool
+alias A_T = f32;
+alias B_T = f32;
+alias A2_T = f32;
+alias B2_T = f32;
+
+struct Params {
+  m: u32,
+  n: u32,
+  k: u32, // K1 + K2
+  stride_a: u32, // unused (a single product), kept for the shared tile code
+  stride_b: u32,
+  stride_c: u32,
+  batch_offset: u32,
+  k_split: u32, // K per split; k_split >= k is an unsplit product
+  k1: u32, // the seam: depths below it belong to the first product
+  scale2: f32, // factor on op(B2)
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> a: array<A_T>;
+@group(0) @binding(2) var<storage, read> b: array<B_T>;
+@group(0) @binding(6) var<storage, read> a2: array<A2_T>;
+@group(0) @binding(7) var<storage, read> b2: array<B2_T>;
+
+// Element (row i, depth kk) of [op(A) | op(A2)], 0 outside (clamped index, selected value).
+fn load_a(base: u32, i: u32, kk: u32, k_end: u32) -> f32 {
+  let ok = i < p.m && kk < k_end;
+  if (kk < p.k1) {
+    var idx = i * p.k1 + kk;
+    if (TRANS_A) { idx = kk * p.m + i; }
+    return select(0.0, f32(a[select(0u, idx, ok)]), ok);
+  }
+  let q = kk - p.k1;
+  var idx = i * (p.k - p.k1) + q;
+  if (TRANS_A2) { idx = q * p.m + i; }
+  return select(0.0, f32(a2[select(0u, idx, ok)]), ok);
+}
+
+// Element (depth kk, column j) of [op(B) ; scale2 op(B2)], 0 outside.
+fn load_b(base: u32, kk: u32, j: u32, k_end: u32) -> f32 {
+  let ok = j < p.n && kk < k_end;
+  if (kk < p.k1) {
+    var idx = kk * p.n + j;
+    if (TRANS_B) { idx = j * p.k1 + kk; }
+    return select(0.0, f32(b[select(0u, idx, ok)]), ok);
+  }
+  let q = kk - p.k1;
+  var idx = q * p.n + j;
+  if (TRANS_B2) { idx = j * (p.k - p.k1) + q; }
+  return select(0.0, p.scale2 * f32(b2[select(0u, idx, ok)]), ok);
+}
+
+#include "matmul_tile.wgsl"

@@ -16,7 +16,7 @@ import { matmulTiled, Tensor, type TileConfig, TILES } from "../src/tensor/mod.t
 import { rng } from "../src/testing/mod.ts";
 import { isQwen25Shape, QWEN25_SHAPES } from "./grpo_setup.ts";
 import { timeGpu } from "./gpu_timer.ts";
-import { timeLoraPaths, timeThinSplits } from "./lora_gemm_paths.ts";
+import { type Product, timeLoraPaths, timeThinSplits } from "./lora_gemm_paths.ts";
 
 const args = new Map(Deno.args.map((a) => a.replace(/^--/, "").split("=") as [string, string]));
 const shapeName = args.get("shape") ?? "0.5b";
@@ -54,17 +54,6 @@ function rand(n: number, seed: number): Float32Array {
   const r = rng(seed), out = new Float32Array(n);
   for (let i = 0; i < n; i++) out[i] = r() - 0.5;
   return out;
-}
-
-interface Product {
-  op: string;
-  a: Tensor;
-  b: Tensor;
-  transA: boolean;
-  transB: boolean;
-  m: number;
-  n: number;
-  k: number;
 }
 
 /** Times `p` with the default policy and every candidate tile; logs each and the best. */

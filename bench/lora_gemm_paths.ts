@@ -26,7 +26,8 @@ export interface LoraOperands {
   b: Tensor; // [out, r]
 }
 
-interface Thin {
+/** One product of a bench: its operands, transpositions and sizes. */
+export interface Product {
   op: string;
   a: Tensor;
   b: Tensor;
@@ -47,7 +48,7 @@ export async function timeThinSplits(
   tags: Record<string, unknown>,
 ): Promise<void> {
   const [rows, inF] = o.x.shape, outF = o.g.shape[1], r = o.a.shape[0];
-  const thin: Thin[] = [
+  const thin: Product[] = [
     { op: "u", a: o.x, b: o.a, transA: false, transB: true, m: rows, n: r, k: inF },
     { op: "gu", a: o.g, b: o.b, transA: false, transB: false, m: rows, n: r, k: outF },
     { op: "dB", a: o.g, b: o.low, transA: true, transB: false, m: outF, n: r, k: rows },

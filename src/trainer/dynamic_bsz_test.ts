@@ -6,6 +6,7 @@ import type { AdvBatch } from "./batch.ts";
 import { makeOptimizer } from "./build.ts";
 import { computeValues, updateCritic, type ValueModel } from "./critic.ts";
 import { microBatches, type MicroBatching, partitionByTokens, rowTokens } from "./dynamic_bsz.ts";
+import { bareSamples } from "./test_batches.ts";
 
 Deno.test("partitionByTokens: every row once, within the budget, heaviest group first", () => {
   const r = rng(3);
@@ -45,13 +46,7 @@ function makeBatch(): AdvBatch {
   const responses = RESPONSE_MASK.map((m) => m ? 3 + Math.floor(r() * (config.vocabSize - 3)) : 0);
   const f = (seed: number, lo = -1, hi = 1) => randomArray(B * R, seed, lo, hi);
   return {
-    size: B,
-    promptLength: P,
-    responseLength: R,
-    uid: [],
-    dataSource: [],
-    groundTruth: [],
-    extraInfo: [],
+    ...bareSamples(B, P, R),
     prompts: ids,
     promptMask: mask,
     responses,

@@ -22,6 +22,7 @@ import {
   criticMicroLoss,
   type MicroRows,
 } from "./ppo_micro_loss.ts";
+import { bareSamples } from "./test_batches.ts";
 
 const B = 6, P = 3, R = 5, T = P + R;
 /** The keys only some losses read, wide enough that clip_cov and kl_cov choose tokens. */
@@ -49,13 +50,7 @@ function batch(seed: number): Batch {
   const f = (k: number, lo: number, hi: number) =>
     randomArray(B * R, seed + k, lo, hi).map((v, i) => MASK[i] ? v : NaN);
   return {
-    size: B,
-    promptLength: P,
-    responseLength: R,
-    uid: [],
-    dataSource: [],
-    groundTruth: [],
-    extraInfo: [],
+    ...bareSamples(B, P, R),
     prompts: new Int32Array(B * P),
     promptMask: new Int32Array(B * P),
     responses: new Int32Array(B * R),

@@ -13,6 +13,7 @@ import type { AdvBatch } from "./batch.ts";
 import { makeOptimizer } from "./build.ts";
 import { type CriticUpdateOptions, updateCritic, type ValueModel } from "./critic.ts";
 import { updateActorCpuLoss, updateCriticCpuLoss } from "./test_cpu_loss_update.ts";
+import { bareSamples } from "./test_batches.ts";
 
 const config = tinyModelConfig(TINY_QWEN2);
 const B = 6, P = 5, R = 4;
@@ -38,13 +39,7 @@ async function makeBatch(actor: CausalLM): Promise<AdvBatch> {
   const responses = RESPONSE_MASK.map((m) => m ? 3 + Math.floor(r() * (config.vocabSize - 3)) : 0);
   const pad = (x: Float32Array) => x.map((v, i) => RESPONSE_MASK[i] ? v : NaN); // must not leak
   const gen = {
-    size: B,
-    promptLength: P,
-    responseLength: R,
-    uid: [],
-    dataSource: [],
-    groundTruth: [],
-    extraInfo: [],
+    ...bareSamples(B, P, R),
     prompts: ids,
     promptMask: mask,
     responses,

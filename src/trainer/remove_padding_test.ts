@@ -23,6 +23,7 @@ import {
   type ValueModel,
 } from "./critic.ts";
 import { microBatching } from "./util.ts";
+import { bareSamples } from "./test_batches.ts";
 
 const config = tinyModelConfig(TINY_QWEN2);
 const B = 6, P = 5, R = 6;
@@ -40,13 +41,7 @@ function makeBatch(): AdvBatch {
   const pad = (x: Float32Array) => x.map((v, i) => responseMask[i] ? v : NaN); // must not leak
   const near = randomArray(B * R, 13, -3, -1);
   return {
-    size: B,
-    promptLength: P,
-    responseLength: R,
-    uid: [],
-    dataSource: [],
-    groundTruth: [],
-    extraInfo: [],
+    ...bareSamples(B, P, R),
     prompts: ids,
     promptMask: mask,
     responses,

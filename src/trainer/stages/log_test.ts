@@ -1,19 +1,14 @@
 import assert from "node:assert/strict";
 import type { AdvBatch } from "../batch.ts";
 import { dataMetrics } from "./log.ts";
+import { bareSamples } from "../test_batches.ts";
 
 /** Two responses of 4 tokens: one of 1 valid token, one of 3, with per-token entropies. */
 function batch(): AdvBatch {
   const B = 2, P = 2, R = 4;
   const zeros = () => new Float32Array(B * R);
   return {
-    size: B,
-    promptLength: P,
-    responseLength: R,
-    uid: [],
-    dataSource: [],
-    groundTruth: [],
-    extraInfo: [],
+    ...bareSamples(B, P, R),
     prompts: new Int32Array(B * P).fill(5),
     promptMask: new Int32Array(B * P).fill(1),
     responses: new Int32Array(B * R).fill(7),

@@ -6,13 +6,13 @@
  * and the policy falls back to a rule that needs no count.
  */
 const TABLE: [RegExp, number][] = [
-  [/\bH100\b.*\bPCIe\b/i, 114],
-  [/\bGH200\b|\bH200\b|\bH100\b/i, 132],
-  [/\bH800\b/i, 132],
+  [/\bH[18]00\b.*\bPCIe\b/i, 114],
+  [/\bGH200\b|\bH200\b|\bH[18]00\b/i, 132],
   [/\bA100\b|\bA800\b/i, 108],
   [/\bL40S?\b/i, 142],
   [/\bL4\b/i, 58],
-  [/\bA10G?\b/i, 72],
+  [/\bA10G\b/i, 80],
+  [/\bA10\b/i, 72],
   [/RTX 4090\b/i, 128],
   [/RTX 3090\b/i, 82],
 ];

@@ -8,6 +8,9 @@ Deno.test("multiprocessorCount knows server GPUs by their adapter names", () => 
   assert.equal(multiprocessorCount("NVIDIA A100-SXM4-80GB"), 108);
   assert.equal(multiprocessorCount("NVIDIA L40S"), 142);
   assert.equal(multiprocessorCount("NVIDIA L4"), 58);
+  assert.equal(multiprocessorCount("NVIDIA H800 PCIe"), 114);
+  assert.equal(multiprocessorCount("NVIDIA A10G"), 80);
+  assert.equal(multiprocessorCount("NVIDIA A10"), 72);
 });
 
 Deno.test("multiprocessorCount gives null for adapters it does not know", () => {

@@ -1,0 +1,326 @@
+/**
+ * Larger register tiles than matmul.wgsl's 8x8 per thread, tried and dropped: the same block
+ * (double-buffered k-major shared tiles, strided row groups, bounds-checked loads) generated for
+ * RG x CG vec4 groups per thread, timed against the tiled kernel's "large" tile on each shape and
+ * layout (NT: x W^T, NN: g W, TN: g^T x), with the output checked against it.
+ *   deno run -A bench/register_tile_probe.ts [--shapes=4096x4096x4096,...] [--layouts=NT,NN,TN]
+ *     [--cfgs=r2c2_16x16,r2c4_16x16] [--reps=10]
+ */
+import { initGpu } from "../src/gpu/mod.ts";
+import { matmulTiled, Tensor } from "../src/tensor/mod.ts";
+import { rng } from "../src/testing/mod.ts";
+
+interface Cfg {
+  rg: number;
+  cg: number;
+  wgX: number;
+  wgY: number;
+  bk: number;
+  transA: boolean;
+  transB: boolean;
+}
+
+function gen(c: Cfg): string {
+  const L: string[] = [];
+  const acc = (g: number, e: number, h: number) => `acc[${(g * 4 + e) * c.cg + h}]`;
+  const inner: string[] = [];
+  for (let g = 0; g < c.rg; g++) inner.push(`let a${g} = As[ao + kk * AS_STRIDE + ${g}u * WG_Y];`);
+  for (let h = 0; h < c.cg; h++) inner.push(`let b${h} = Bs[bo + kk * BS_STRIDE + ${h}u * WG_X];`);
+  for (let g = 0; g < c.rg; g++) {
+    for (let e = 0; e < 4; e++) {
+      for (let h = 0; h < c.cg; h++) {
+        inner.push(`${acc(g, e, h)} = fma(vec4<f32>(a${g}.${"xyzw"[e]}), b${h}, ${acc(g, e, h)});`);
+      }
+    }
+  }
+  const store: string[] = [];
+  for (let g = 0; g < c.rg; g++) {
+    for (let e = 0; e < 4; e++) {
+      for (let h = 0; h < c.cg; h++) {
+        store.push(
+          `store4(m0 + (lid.y + ${g}u * WG_Y) * 4u + ${e}u, n0 + (lid.x + ${h}u * WG_X) * 4u, ${
+            acc(g, e, h)
+          });`,
+        );
+      }
+    }
+  }
+  L.push(`
+const WG_X: u32 = ${c.wgX}u;
+const WG_Y: u32 = ${c.wgY}u;
+const BK: u32 = ${c.bk}u;
+const TRANS_A: bool = ${c.transA};
+const TRANS_B: bool = ${c.transB};
+const NT: u32 = WG_X * WG_Y;
+const BM: u32 = WG_Y * ${4 * c.rg}u;
+const BN: u32 = WG_X * ${4 * c.cg}u;
+const AS_STRIDE: u32 = BM / 4u + 1u;
+const BS_STRIDE: u32 = BN / 4u + 1u;
+const AS_SIZE: u32 = BK * AS_STRIDE;
+const BS_SIZE: u32 = BK * BS_STRIDE;
+const LA: u32 = BM * BK / 4u / NT;
+const LB: u32 = BN * BK / 4u / NT;
+struct Params { m: u32, n: u32, k: u32 }
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> a: array<f32>;
+@group(0) @binding(2) var<storage, read> b: array<f32>;
+@group(0) @binding(3) var<storage, read_write> c: array<f32>;
+var<workgroup> As: array<vec4<f32>, 2u * AS_SIZE>;
+var<workgroup> Bs: array<vec4<f32>, 2u * BS_SIZE>;
+fn load_a(i: u32, kk: u32) -> f32 {
+  let ok = i < p.m && kk < p.k;
+  var idx = i * p.k + kk;
+  if (TRANS_A) { idx = kk * p.m + i; }
+  return select(0.0, a[select(0u, idx, ok)], ok);
+}
+fn load_b(kk: u32, j: u32) -> f32 {
+  let ok = j < p.n && kk < p.k;
+  var idx = kk * p.n + j;
+  if (TRANS_B) { idx = j * p.k + kk; }
+  return select(0.0, b[select(0u, idx, ok)], ok);
+}
+fn slot(s: u32, groups: u32, along_k: bool) -> vec2<u32> {
+  if (along_k) { return vec2<u32>(s / BK, s % BK); }
+  return vec2<u32>(s % groups, s / groups);
+}
+fn fetch_a(m0: u32, k0: u32, s: u32) -> vec4<f32> {
+  let g = slot(s, BM / 4u, !TRANS_A);
+  let i = m0 + g.x * 4u;
+  let kk = k0 + g.y;
+  return vec4<f32>(load_a(i, kk), load_a(i + 1u, kk), load_a(i + 2u, kk), load_a(i + 3u, kk));
+}
+fn fetch_b(n0: u32, k0: u32, s: u32) -> vec4<f32> {
+  let g = slot(s, BN / 4u, TRANS_B);
+  let j = n0 + g.x * 4u;
+  let kk = k0 + g.y;
+  return vec4<f32>(load_b(kk, j), load_b(kk, j + 1u), load_b(kk, j + 2u), load_b(kk, j + 3u));
+}
+fn store4(i: u32, j: u32, v: vec4<f32>) {
+  if (i >= p.m) { return; }
+  let row = i * p.n;
+  if (j < p.n) { c[row + j] = v.x; }
+  if (j + 1u < p.n) { c[row + j + 1u] = v.y; }
+  if (j + 2u < p.n) { c[row + j + 2u] = v.z; }
+  if (j + 3u < p.n) { c[row + j + 3u] = v.w; }
+}
+@compute @workgroup_size(WG_X, WG_Y)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+  let tid = lid.y * WG_X + lid.x;
+  let m0 = wid.y * BM;
+  let n0 = wid.x * BN;
+  var acc: array<vec4<f32>, ${c.rg * 4 * c.cg}>;
+  var pa: array<vec4<f32>, LA>;
+  var pb: array<vec4<f32>, LB>;
+  let tiles = (p.k + BK - 1u) / BK;
+  for (var l = 0u; l < LA; l++) { pa[l] = fetch_a(m0, 0u, tid + l * NT); }
+  for (var l = 0u; l < LB; l++) { pb[l] = fetch_b(n0, 0u, tid + l * NT); }
+  for (var l = 0u; l < LA; l++) { let g = slot(tid + l * NT, BM / 4u, !TRANS_A); As[g.y * AS_STRIDE + g.x] = pa[l]; }
+  for (var l = 0u; l < LB; l++) { let g = slot(tid + l * NT, BN / 4u, TRANS_B); Bs[g.y * BS_STRIDE + g.x] = pb[l]; }
+  workgroupBarrier();
+  for (var t = 0u; t < tiles; t++) {
+    let cur = t % 2u;
+    let more = t + 1u < tiles;
+    if (more) {
+      let k0 = (t + 1u) * BK;
+      for (var l = 0u; l < LA; l++) { pa[l] = fetch_a(m0, k0, tid + l * NT); }
+      for (var l = 0u; l < LB; l++) { pb[l] = fetch_b(n0, k0, tid + l * NT); }
+    }
+    let ao = cur * AS_SIZE + lid.y;
+    let bo = cur * BS_SIZE + lid.x;
+    for (var kk = 0u; kk < BK; kk++) {
+      ${inner.join("\n      ")}
+    }
+    if (more) {
+      let nxt = 1u - cur;
+      for (var l = 0u; l < LA; l++) { let g = slot(tid + l * NT, BM / 4u, !TRANS_A); As[nxt * AS_SIZE + g.y * AS_STRIDE + g.x] = pa[l]; }
+      for (var l = 0u; l < LB; l++) { let g = slot(tid + l * NT, BN / 4u, TRANS_B); Bs[nxt * BS_SIZE + g.y * BS_STRIDE + g.x] = pb[l]; }
+    }
+    workgroupBarrier();
+  }
+  ${store.join("\n  ")}
+}
+`);
+  return L.join("\n");
+}
+
+const args = new Map(Deno.args.map((a) => a.replace(/^--/, "").split("=") as [string, string]));
+const reps = Number(args.get("reps") ?? 10);
+const shapes = (args.get("shapes") ?? "4096x4096x4096,3072x4864x896,3072x896x4864,896x4864x3072")
+  .split(",").map((s) => s.split("x").map(Number));
+const g = await initGpu();
+const dev = g.device;
+
+function randomData(n: number, seed: number): Float32Array {
+  const r = rng(seed);
+  const out = new Float32Array(n);
+  for (let i = 0; i < n; i++) out[i] = r() * 2 - 1;
+  return out;
+}
+
+async function readF32(buf: GPUBuffer, size: number): Promise<Float32Array> {
+  const [bytes] = await g.read([{ buffer: buf, size: size * 4 }]);
+  return new Float32Array(bytes);
+}
+
+const qs = dev.createQuerySet({ type: "timestamp", count: 2 });
+const qb = dev.createBuffer({
+  size: 16,
+  usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC,
+});
+
+async function timeRaw(
+  pipe: GPUComputePipeline,
+  bg: GPUBindGroup,
+  wg: [number, number],
+  n: number,
+) {
+  g.flush();
+  const enc = dev.createCommandEncoder();
+  for (let r = 0; r < n; r++) {
+    const pass = enc.beginComputePass(
+      r === 0
+        ? { timestampWrites: { querySet: qs, beginningOfPassWriteIndex: 0 } }
+        : r === n - 1
+        ? { timestampWrites: { querySet: qs, endOfPassWriteIndex: 1 } }
+        : {},
+    );
+    pass.setPipeline(pipe);
+    pass.setBindGroup(0, bg);
+    pass.dispatchWorkgroups(wg[0], wg[1]);
+    pass.end();
+  }
+  enc.resolveQuerySet(qs, 0, 2, qb, 0);
+  dev.queue.submit([enc.finish()]);
+  const [bytes] = await g.read([{ buffer: qb, size: 16 }]);
+  const t = new BigUint64Array(bytes);
+  return Number(t[1] - t[0]) / 1e6 / n;
+}
+
+const cfgs: Record<string, Cfg> = {
+  r2c2_16x16: { rg: 2, cg: 2, wgX: 16, wgY: 16, bk: 8, transA: false, transB: true },
+  r2c4_16x16: { rg: 2, cg: 4, wgX: 16, wgY: 16, bk: 8, transA: false, transB: true },
+  r4c2_16x16: { rg: 4, cg: 2, wgX: 16, wgY: 16, bk: 8, transA: false, transB: true },
+  r2c4_16x8: { rg: 2, cg: 4, wgX: 16, wgY: 8, bk: 8, transA: false, transB: true },
+  r4c2_8x16: { rg: 4, cg: 2, wgX: 8, wgY: 16, bk: 8, transA: false, transB: true },
+  r2c4_32x8: { rg: 2, cg: 4, wgX: 32, wgY: 8, bk: 8, transA: false, transB: true },
+  r2c4_16x16_bk16: { rg: 2, cg: 4, wgX: 16, wgY: 16, bk: 16, transA: false, transB: true },
+  r4c4_16x16: { rg: 4, cg: 4, wgX: 16, wgY: 16, bk: 8, transA: false, transB: true },
+  r2c2_16x16_bk16: { rg: 2, cg: 2, wgX: 16, wgY: 16, bk: 16, transA: false, transB: true },
+  r2c2_16x16_bk4: { rg: 2, cg: 2, wgX: 16, wgY: 16, bk: 4, transA: false, transB: true },
+  r2c2_32x8: { rg: 2, cg: 2, wgX: 32, wgY: 8, bk: 8, transA: false, transB: true },
+  r2c2_8x32: { rg: 2, cg: 2, wgX: 8, wgY: 32, bk: 8, transA: false, transB: true },
+  r2c1_32x8: { rg: 2, cg: 1, wgX: 32, wgY: 8, bk: 8, transA: false, transB: true },
+  r1c2_16x16: { rg: 1, cg: 2, wgX: 16, wgY: 16, bk: 8, transA: false, transB: true },
+};
+const only = args.get("cfgs")?.split(",");
+const layouts = (args.get("layouts") ?? "NT").split(","); // NT: x W^T, NN: g W, TN: g^T x
+
+for (const [M, N, K] of shapes) {
+  for (const lay of layouts) {
+    const transA = lay[0] === "T", transB = lay[1] === "T";
+    const A = randomData(M * K, 1), B = randomData(N * K, 2);
+    const ta = Tensor.from(A, transA ? [K, M] : [M, K], "f32", "a");
+    const tb = Tensor.from(B, transB ? [N, K] : [K, N], "f32", "b");
+    const flops = 2 * M * N * K;
+    // baseline: matmul.wgsl large tile, no split
+    const base = () => matmulTiled(ta, tb, { transA, transB, tile: "large" });
+    for (let i = 0; i < 3; i++) base().dispose();
+    await g.sync();
+    const ref = base();
+    const refC = await readF32(ref.buffer, M * N);
+    ref.dispose();
+    // baseline timing via recorder timestamps
+    {
+      g.flush();
+      const t0 = performance.now();
+      const outs = [] as Tensor[];
+      for (let r = 0; r < reps; r++) outs.push(base());
+      await g.sync();
+      const wall = (performance.now() - t0) / reps;
+      outs.forEach((o) => o.dispose());
+      const times: number[] = [];
+      for (let rep = 0; rep < 3; rep++) {
+        const prof = await g.profile(() => {
+          for (let r = 0; r < reps; r++) base().dispose();
+        });
+        times.push(prof.reduce((s, p) => s + p.ms, 0) / reps);
+      }
+      const ms = Math.min(...times);
+      console.log(
+        JSON.stringify({
+          shape: `${M}x${N}x${K}`,
+          lay,
+          cfg: "large(matmul.wgsl)",
+          ms,
+          wall,
+          tflops: flops / ms / 1e9,
+        }),
+      );
+    }
+    const cbuf = dev.createBuffer({
+      size: M * N * 4,
+      usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC,
+    });
+    const pbuf = dev.createBuffer({
+      size: 16,
+      usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST,
+    });
+    dev.queue.writeBuffer(pbuf, 0, new Uint32Array([M, N, K, 0]));
+    for (const [name, c0] of Object.entries(cfgs)) {
+      if (only && !only.includes(name)) continue;
+      const c = { ...c0, transA, transB };
+      const bm = c.wgY * 4 * c.rg, bn = c.wgX * 4 * c.cg;
+      const nt = c.wgX * c.wgY;
+      if (
+        (bm * c.bk / 4) % nt !== 0 || (bn * c.bk / 4) % nt !== 0 || bm * c.bk / 4 < nt ||
+        bn * c.bk / 4 < nt
+      ) continue;
+      let pipe: GPUComputePipeline;
+      try {
+        const mod = dev.createShaderModule({ code: gen(c) });
+        pipe = dev.createComputePipeline({
+          layout: "auto",
+          compute: { module: mod, entryPoint: "main" },
+        });
+      } catch (e) {
+        console.log(JSON.stringify({ cfg: name, error: String(e) }));
+        continue;
+      }
+      const bg = dev.createBindGroup({
+        layout: pipe.getBindGroupLayout(0),
+        entries: [
+          { binding: 0, resource: { buffer: pbuf } },
+          { binding: 1, resource: { buffer: ta.buffer } },
+          { binding: 2, resource: { buffer: tb.buffer } },
+          { binding: 3, resource: { buffer: cbuf } },
+        ],
+      });
+      const wg: [number, number] = [Math.ceil(N / bn), Math.ceil(M / bm)];
+      await timeRaw(pipe, bg, wg, 3);
+      const C = await readF32(cbuf, M * N);
+      let err = 0, mag = 0;
+      for (let i = 0; i < M * N; i += 997) {
+        err = Math.max(err, Math.abs(C[i] - refC[i]));
+        mag = Math.max(mag, Math.abs(refC[i]));
+      }
+      const ts: number[] = [];
+      for (let rep = 0; rep < 3; rep++) ts.push(await timeRaw(pipe, bg, wg, reps));
+      const ms = Math.min(...ts);
+      console.log(
+        JSON.stringify({
+          shape: `${M}x${N}x${K}`,
+          lay,
+          cfg: name,
+          bm,
+          bn,
+          ms,
+          tflops: flops / ms / 1e9,
+          err: err / mag,
+        }),
+      );
+    }
+    cbuf.destroy();
+    ta.dispose();
+    tb.dispose();
+  }
+}

@@ -8,21 +8,20 @@
  */
 import assert from "node:assert/strict";
 import { assertClose, gpuTest, randomArray } from "../../testing/mod.ts";
-import { backward } from "../autograd.ts";
 import { noGrad } from "../grad_mode.ts";
 import { roundToF16 } from "../half.ts";
 import { Tensor } from "../tensor.ts";
-import { attentionBackwardRef, type AttentionDims, attentionRef } from "../ref/attention.ts";
+import { attentionBackwardRef, attentionRef } from "../ref/attention.ts";
 import { attentionF16BackwardRef, attentionF16Ref } from "../ref/attention_f16.ts";
 import { attention, attentionPolicy } from "./attention.ts";
+import {
+  type AttentionCase,
+  attentionInputs,
+  type AttentionResult,
+  runAttention,
+} from "./attention_testing.ts";
 
-interface Case {
-  dims: AttentionDims;
-  causal?: boolean;
-  pads?: number[];
-  kvLength?: number;
-  queryOffset?: number;
-}
+type Case = AttentionCase;
 
 const CASES: Case[] = [
   { dims: { B: 2, T: 9, S: 9, Hq: 4, Hkv: 2, D: 8 }, pads: [0, 3] }, // G 2, causal + padding
@@ -31,23 +30,9 @@ const CASES: Case[] = [
   { dims: { B: 1, T: 7, S: 7, Hq: 3, Hkv: 3, D: 12 }, causal: false }, // G 1, no mask
 ];
 
-function inputs(c: Case, seed: number) {
-  const { B, T, S, Hq, Hkv, D } = c.dims;
-  const mask = c.pads ? new Int32Array(B * S) : undefined;
-  c.pads?.forEach((pad, b) => mask!.fill(1, b * S + pad, (b + 1) * S));
-  const opts = { causal: c.causal, kvLength: c.kvLength, queryOffset: c.queryOffset };
-  return {
-    q: randomArray(B * T * Hq * D, seed),
-    k: randomArray(B * S * Hkv * D, seed + 1),
-    v: randomArray(B * S * Hkv * D, seed + 2),
-    dout: randomArray(B * T * Hq * D, seed + 3),
-    mask,
-    refOpts: { ...opts, keyMask: mask },
-    opOpts: opts,
-  };
-}
+const inputs = attentionInputs;
 
-type Result = Record<"out" | "dq" | "dk" | "dv", Float32Array>;
+type Result = AttentionResult;
 
 function references(c: Case, x: ReturnType<typeof inputs>, round?: (v: number) => number) {
   const o = { ...x.refOpts, round };
@@ -68,30 +53,8 @@ const maxDiff = (a: ArrayLike<number>, b: ArrayLike<number>) =>
   Array.from(a).reduce((m, v, i) => Math.max(m, Math.abs(v - b[i])), 0);
 
 /** Output and gradients of attention with precision f16 under a policy. */
-async function run(c: Case, seed: number, policy: Partial<typeof attentionPolicy> = {}) {
-  const { B, T, S, Hq, Hkv, D } = c.dims;
-  const x = inputs(c, seed);
-  const q = Tensor.from(x.q, [B, T, Hq, D]);
-  const k = Tensor.from(x.k, [B, S, Hkv, D]);
-  const v = Tensor.from(x.v, [B, S, Hkv, D]);
-  for (const t of [q, k, v]) t.requiresGrad = true;
-  const saved = { ...attentionPolicy };
-  Object.assign(attentionPolicy, policy);
-  try {
-    const out = attention(q, k, v, {
-      ...x.opOpts,
-      keyMask: x.mask ? Tensor.from(x.mask, [B, S], "i32") : undefined,
-      precision: "f16",
-    });
-    backward(out, Tensor.from(x.dout, out.shape));
-    const [o, dq, dk, dv] = await Promise.all(
-      [out, q.grad!, k.grad!, v.grad!].map(async (t) => new Float32Array(await t.toArray())),
-    );
-    return { r: { out: o, dq, dk, dv } as Result, x };
-  } finally {
-    Object.assign(attentionPolicy, saved);
-  }
-}
+const run = (c: Case, seed: number, policy: Partial<typeof attentionPolicy> = {}) =>
+  runAttention(c, seed, { policy, precision: "f16" });
 
 Deno.test("attention f16 reference: the identity rounding is the f32 reference", () => {
   for (const [i, c] of CASES.entries()) {
@@ -150,7 +113,7 @@ gpuTest(
   "attention precision f16 matches the f16 reference tightly, the f32 one loosely",
   async () => {
     for (const [i, c] of CASES.entries()) {
-      const { r, x } = await run(c, 300 + i);
+      const r = await run(c, 300 + i), x = r.x;
       const f32 = f32References(c, x);
       checkF16(r, references(c, x), f32, `case ${i}`);
       for (const key of ["out", "dq", "dk", "dv"] as const) {
@@ -167,7 +130,7 @@ gpuTest("attention precision f16: chunks, no-grad calls and the policy", async (
   // A budget below one pair's scratch still runs, one pair per chunk; the numbers are the same.
   const many = await run(c, 7, { budgetBytes: 64 });
   for (const key of ["out", "dq", "dk", "dv"] as const) {
-    assertClose(many.r[key], one.r[key], { atol: 0, rtol: 0, label: `${key} chunked` });
+    assertClose(many[key], one[key], { atol: 0, rtol: 0, label: `${key} chunked` });
   }
   // A call without gradients (the log-prob pass) computes what the training pass computes, even
   // at a shape the decode kernel would take.
@@ -176,7 +139,7 @@ gpuTest("attention precision f16: chunks, no-grad calls and the policy", async (
   const q = Tensor.from(x.q, [B, T, Hq, D]);
   const k = Tensor.from(x.k, [B, S, Hkv, D]), v = Tensor.from(x.v, [B, S, Hkv, D]);
   const plain = noGrad(() => attention(q, k, v, { keyMask, precision: "f16" }));
-  assertClose(await plain.toArray(), one.r.out, { atol: 0, rtol: 0, label: "no-grad out" });
+  assertClose(await plain.toArray(), one.out, { atol: 0, rtol: 0, label: "no-grad out" });
   const sq = Tensor.from(randomArray(16, 1), [1, 2, 2, 4]); // T * G = 4 rows: decode-sized
   const sk = Tensor.from(randomArray(8, 2), [1, 2, 1, 4]);
   const free = noGrad(() => attention(sq, sk, sk, { precision: "f16" }));
@@ -205,10 +168,10 @@ gpuTest(
     for (const [i, c] of CASES.entries()) {
       const halves = await run(c, 400 + i, { f16Operands: true });
       const f32Buffers = await run(c, 400 + i, { f16Operands: false });
-      checkF16(halves.r, references(c, halves.x), f32References(c, halves.x), `case ${i}`);
+      checkF16(halves, references(c, halves.x), f32References(c, halves.x), `case ${i}`);
       for (const key of ["out", "dq", "dk", "dv"] as const) {
         const label = `${key} f16 vs f32 operands, case ${i}`;
-        assertClose(halves.r[key], f32Buffers.r[key], { atol: 1e-6, rtol: 1e-6, label });
+        assertClose(halves[key], f32Buffers[key], { atol: 1e-6, rtol: 1e-6, label });
       }
     }
   },

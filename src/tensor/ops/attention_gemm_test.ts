@@ -1,8 +1,7 @@
 import assert from "node:assert/strict";
 import { assertClose, finiteDiff, gpuTest, randomArray } from "../../testing/mod.ts";
-import { backward } from "../autograd.ts";
 import { Tensor } from "../tensor.ts";
-import { attentionBackwardRef, type AttentionDims, attentionRef } from "../ref/attention.ts";
+import { attentionBackwardRef, attentionRef } from "../ref/attention.ts";
 import {
   maskedSoftmaxRef,
   packHeadsRef,
@@ -11,62 +10,16 @@ import {
   unpackHeadsRef,
 } from "../ref/attention_gemm.ts";
 import { attentionPolicy } from "./attention.ts";
-import { attention } from "./attention.ts";
+import { type AttentionCase, attentionInputs, runAttention } from "./attention_testing.ts";
 import { validate } from "./attention_common.ts";
 import { gemmForward } from "./attention_gemm.ts";
 import { maskedSoftmax, packHeads, softmaxGrad, unpackHeads } from "./attention_gemm_kernels.ts";
 
-interface Case {
-  dims: AttentionDims;
-  causal?: boolean;
-  pads?: number[];
-  kvLength?: number;
-  queryOffset?: number;
-}
+type Case = AttentionCase;
 
-function leftPadMask(B: number, S: number, pads: number[]): Int32Array {
-  const m = new Int32Array(B * S);
-  for (let b = 0; b < B; b++) for (let s = pads[b]; s < S; s++) m[b * S + s] = 1;
-  return m;
-}
-
-function inputs(c: Case, seed: number) {
-  const { B, T, S, Hq, Hkv, D } = c.dims;
-  return {
-    q: randomArray(B * T * Hq * D, seed),
-    k: randomArray(B * S * Hkv * D, seed + 1),
-    v: randomArray(B * S * Hkv * D, seed + 2),
-    dout: randomArray(B * T * Hq * D, seed + 3),
-    mask: c.pads ? leftPadMask(B, S, c.pads) : undefined,
-  };
-}
-
-/** Output and gradients of `attention` under a policy (the rest of it as by default). */
-async function run(c: Case, seed: number, policy: Partial<typeof attentionPolicy>) {
-  const { B, T, S, Hq, Hkv, D } = c.dims;
-  const x = inputs(c, seed);
-  const q = Tensor.from(x.q, [B, T, Hq, D]);
-  const k = Tensor.from(x.k, [B, S, Hkv, D]);
-  const v = Tensor.from(x.v, [B, S, Hkv, D]);
-  for (const t of [q, k, v]) t.requiresGrad = true;
-  const saved = { ...attentionPolicy };
-  Object.assign(attentionPolicy, policy);
-  try {
-    const out = attention(q, k, v, {
-      causal: c.causal,
-      kvLength: c.kvLength,
-      queryOffset: c.queryOffset,
-      keyMask: x.mask ? Tensor.from(x.mask, [B, S], "i32") : undefined,
-    });
-    backward(out, Tensor.from(x.dout, out.shape));
-    const [o, dq, dk, dv] = await Promise.all(
-      [out, q.grad!, k.grad!, v.grad!].map((t) => t.toArray()),
-    );
-    return { out: o, dq, dk, dv, x };
-  } finally {
-    Object.assign(attentionPolicy, saved);
-  }
-}
+/** `attention` under a policy (the rest of it as by default). */
+const run = (c: Case, seed: number, policy: Partial<typeof attentionPolicy>) =>
+  runAttention(c, seed, { policy });
 
 const CASES: Case[] = [
   { dims: { B: 2, T: 13, S: 13, Hq: 2, Hkv: 2, D: 5 }, pads: [0, 4] }, // G 1, odd D
@@ -120,7 +73,7 @@ gpuTest(
   async () => {
     const c: Case = { dims: { B: 3, T: 6, S: 8, Hq: 4, Hkv: 2, D: 5 }, pads: [0, 8, 2] };
     const { B, T, S, Hq, Hkv, D } = c.dims;
-    const x = inputs(c, 5);
+    const x = attentionInputs(c, 5);
     const q = Tensor.from(x.q, [B, T, Hq, D]);
     const k = Tensor.from(x.k, [B, S, Hkv, D]), v = Tensor.from(x.v, [B, S, Hkv, D]);
     const keyMask = Tensor.from(x.mask!, [B, S], "i32");

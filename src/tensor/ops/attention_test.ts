@@ -2,30 +2,11 @@ import assert from "node:assert/strict";
 import { assertClose, finiteDiff, gpuTest, randomArray } from "../../testing/mod.ts";
 import { backward } from "../autograd.ts";
 import { Tensor } from "../tensor.ts";
-import {
-  attentionBackwardRef,
-  type AttentionDims,
-  attentionRef,
-  type AttentionRefOptions,
-} from "../ref/attention.ts";
+import { attentionBackwardRef, attentionRef, type AttentionRefOptions } from "../ref/attention.ts";
 import { attention, attentionPolicy } from "./attention.ts";
+import { type AttentionCase, leftPadMask } from "./attention_testing.ts";
 
-/** Left padding: row b has pads[b] masked keys at the start of a [B, S] mask. */
-function leftPadMask(B: number, S: number, pads: number[]): Int32Array {
-  const m = new Int32Array(B * S);
-  for (let b = 0; b < B; b++) for (let s = pads[b]; s < S; s++) m[b * S + s] = 1;
-  return m;
-}
-
-interface Case {
-  dims: AttentionDims;
-  causal?: boolean;
-  pads?: number[];
-  kvLength?: number;
-  queryOffset?: number;
-  scale?: number;
-  grad?: boolean;
-}
+type Case = AttentionCase;
 
 /** Runs a case on the flash-style row kernels and on the default choice (the GEMM path). */
 async function check(c: Case, seed: number): Promise<Float32Array> {

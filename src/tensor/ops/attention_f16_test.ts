@@ -19,7 +19,7 @@ import {
   attentionInputs,
   type AttentionResult,
   runAttention,
-} from "./attention_testing.ts";
+} from "./test_attention.ts";
 
 type Case = AttentionCase;
 

@@ -10,7 +10,7 @@ import {
   unpackHeadsRef,
 } from "../ref/attention_gemm.ts";
 import { attentionPolicy } from "./attention.ts";
-import { type AttentionCase, attentionInputs, runAttention } from "./attention_testing.ts";
+import { type AttentionCase, attentionInputs, runAttention } from "./test_attention.ts";
 import { validate } from "./attention_common.ts";
 import { gemmForward } from "./attention_gemm.ts";
 import { maskedSoftmax, packHeads, softmaxGrad, unpackHeads } from "./attention_gemm_kernels.ts";

@@ -4,7 +4,7 @@ import { backward } from "../autograd.ts";
 import { Tensor } from "../tensor.ts";
 import { attentionBackwardRef, attentionRef, type AttentionRefOptions } from "../ref/attention.ts";
 import { attention, attentionPolicy } from "./attention.ts";
-import { type AttentionCase, leftPadMask } from "./attention_testing.ts";
+import { type AttentionCase, leftPadMask } from "./test_attention.ts";
 
 type Case = AttentionCase;
 

@@ -152,8 +152,8 @@ const SPLIT_ELEMENT_COST = 2e-6;
  * the GPU holds at once (a multiprocessor holds 512 threads of these register-heavy tiles), each
  * wave as long as one block's share of K; splitting adds waves' worth of blocks but shortens
  * them, and costs its partials. A product whose last wave would be nearly empty gains most: on an
- * H100 the MLP's weight gradient at 3,072 rows (266 blocks, one over two waves' worth) ran 2.42
- * ms whole and 1.53 ms in 7 splits.
+ * H100 the 0.5B MLP's weight gradient at 3,072 rows (266 blocks, two over one wave's worth) ran
+ * 2.82 ms whole and 1.88 ms in 7 splits (`bench/gemm_splits_device.ts`).
  */
 export function waveSplits(
   o: { m: number; n: number; k: number; blocks: number; tile: TileConfig; most: number } & {

@@ -6,12 +6,12 @@
 import type { ModelConfig } from "../io/mod.ts";
 import { gpu } from "../gpu/mod.ts";
 import { attention, cast, fmtShape, linear, lmHeadLogprob, noGrad, scope } from "../tensor/mod.ts";
-import { type LmHeadLogprobResult, Tensor } from "../tensor/mod.ts";
+import { type LmHeadLogprobOptions, type LmHeadLogprobResult, Tensor } from "../tensor/mod.ts";
 import { KvCache, type KvDtype, lastStep } from "./kv_cache.ts";
 import { type LoraPair, mergedWeight } from "./lora.ts";
 import { initWeights, weightShapes } from "./weights.ts";
 import type { LayerAttention } from "./layers.ts";
-import { pack, unpack } from "./packing.ts";
+import { pack, type ScoredRows, unpack } from "./packing.ts";
 import {
   DecoderTrunk,
   EMBED,
@@ -126,16 +126,43 @@ export class CausalLM extends DecoderTrunk {
    * over vocabulary chunks fused with the log-softmax, never materialising [B, T, V] logits.
    */
   tokenLogProbs(inputIds: Tensor, options: TokenLogProbOptions): LmHeadLogprobResult {
-    const { targets, temperature, withEntropy, withSumPiSquared, chunkBytes, ...forward } = options;
+    const { targets, temperature, withEntropy, withSumPiSquared, chunkBytes, scored, ...forward } =
+      options;
     // mixed precision: the head multiplies its f16 copy (a tied table's own; the gather stays f32)
     const half = this.mixedPrecision?.get(this.#head) ?? null;
     const head = { temperature, withEntropy, withSumPiSquared, chunkBytes, half };
     const p = forward.packing;
     const h = this.hiddenRows(inputIds, forward); // [N, C] packed, else [B, T, C]
+    if (scored) return this.#scoredLogProbs(h, targets, scored, head);
     if (!p) return lmHeadLogprob(h, this.#head, targets, head);
     // packed: the head runs on the N real tokens; pads get 0 in every output
     const r = lmHeadLogprob(h, this.#head, pack(targets.reshape([p.batch, p.length]), p), head);
     const back = (t: Tensor | null) => t && unpack(t, p).reshape(targets.shape);
+    return {
+      logProbs: back(r.logProbs)!,
+      entropy: back(r.entropy),
+      sumPiSquared: back(r.sumPiSquared),
+    };
+  }
+
+  /** The head on the scored rows of h ([N, C] packed, else [B, T, C]), results back at targets'. */
+  #scoredLogProbs(
+    h: Tensor,
+    targets: Tensor,
+    scored: ScoredRows,
+    head: LmHeadLogprobOptions,
+  ): LmHeadLogprobResult {
+    const { rows, positions } = scored;
+    const [B, T] = [positions.batch, positions.length];
+    if (targets.size !== B * T) {
+      throw new Error(
+        `tokenLogProbs: scored rows of [${B}, ${T}] do not fit targets ${fmtShape(targets.shape)}`,
+      );
+    }
+    const source = h.reshape([rows.batch, rows.length, this.config.hiddenSize]);
+    const hs = pack(source, rows); // [S, C]
+    const r = lmHeadLogprob(hs, this.#head, pack(targets.reshape([B, T]), positions), head);
+    const back = (t: Tensor | null) => t && unpack(t, positions).reshape(targets.shape);
     return {
       logProbs: back(r.logProbs)!,
       entropy: back(r.entropy),

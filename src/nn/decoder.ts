@@ -27,7 +27,14 @@ import { ropeFrequencies } from "./rope_scaling.ts";
 import { LoraAdapters } from "./lora.ts";
 import type { HalfWeights } from "./half_weights.ts";
 import { checkWeights, tensorsIn } from "./weights.ts";
-import { checkPacking, pack, packedAttend, type Packing, unpack } from "./packing.ts";
+import {
+  checkPacking,
+  pack,
+  packedAttend,
+  type Packing,
+  type ScoredRows,
+  unpack,
+} from "./packing.ts";
 
 export interface ForwardOptions {
   /** i32 [B, T] rotary positions (left padding: cumsum(mask) - 1, clipped at 0). */
@@ -47,6 +54,11 @@ export interface ForwardOptions {
 export interface TokenLogProbOptions extends ForwardOptions, LmHeadLogprobOptions {
   /** i32 [B, T] or [B * T]: the token each position predicts; -100 is ignored (log-prob 0). */
   targets: Tensor;
+  /**
+   * The positions with a target (scoredRowsOf the same targets): the LM head then runs on those
+   * rows only, and every output is 0 (entropy included) elsewhere. Without it, every position.
+   */
+  scored?: ScoredRows | null;
 }
 
 export interface LoadOptions {

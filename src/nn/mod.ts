@@ -1,7 +1,7 @@
 /** Public face of src/nn. */
 export { CausalLM } from "./causal_lm.ts";
 export { type ForwardOptions } from "./decoder.ts";
-export { type Packing, packingOf } from "./packing.ts";
+export { type Packing, packingOf, type ScoredRows, scoredRowsOf } from "./packing.ts";
 export { type KvCache, type KvDtype } from "./kv_cache.ts";
 export { PagedKvCache, type PagedSequence } from "./paged_kv_cache.ts";
 export { AdamW } from "./optim.ts";

@@ -4,7 +4,14 @@
  * [N, C] instead of [B, T, C]. Attention still runs padded: q, k and v are unpacked into
  * [B, T, H, D] (zeros at the pads, which the key mask hides) and its output packed again.
  */
-import { attention, type AttentionPrecision, fmtShape, selectRows, Tensor } from "../tensor/mod.ts";
+import {
+  attention,
+  type AttentionPrecision,
+  fmtShape,
+  IGNORE_INDEX,
+  selectRows,
+  Tensor,
+} from "../tensor/mod.ts";
 import type { Attend } from "./layers.ts";
 import { view } from "./layers.ts";
 
@@ -39,6 +46,40 @@ export function packingOf(mask: Int32Array, shape: readonly [number, number]): P
     index: Tensor.from(index, [index.length], "i32", "packing.index"),
     inverse: Tensor.from(inverse, [B * T], "i32", "packing.inverse"),
   };
+}
+
+/**
+ * The positions of a [B, T] batch whose targets are scored (not -100): `rows` picks them out of
+ * the trunk's output rows (the B * T positions, or the N real tokens of `packing`), `positions`
+ * puts per-position results back at [B, T] with zeros elsewhere. The LM head then runs on these
+ * rows only: a prompt's positions (and a response's padding) predict nothing the loss reads.
+ */
+export interface ScoredRows {
+  rows: Packing;
+  positions: Packing;
+}
+
+/**
+ * The scored rows of `targets` [B * T] (held on the CPU); `mask` is the packing's attention mask
+ * when the trunk runs packed. Null when no target is scored.
+ */
+export function scoredRowsOf(
+  targets: Int32Array,
+  shape: readonly [number, number],
+  mask: Int32Array | null = null,
+): ScoredRows | null {
+  const scored = Int32Array.from(targets, (t) => t === IGNORE_INDEX ? 0 : 1);
+  if (!scored.includes(1)) return null;
+  const positions = packingOf(scored, shape);
+  if (mask === null) return { rows: positions, positions };
+  const inner: number[] = [];
+  for (let i = 0; i < scored.length; i++) {
+    if (mask[i] !== 0) inner.push(scored[i]);
+    else if (scored[i] !== 0) {
+      throw new Error(`scoredRowsOf: position ${i} has a target but is padding in the mask`);
+    }
+  }
+  return { rows: packingOf(Int32Array.from(inner), [1, inner.length]), positions };
 }
 
 /** Checks that a [B, T] tensor matches the packing. */

@@ -11,7 +11,7 @@ import { assertClose, gpuTest, randomArray, rng } from "../testing/mod.ts";
 import { CausalLM } from "./causal_lm.ts";
 import { Critic } from "./critic.ts";
 import { initLora, loraSettings } from "./lora.ts";
-import { type Packing, packingOf } from "./packing.ts";
+import { type Packing, packingOf, scoredRowsOf } from "./packing.ts";
 import { positionIdsFromMask } from "./ref_model.ts";
 import { TINY_QWEN2, tinyModelConfig, tinyWeights } from "./tiny_model.ts";
 
@@ -43,6 +43,7 @@ function inputs(packed: boolean) {
     targets: Tensor.from(x.targets, [B * T], "i32"),
     real: Tensor.from(Float32Array.from(x.mask), [B * T]),
     mask: x.mask,
+    targetIds: x.targets,
     packing: packed ? packingOf(x.mask, [B, T]) : undefined,
   };
 }
@@ -169,4 +170,65 @@ gpuTest("packingOf: rows of the real tokens, the inverse, and a shape check", as
     /packing of \[2, 3\] does not fit inputIds \[2, 2\]/,
   );
   model.dispose();
+});
+
+/** Outputs and gradients with the head on every position or on the scored ones only. */
+async function runScored(model: CausalLM, packed: boolean, scored: boolean) {
+  const x = inputs(packed);
+  const rows = scoredRowsOf(x.targetIds, [B, T], packed ? x.mask : null);
+  const out = model.tokenLogProbs(x.ids, {
+    ...x,
+    scored: scored ? rows : null,
+    withEntropy: true,
+    withSumPiSquared: true,
+  });
+  const isScored = Float32Array.from(x.targetIds, (t) => t === -100 ? 0 : 1);
+  const weight = Tensor.from(isScored, [B * T]);
+  backward(add(sum(out.logProbs), mulScalar(sum(mul(out.entropy!, weight)), 0.3)));
+  const outputs = await Promise.all(
+    [out.logProbs, out.entropy!, out.sumPiSquared!].map(async (t) => [...await t.toArray()]),
+  );
+  const grads = new Map<string, Float32Array>();
+  for (const [name, p] of model.trainable()) {
+    grads.set(name, (await p.grad!.toArray()) as Float32Array);
+  }
+  zeroGrad(model.trainable().values());
+  const at = (v: number[], on: boolean) => v.filter((_, i) => (isScored[i] === 1) === on);
+  return { on: outputs.map((v) => at(v, true)), off: outputs.flatMap((v) => at(v, false)), grads };
+}
+
+gpuTest("scored rows: the head on the response positions gives the same results", async () => {
+  const model = CausalLM.fromTensors(config, tinyWeights(config, { seed: 8, init: "varied" }));
+  for (const p of model.trainable().values()) p.requiresGrad = true;
+  for (const packed of [false, true]) {
+    const all = await runScored(model, packed, false);
+    const some = await runScored(model, packed, true);
+    ["lp", "ent", "spp"].forEach((label, k) =>
+      assertClose(some.on[k], all.on[k], { atol: 1e-5, rtol: 1e-5, label: `${label} ${packed}` })
+    );
+    assert.ok(some.off.every((v) => v === 0), "nothing is computed off the scored positions");
+    assert.ok(all.off.some((v) => v !== 0), "the full pass computes the prompts' entropies");
+    for (const [name, g] of all.grads) {
+      assertClose(some.grads.get(name)!, g, { atol: 1e-5, rtol: 1e-4, label: name });
+    }
+  }
+  model.dispose();
+});
+
+gpuTest("scoredRowsOf: rows of the trunk's output, positions, and padding refused", async () => {
+  const targets = Int32Array.from([-100, 5, 6, -100, -100, 7]);
+  const padded = scoredRowsOf(targets, [2, 3])!;
+  assert.equal(padded.rows, padded.positions);
+  assert.deepEqual([...await padded.positions.index.toArray()], [1, 2, 5]);
+  // packed: the real tokens are positions 1, 2, 3, 5, so the scored ones are rows 0, 1 and 3
+  const mask = Int32Array.from([0, 1, 1, 1, 0, 1]);
+  const packed = scoredRowsOf(targets, [2, 3], mask)!;
+  assert.deepEqual([packed.rows.batch, packed.rows.length, packed.rows.tokens], [1, 4, 3]);
+  assert.deepEqual([...await packed.rows.index.toArray()], [0, 1, 3]);
+  assert.deepEqual([...await packed.positions.inverse.toArray()], [-1, 0, 1, -1, -1, 2]);
+  assert.equal(scoredRowsOf(new Int32Array(6).fill(-100), [2, 3]), null);
+  assert.throws(
+    () => scoredRowsOf(targets, [2, 3], Int32Array.from([1, 1, 1, 1, 1, 0])),
+    /position 5 has a target but is padding/,
+  );
 });

@@ -69,7 +69,7 @@ export { sum } from "./ops/reduce.ts";
 export { softmax } from "./ops/softmax.ts";
 export { adamwStep } from "./ops/adamw.ts";
 export { crossEntropy } from "./ops/cross_entropy.ts";
-export { logprobEntropy, logprobKernel } from "./ops/logprob.ts";
+export { IGNORE_INDEX, logprobEntropy, logprobKernel } from "./ops/logprob.ts";
 export { logprobEntropyBackwardRef, logprobEntropyRef } from "./ref/logprob.ts";
 export {
   LM_HEAD_CHUNK_BYTES,

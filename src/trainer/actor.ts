@@ -6,7 +6,13 @@
  */
 import { gpuPolicyLoss } from "../algos/mod.ts";
 import { gpu } from "../gpu/mod.ts";
-import { type LoraAdapters, type Packing, packingOf } from "../nn/mod.ts";
+import {
+  type LoraAdapters,
+  type Packing,
+  packingOf,
+  type ScoredRows,
+  scoredRowsOf,
+} from "../nn/mod.ts";
 import { type LmHeadLogprobResult, noGrad, scope, Tensor } from "../tensor/mod.ts";
 import { type Batch, range, responseSlice, sequenceInputs } from "./batch.ts";
 import { microBatches, type MicroBatching } from "./dynamic_bsz.ts";
@@ -43,6 +49,8 @@ export interface CausalModel extends TrainableModel {
       /** use_remove_padding: the real tokens only (outputs 0 at the padding) */
       packing?: Packing;
       targets: Tensor;
+      /** the positions with a target: the head runs on those rows only (outputs 0 elsewhere) */
+      scored?: ScoredRows | null;
       temperature?: number;
       withEntropy?: boolean;
       withSumPiSquared?: boolean;
@@ -57,6 +65,8 @@ export interface SequenceTensors {
   targets: Tensor; // [b * T] i32, -100 off the response
   /** Where the real tokens sit, when the pass runs packed (use_remove_padding). */
   packing?: Packing;
+  /** The positions with a target: the only rows the LM head runs on. */
+  scored: ScoredRows | null;
 }
 
 /** Uploads prompt + response rows as model inputs, with their packing when `removePadding`. */
@@ -73,6 +83,7 @@ export function uploadSequences(
     pos: Tensor.from(s.positionIds, shape, "i32", "position_ids"),
     targets: Tensor.from(s.targets, [s.rows * s.length], "i32", "targets"),
     packing: options.removePadding ? packingOf(s.attentionMask, shape) : undefined,
+    scored: scoredRowsOf(s.targets, shape, options.removePadding ? s.attentionMask : null),
   };
 }
 
@@ -103,6 +114,7 @@ export async function computeLogProbs(
           positionIds: t.pos,
           attentionMask: t.mask,
           packing: t.packing,
+          scored: t.scored,
           targets: t.targets,
           withEntropy: options.withEntropy,
           withSumPiSquared: options.withSumPiSquared,
@@ -168,6 +180,7 @@ export async function updateActor(
         positionIds: t.pos,
         attentionMask: t.mask,
         packing: t.packing,
+        scored: t.scored,
         targets: t.targets.reshape([mb.rows.length, T]),
         withEntropy: entropy,
         temperature: o.temperature,

@@ -9,7 +9,7 @@ import { DataLoader, type SftExample } from "../data/mod.ts";
 import { backward, mulScalar, noGrad, scope, sum, Tensor } from "../tensor/mod.ts";
 import { gpu } from "../gpu/mod.ts";
 import type { CausalModel } from "./actor.ts";
-import { type Packing, packingOf } from "../nn/mod.ts";
+import { type Packing, packingOf, type ScoredRows, scoredRowsOf } from "../nn/mod.ts";
 import { chunks, range } from "./batch.ts";
 import { type Optimizer, optimizerStep } from "./optimizer_step.ts";
 import type { Logger } from "../tracking/mod.ts";
@@ -25,6 +25,8 @@ interface MicroInputs {
   tokens: number;
   /** use_remove_padding: the passes run on the real tokens only. */
   packing?: Packing;
+  /** The positions with a target: the only rows the LM head runs on. */
+  scored: ScoredRows | null;
 }
 
 /**
@@ -60,6 +62,7 @@ export function sftInputs(
     targets: Tensor.from(targets, [n * T], "i32"),
     tokens,
     packing: options.removePadding ? packingOf(mask, [n, T]) : undefined,
+    scored: scoredRowsOf(targets, [n, T], options.removePadding ? mask : null),
   };
 }
 
@@ -75,6 +78,7 @@ function sumLoss(model: CausalModel, m: MicroInputs): Tensor {
     attentionMask: m.mask,
     targets: m.targets,
     packing: m.packing,
+    scored: m.scored,
   });
   return mulScalar(sum(out.logProbs), -1);
 }

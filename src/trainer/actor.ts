@@ -65,15 +65,18 @@ export interface SequenceTensors {
   targets: Tensor; // [b * T] i32, -100 off the response
   /** Where the real tokens sit, when the pass runs packed (use_remove_padding). */
   packing?: Packing;
-  /** The positions with a target: the only rows the LM head runs on. */
+  /** With `scoredRows`: the positions with a target, the only rows the LM head runs on. */
   scored: ScoredRows | null;
 }
 
-/** Uploads prompt + response rows as model inputs, with their packing when `removePadding`. */
+/**
+ * Uploads prompt + response rows as model inputs, with their packing when `removePadding` and the
+ * LM head's rows when `scoredRows` (the log-prob passes; the critic's value head reads every row).
+ */
 export function uploadSequences(
   batch: Batch,
   rows: readonly number[],
-  options: { removePadding?: boolean } = {},
+  options: { removePadding?: boolean; scoredRows?: boolean } = {},
 ): SequenceTensors {
   const s = sequenceInputs(batch, rows);
   const shape = [s.rows, s.length] as const;
@@ -83,7 +86,9 @@ export function uploadSequences(
     pos: Tensor.from(s.positionIds, shape, "i32", "position_ids"),
     targets: Tensor.from(s.targets, [s.rows * s.length], "i32", "targets"),
     packing: options.removePadding ? packingOf(s.attentionMask, shape) : undefined,
-    scored: scoredRowsOf(s.targets, shape, options.removePadding ? s.attentionMask : null),
+    scored: options.scoredRows
+      ? scoredRowsOf(s.targets, shape, options.removePadding ? s.attentionMask : null)
+      : null,
   };
 }
 
@@ -109,7 +114,7 @@ export async function computeLogProbs(
   noGrad(() => {
     for (const rows of microBatches(batch, range(batch.size), options)) {
       const kept = scope(() => {
-        const t = uploadSequences(batch, rows, options);
+        const t = uploadSequences(batch, rows, { ...options, scoredRows: true });
         const lp = model.tokenLogProbs(t.ids, {
           positionIds: t.pos,
           attentionMask: t.mask,
@@ -174,7 +179,7 @@ export async function updateActor(
     { ...o, stream: 17 },
     { gradNorm: "actor/grad_norm", stats: actorStatNames(o.loss) },
     (mb) => {
-      const t = uploadSequences(batch, mb.rows, o);
+      const t = uploadSequences(batch, mb.rows, { ...o, scoredRows: true });
       // [n, T] targets give [n, T] log-probs and entropies, the layout the loss takes
       const out = model.tokenLogProbs(t.ids, {
         positionIds: t.pos,

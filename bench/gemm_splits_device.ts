@@ -9,6 +9,7 @@
 import { initGpu } from "../src/gpu/mod.ts";
 import { gemm, splitPolicy, Tensor, tiledSplits, TILES } from "../src/tensor/mod.ts";
 import { isQwen25Shape, QWEN25_SHAPES } from "./grpo_setup.ts";
+import { profiledMs } from "./gpu_timer.ts";
 
 const args = new Map(Deno.args.map((a) => a.replace(/^--/, "").split("=") as [string, string]));
 const shapeName = args.get("shape") ?? "0.5b";
@@ -36,20 +37,6 @@ for (
   products.push([`${name}.weight_grad`, out, inF, rows, true, false]);
 }
 
-/** Least mean ms of 5 products over 3 profiled runs (split sums included). */
-async function time(run: () => void): Promise<number> {
-  for (let i = 0; i < 3; i++) run();
-  await g.sync();
-  let best = Infinity;
-  for (let rep = 0; rep < 3; rep++) {
-    const prof = await g.profile(() => {
-      for (let r = 0; r < 5; r++) run();
-    });
-    best = Math.min(best, prof.reduce((t, p) => t + p.ms, 0) / 5);
-  }
-  return Math.round(best * 1000) / 1000;
-}
-
 const sums = { rule: 0, waves: 0, best: 0 };
 for (const [name, m, n, k, transA, transB] of products) {
   const a = Tensor.from(new Float32Array(m * k).fill(0.5), transA ? [k, m] : [m, k], "f32", "a");
@@ -58,11 +45,11 @@ for (const [name, m, n, k, transA, transB] of products) {
   const d = { batch: 1, m, n, k, transA, transB, strideA: 0, strideB: 0 };
   const forced: Record<string, number> = {};
   for (let sp = 1; sp <= maxSplits; sp++) {
-    forced[sp] = await time(() => gemm(a, b, c, d, { tile: "large", splits: sp }));
+    forced[sp] = await profiledMs(() => gemm(a, b, c, d, { tile: "large", splits: sp }));
   }
   const policy = async (waves: boolean) => {
     splitPolicy.waves = waves;
-    return { ms: await time(() => gemm(a, b, c, d)), splits: tiledSplits(d, TILES.large) };
+    return { ms: await profiledMs(() => gemm(a, b, c, d)), splits: tiledSplits(d, TILES.large) };
   };
   const rule = await policy(false), waves = await policy(true);
   const best = Math.min(...Object.values(forced));

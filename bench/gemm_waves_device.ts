@@ -7,6 +7,7 @@
  */
 import { initGpu } from "../src/gpu/mod.ts";
 import { matmulTiled, splitPolicy, Tensor } from "../src/tensor/mod.ts";
+import { profiledMs } from "./gpu_timer.ts";
 splitPolicy.minStages = Infinity;
 const g = await initGpu();
 const K = Number(Deno.args[0] ?? 3072);
@@ -17,16 +18,8 @@ for (let rows = 8; rows <= (Deno.args[1] ? Number(Deno.args[1]) : 80); rows += 1
   const a = Tensor.from(new Float32Array(M * K).fill(0.5), [M, K], "f32", "a");
   const b = Tensor.from(new Float32Array(N * K).fill(0.25), [N, K], "f32", "b");
   const run = () => matmulTiled(a, b, { transB: true, tile: "large" }).dispose();
-  for (let i = 0; i < 3; i++) run();
-  await g.sync();
-  let best = Infinity;
-  for (let rep = 0; rep < 3; rep++) {
-    const prof = await g.profile(() => {
-      for (let r = 0; r < 5; r++) run();
-    });
-    best = Math.min(best, prof.reduce((s, p) => s + p.ms, 0) / 5);
-  }
-  out.push({ blocks: rows * 8, ms: Math.round(best * 1000) / 1000 });
+  const best = await profiledMs(run);
+  out.push({ blocks: rows * 8, ms: best });
   a.dispose();
   b.dispose();
 }

@@ -106,3 +106,25 @@ export async function timeGpu(
   const sorted = [...ms].sort((a, b) => a - b);
   return { ms, medianMs: sorted[Math.floor(sorted.length / 2)], gpuTimed: timer.gpuTimed };
 }
+
+/**
+ * Least mean GPU milliseconds of `perRun` calls of `run` over `reps` profiled runs (every kernel
+ * it records counts, split sums included), after 3 warm-up calls. Needs `timestamp-query`.
+ */
+export async function profiledMs(
+  run: () => void,
+  options: { reps?: number; perRun?: number } = {},
+): Promise<number> {
+  const { reps = 3, perRun = 5 } = options;
+  const g = gpu();
+  for (let i = 0; i < 3; i++) run();
+  await g.sync();
+  let best = Infinity;
+  for (let rep = 0; rep < reps; rep++) {
+    const prof = await g.profile(() => {
+      for (let r = 0; r < perRun; r++) run();
+    });
+    best = Math.min(best, prof.reduce((t, p) => t + p.ms, 0) / perRun);
+  }
+  return Math.round(best * 1000) / 1000;
+}

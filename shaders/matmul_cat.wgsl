@@ -34,31 +34,26 @@ struct Params {
 @group(0) @binding(6) var<storage, read> a2: array<A2_T>;
 @group(0) @binding(7) var<storage, read> b2: array<B2_T>;
 
+// Index of element (r, kk) of an operand with `rows` rows and depth `depth`, stored [rows, depth]
+// (row-major along k) or, when `k_major`, [depth, rows].
+fn at(r: u32, kk: u32, rows: u32, depth: u32, k_major: bool) -> u32 {
+  return select(r * depth + kk, kk * rows + r, k_major);
+}
+
 // Element (row i, depth kk) of [op(A) | op(A2)], 0 outside (clamped index, selected value).
 fn load_a(base: u32, i: u32, kk: u32, k_end: u32) -> f32 {
   let ok = i < p.m && kk < k_end;
-  if (kk < p.k1) {
-    var idx = i * p.k1 + kk;
-    if (TRANS_A) { idx = kk * p.m + i; }
-    return select(0.0, f32(a[select(0u, idx, ok)]), ok);
-  }
-  let q = kk - p.k1;
-  var idx = i * (p.k - p.k1) + q;
-  if (TRANS_A2) { idx = q * p.m + i; }
+  if (kk < p.k1) { return select(0.0, f32(a[select(0u, at(i, kk, p.m, p.k1, TRANS_A), ok)]), ok); }
+  let idx = at(i, kk - p.k1, p.m, p.k - p.k1, TRANS_A2);
   return select(0.0, f32(a2[select(0u, idx, ok)]), ok);
 }
 
-// Element (depth kk, column j) of [op(B) ; scale2 op(B2)], 0 outside.
+// Element (depth kk, column j) of [op(B) ; scale2 op(B2)], 0 outside. B is [K, N] unless
+// transposed, so its columns are the "rows" of `at`, stored k-major when not transposed.
 fn load_b(base: u32, kk: u32, j: u32, k_end: u32) -> f32 {
   let ok = j < p.n && kk < k_end;
-  if (kk < p.k1) {
-    var idx = kk * p.n + j;
-    if (TRANS_B) { idx = j * p.k1 + kk; }
-    return select(0.0, f32(b[select(0u, idx, ok)]), ok);
-  }
-  let q = kk - p.k1;
-  var idx = q * p.n + j;
-  if (TRANS_B2) { idx = j * (p.k - p.k1) + q; }
+  if (kk < p.k1) { return select(0.0, f32(b[select(0u, at(j, kk, p.n, p.k1, !TRANS_B), ok)]), ok); }
+  let idx = at(j, kk - p.k1, p.n, p.k - p.k1, !TRANS_B2);
   return select(0.0, p.scale2 * f32(b2[select(0u, idx, ok)]), ok);
 }
 

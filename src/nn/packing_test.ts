@@ -5,7 +5,7 @@
  * checkpointing and with LoRA adapters on or off.
  */
 import assert from "node:assert/strict";
-import { backward, mul, mulScalar, sum, Tensor, zeroGrad } from "../tensor/mod.ts";
+import { backward, IGNORE_INDEX, mul, mulScalar, sum, Tensor, zeroGrad } from "../tensor/mod.ts";
 import { add } from "../tensor/mod.ts";
 import { assertClose, gpuTest, randomArray, rng } from "../testing/mod.ts";
 import { CausalLM } from "./causal_lm.ts";
@@ -182,7 +182,7 @@ async function runScored(model: CausalLM, packed: boolean, scored: boolean) {
     withEntropy: true,
     withSumPiSquared: true,
   });
-  const isScored = Float32Array.from(x.targetIds, (t) => t === -100 ? 0 : 1);
+  const isScored = Float32Array.from(x.targetIds, (t) => t === IGNORE_INDEX ? 0 : 1);
   const weight = Tensor.from(isScored, [B * T]);
   backward(add(sum(out.logProbs), mulScalar(sum(mul(out.entropy!, weight)), 0.3)));
   const outputs = await Promise.all(

@@ -9,7 +9,7 @@ import { initGpu } from "../src/gpu/mod.ts";
 import { matmulTiled, splitPolicy, Tensor } from "../src/tensor/mod.ts";
 import { profiledMs } from "./gpu_timer.ts";
 splitPolicy.minStages = Infinity;
-const g = await initGpu();
+await initGpu();
 const K = Number(Deno.args[0] ?? 3072);
 const N = 128 * 8; // 8 block columns
 const out: Record<string, number>[] = [];

@@ -167,6 +167,30 @@ export class Gpu {
     return out;
   }
 
+  /**
+   * Reads as `read` does and, until the data is back, calls `work` once per turn of the event
+   * loop while it returns true. A read in Deno first waits for the queue to empty and then about
+   * 10 ms more (bench/read_latency.ts); work recorded and submitted meanwhile keeps the GPU busy
+   * through that wait. The copy out of `ranges` is submitted before `work` first runs, so what
+   * `work` records does not change the data read.
+   */
+  async readWhile(
+    ranges: { buffer: GPUBuffer; offset?: number; size: number }[],
+    work: () => boolean,
+  ): Promise<ArrayBuffer[]> {
+    const pending = this.read(ranges);
+    let settled = false;
+    const done = () => settled = true;
+    pending.then(done, done);
+    try {
+      while (!settled && work()) await nextTurn();
+    } catch (e) {
+      await pending.catch(() => {});
+      throw e;
+    }
+    return await pending;
+  }
+
   /** Waits until all submitted work has finished (or the device is lost). */
   async sync(): Promise<void> {
     this.flush();
@@ -201,6 +225,11 @@ export class Gpu {
     this.pool.trim();
     this.device.destroy();
   }
+}
+
+/** One turn of the event loop: lets an op's completion (a read's map) be delivered. */
+function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, 0));
 }
 
 let current: Gpu | null = null;

@@ -3,7 +3,8 @@
  * cache rows of their n samples (a prompt is computed once, not n times), then decode steps for
  * all B * n sequences together, each step's token sampled on the GPU. Steps are recorded back to back
  * with no readback; every `checkEvery` steps one small read of the finished flags stops early
- * once every sequence has emitted EOS, and the responses are read once at the end.
+ * once every sequence has emitted EOS (the steps recorded while it comes back keep the GPU busy),
+ * and the responses are read once at the end.
  */
 import { gpu } from "../gpu/mod.ts";
 import type { CausalLM, KvDtype } from "../nn/mod.ts";
@@ -151,12 +152,8 @@ export async function generate(model: CausalLM, options: GenerateOptions): Promi
       );
     });
     let steps = 1;
-    while (steps < R) {
-      if (steps % checkEvery === 0) options.onProgress?.(steps, R);
-      if (steps % checkEvery === 0 && cfg.eosTokenIds.length > 0) {
-        const [fin] = await gpu().read([{ buffer: bufs.finished.buffer, size: 4 * N }]);
-        if (new Uint32Array(fin).every((f) => f !== 0)) break;
-      }
+    const decode = (): boolean => {
+      if (steps >= R) return false;
       const step = steps;
       scope(() =>
         sampleStep(model.decodeStep(cache, bufs.nextIds, bufs.positions), bufs, step, cfg)
@@ -164,6 +161,21 @@ export async function generate(model: CausalLM, options: GenerateOptions): Promi
       // Submitting each step lets the GPU run it while the next one is being recorded.
       if (options.submitEachStep ?? true) gpu().flush();
       steps++;
+      return true;
+    };
+    while (steps < R) {
+      if (steps % checkEvery === 0) options.onProgress?.(steps, R);
+      if (steps % checkEvery === 0 && cfg.eosTokenIds.length > 0) {
+        // Up to checkEvery - 1 more steps run while the flags come back (the next check stays
+        // at the next multiple); once all have finished they only add padding.
+        let extra = 0;
+        const [fin] = await gpu().readWhile(
+          [{ buffer: bufs.finished.buffer, size: 4 * N }],
+          () => extra++ < checkEvery - 1 && decode(),
+        );
+        if (new Uint32Array(fin).every((f) => f !== 0)) break;
+      }
+      decode();
     }
     const wanted = [bufs.responses, bufs.responseMask];
     if (options.returnLogProbs) wanted.push(bufs.logProbs);

@@ -82,6 +82,24 @@ gpuTest("EOS ends a response: mask covers it, pad follows, all-finished stops ea
   model.dispose();
 });
 
+gpuTest("steps run while the finished flags come back change no token", async () => {
+  const { model, base } = setup();
+  const greedy = await generate(model, base);
+  // Every row's first token ends it: all finish after one step.
+  const eos = [greedy.responses[0], greedy.responses[R]];
+  const opts = { ...base, eosTokenIds: eos, padTokenId: 1 };
+  const lockStep = await generate(model, { ...opts, checkEvery: 1 });
+  assert.ok(lockStep.steps <= 2, `checkEvery 1 ran ${lockStep.steps} steps`);
+  for (const checkEvery of [2, 3]) {
+    const out = await generate(model, { ...opts, checkEvery });
+    assert.deepEqual(out.responses, lockStep.responses, `checkEvery ${checkEvery}`);
+    assert.deepEqual(out.responseMask, lockStep.responseMask);
+    // Seen at the first check (step checkEvery), after at most checkEvery - 1 more steps.
+    assert.ok(out.steps <= 2 * checkEvery - 1, `checkEvery ${checkEvery} ran ${out.steps} steps`);
+  }
+  model.dispose();
+});
+
 gpuTest("sampling n per prompt: shapes, repeated prompts, seeded, log-probs match", async () => {
   const { config, weights, model, ids, mask, base } = setup(4);
   const opts = {

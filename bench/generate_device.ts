@@ -14,6 +14,8 @@
  * --fused-mlp 0 runs gate, up and SwiGLU as three dispatches instead of one (before/after).
  * --kv f32 | f16 | f32,f16: the KV cache's element type (halves: half the cache bytes per step).
  * --fused-qkv 0 runs the q, k and v projections as three dispatches instead of one (before/after).
+ * --eos ID: EOS on (that token id) with its checks of the finished flags, one read per 16 steps;
+ *   random weights rarely sample it, so the run still decodes about the full length.
  * --qkv-split 0 / --mlp-split 0 keep the fused q, k, v / gate, up products unsplit over K
  * (before/after).
  * `dispatches_per_step`: compute dispatches recorded per decode step (prefill and the first sample
@@ -60,6 +62,8 @@ for (let i = 0; i < ids.length; i++) ids[i] = (i * 7919 + 13) % config.vocabSize
 const mask = new Int32Array(prompts * P).fill(1);
 for (let b = 0; b < prompts; b += 2) mask.fill(0, b * P, b * P + (b % 16)); // some left padding
 const arrays = randomArrays(config);
+// --eos ID: the finished flags are checked every 16 steps (one read each) though few rows end.
+const eosIds = Number(arg("eos", "-1")) >= 0 ? [Number(arg("eos", "-1"))] : [];
 const kvDtypes = arg("kv", "f32").split(",") as KvDtype[];
 for (const kv of kvDtypes) {
   if (kv !== "f32" && kv !== "f16") throw new Error(`--kv ${kv}: use f32, f16 or f32,f16`);
@@ -84,7 +88,7 @@ for (const dtype of arg("dtype", "f32,f16").split(",") as ("f32" | "f16")[]) {
         temperature: 1,
         topK: sample ? 50 : 0,
         topP: sample ? 0.9 : 1,
-        eosTokenIds: [],
+        eosTokenIds: eosIds,
         padTokenId: 0,
         seed: 1,
         submitEachStep: arg("submit-each-step", "1") === "1",

@@ -7,10 +7,9 @@
  * waiting requests are admitted into free slots while blocks allow (unless this step preempted),
  * then one GPU step (engine_step.ts) prefills the admitted, decodes the running and samples a
  * token for each; sequences that sample EOS or reach maxTokens finish, their slot and blocks
- * free for the next step. The sampled tokens come back in small reads, each started once half
- * of `stepsInFlight` steps are unread; the GPU runs each step while the host records the next,
- * and the steps recorded while a read comes back (in Deno a read waits for the queue to empty,
- * then about 10 ms more) keep it busy through the read. Lengths and maxTokens
+ * free for the next step. The sampled tokens come back in one small read per `stepsInFlight`
+ * steps (a read costs about a decode step's GPU time of latency in Deno, and waits for the queue
+ * to empty), so the GPU runs each step while the host records the next. Lengths and maxTokens
  * are known without the tokens, so only an EOS is seen late: that sequence's tokens of the steps
  * already recorded are dropped (stats.dropped) and its blocks are freed once the EOS is read.
  * Requests with identical prompt ids (the n samples of a prompt) share one prefill of it and its
@@ -137,41 +136,21 @@ export class Engine {
     this.#cache.clearPrefixCache();
   }
 
-  /**
-   * The step loop. A read starts once half of `stepsInFlight` steps are unread (or no step can
-   * be recorded before one is read); steps recorded while it comes back keep the GPU busy and
-   * start the next batch, so at most `stepsInFlight` steps are ever unread.
-   */
   async #run(): Promise<void> {
     const depth = this.options.stepsInFlight ?? 16;
-    const half = Math.ceil(depth / 2);
     const inFlight: InFlightStep[] = [];
     const stride = this.options.maxSeqs;
-    // One slot per unread step, taken in turn.
     const ring = Tensor.empty([depth * 2 * stride], "i32", "engine.readback").keep();
-    let slot = 0;
-    // The batch being read: its last step feeds the first step recorded meanwhile.
-    let reading: InFlightStep[] = [];
-    const record = (): boolean => {
-      const previous = inFlight.at(-1) ?? reading.at(-1) ?? null;
-      const next = this.#record(previous, { ring, slot, stride });
-      if (!next) return false;
-      inFlight.push(next);
-      slot = (slot + 1) % depth;
-      return true;
-    };
     try {
       await null; // requests submitted in the same tick start together
       while (this.#waiting.length > 0 || this.#running.length > 0) {
-        if (inFlight.length < half && record()) continue;
-        if (inFlight.length === 0) throw new Error("Engine: no step can run (a scheduling fault)");
-        reading = inFlight.splice(0);
-        await this.#collect(
-          reading,
-          { ring, stride },
-          () => inFlight.length + reading.length < depth && record(),
-        );
-        reading = [];
+        const readback = { ring, slot: inFlight.length, stride };
+        const next = this.#record(inFlight.at(-1) ?? null, readback);
+        if (next) inFlight.push(next);
+        else if (inFlight.length === 0) {
+          throw new Error("Engine: no step can run (a scheduling fault)");
+        }
+        if (!next || inFlight.length >= depth) await this.#collect(inFlight.splice(0), readback);
       }
     } catch (e) {
       for (const step of inFlight) step.bufs.dispose();
@@ -277,31 +256,20 @@ export class Engine {
     this.#prefixes.leave(s);
   }
 
-  /**
-   * Reads the steps' tokens back at once, calling `meanwhile` (which records further steps) while
-   * the read is on its way, and finishes the sequences that ended.
-   */
-  async #collect(
-    steps: InFlightStep[],
-    { ring, stride }: Omit<StepReadback, "slot">,
-    meanwhile: () => boolean,
-  ): Promise<void> {
-    const words = 2 * stride;
+  /** Reads the steps' tokens back at once and finishes the sequences that ended. */
+  async #collect(steps: InFlightStep[], readback: StepReadback): Promise<void> {
+    const words = 2 * readback.stride;
     let data;
     try {
-      const t0 = performance.now(), recorded = this.#stats.recordSeconds;
-      data = await gpu().readWhile(
-        steps.map((s) => ({ buffer: ring.buffer, offset: 4 * words * s.slot, size: 4 * words })),
-        meanwhile,
-      );
-      this.#stats.waitSeconds += (performance.now() - t0) / 1000 -
-        (this.#stats.recordSeconds - recorded);
+      const t0 = performance.now();
+      [data] = await gpu().read([{ buffer: readback.ring.buffer, size: 4 * words * steps.length }]);
+      this.#stats.waitSeconds += (performance.now() - t0) / 1000;
     } finally {
       for (const step of steps) step.bufs.dispose();
     }
     steps.forEach((step, k) => {
-      const tokens = new Int32Array(data[k], 0, step.rows.length);
-      const logProbs = new Float32Array(data[k], 4 * stride, step.rows.length);
+      const tokens = new Int32Array(data, 4 * words * k, step.rows.length);
+      const logProbs = new Float32Array(data, 4 * (words * k + readback.stride), step.rows.length);
       step.rows.forEach((row, i) => {
         const s = row as Sequence;
         if (s.done) {

@@ -57,11 +57,10 @@ export interface StepInput {
   readback: StepReadback;
 }
 
-/** A recorded step: its rows (admitted, then decoding), its sampling buffers, its ring slot. */
+/** A recorded step: its rows (admitted, then decoding) and its sampling buffers. */
 export interface InFlightStep {
   rows: StepSequence[];
   bufs: SampleBuffers;
-  slot: number;
 }
 
 /**
@@ -201,5 +200,5 @@ export function recordStep(input: StepInput): InFlightStep {
   gpu().copy(bufs.responses.buffer, 0, ring.buffer, at, 4 * n);
   gpu().copy(bufs.logProbs.buffer, 0, ring.buffer, at + 4 * stride, 4 * n);
   gpu().flush(); // the GPU runs this step while the host records the next
-  return { rows, bufs, slot };
+  return { rows, bufs };
 }

@@ -17,11 +17,10 @@ export interface EngineOptions {
   eosTokenIds: number[];
   padTokenId: number;
   /**
-   * Most steps recorded before their tokens are read (default 16): a read of the oldest half
-   * starts once half this many are unread, and more steps are recorded while it comes back
-   * (Deno answers a read only once the GPU queue is idle, then about 10 ms later). An EOS is
-   * seen up to this many steps minus one late, and the tokens sampled meanwhile are dropped;
-   * 1 reads every step before recording the next.
+   * Steps recorded before their tokens are read, together (default 16): Deno answers a read
+   * only once the GPU queue is idle, so the GPU runs each step while the host records the next
+   * and waits once per this many steps; an EOS is seen up to this many steps late, and the
+   * tokens sampled meanwhile are dropped.
    */
   stepsInFlight?: number;
   /** One setting for every request (default: temperature 1, no top-k / top-p, sampling on). */

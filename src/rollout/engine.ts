@@ -25,6 +25,7 @@ import { publishPrefilled, publishWritten, reserveCached } from "./engine_prefix
 import {
   type InFlightStep,
   recordStep,
+  releaseSamples,
   type StepReadback,
   type StepSequence,
 } from "./engine_step.ts";
@@ -146,14 +147,17 @@ export class Engine {
       while (this.#waiting.length > 0 || this.#running.length > 0) {
         const readback = { ring, slot: inFlight.length, stride };
         const next = this.#record(inFlight.at(-1) ?? null, readback);
-        if (next) inFlight.push(next);
-        else if (inFlight.length === 0) {
+        if (next) {
+          const last = inFlight.at(-1);
+          if (last) releaseSamples(last);
+          inFlight.push(next);
+        } else if (inFlight.length === 0) {
           throw new Error("Engine: no step can run (a scheduling fault)");
         }
         if (!next || inFlight.length >= depth) await this.#collect(inFlight.splice(0), readback);
       }
     } catch (e) {
-      for (const step of inFlight) step.bufs.dispose();
+      for (const step of inFlight) releaseSamples(step);
       for (const s of [...this.#running, ...this.#waiting]) {
         this.#cache.release(s.cache);
         s.prefix = null;
@@ -265,7 +269,7 @@ export class Engine {
       [data] = await gpu().read([{ buffer: readback.ring.buffer, size: 4 * words * steps.length }]);
       this.#stats.waitSeconds += (performance.now() - t0) / 1000;
     } finally {
-      for (const step of steps) step.bufs.dispose();
+      for (const step of steps) releaseSamples(step);
     }
     steps.forEach((step, k) => {
       const tokens = new Int32Array(data, 4 * words * k, step.rows.length);

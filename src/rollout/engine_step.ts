@@ -57,10 +57,24 @@ export interface StepInput {
   readback: StepReadback;
 }
 
-/** A recorded step: its rows (admitted, then decoding) and its sampling buffers. */
+/**
+ * A recorded step: its rows (admitted, then decoding) and its sampling buffers, held only until
+ * the next step is recorded (`releaseSamples`): its tokens reach the host through the readback
+ * ring, and only the newest step's feed the next one.
+ */
 export interface InFlightStep {
   rows: StepSequence[];
-  bufs: SampleBuffers;
+  bufs: SampleBuffers | null;
+}
+
+/**
+ * Frees `step`'s sampling buffers. Steps recorded later are ordered after it on the GPU, so the
+ * pool may hand the buffers out again at once; freeing each step's as the next is recorded keeps
+ * the pool's pattern the same from step to step (the decoder then finds its bind groups again).
+ */
+export function releaseSamples(step: InFlightStep): void {
+  step.bufs?.dispose();
+  step.bufs = null;
 }
 
 /**
@@ -113,8 +127,10 @@ function decode(input: StepInput, rows: StepSequence[]): Tensor {
   let run: { from: number; to: number; count: number } | null = null;
   const flush = () => {
     if (run) {
+      const from = input.previous?.bufs;
+      if (!from) throw new Error("engine: the last step's sampled tokens were freed too soon");
       gpu().copy(
-        input.previous!.bufs.responses.buffer,
+        from.responses.buffer,
         4 * run.from,
         ids.buffer,
         4 * run.to,

@@ -3,11 +3,14 @@ import { GpuError } from "./errors.ts";
 
 const ARENA_BYTES = 256 * 1024; // uniform arena: 1024 dispatches of 256-byte slots per submit
 const SLOT = 256; // minUniformBufferOffsetAlignment on every adapter we target
+const UPLOAD_BYTES = 1 << 20; // small uploads behind pending commands, staged per submit
 
 /**
  * Records dispatches, copies and uploads into one command encoder and submits them together.
  * Uniform parameters of all dispatches in a submit share one arena buffer written just before the
- * submit, so a kernel launch allocates nothing. Bind groups are cached by pipeline and buffers.
+ * submit, so a kernel launch allocates nothing; so do small uploads that must wait for the
+ * commands before them (a copy out of an upload arena). Bind groups are cached by pipeline and
+ * buffers.
  */
 export class Recorder {
   #encoder: GPUCommandEncoder | null = null;
@@ -16,6 +19,9 @@ export class Recorder {
   #arena: GPUBuffer;
   #arenaCpu = new Uint8Array(ARENA_BYTES);
   #arenaUsed = 0;
+  #uploads: GPUBuffer;
+  #uploadsCpu = new Uint8Array(UPLOAD_BYTES);
+  #uploadsUsed = 0;
   #staging: GPUBuffer[] = [];
   #bindGroups = new Map<string, GPUBindGroup>();
   #ids = new WeakMap<object, number>();
@@ -43,6 +49,11 @@ export class Recorder {
       size: ARENA_BYTES,
       usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST,
       label: "uniform-arena",
+    });
+    this.#uploads = device.createBuffer({
+      size: UPLOAD_BYTES,
+      usage: GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST,
+      label: "upload-arena",
     });
     this.#lostSignal = new Promise<never>((_, reject) => this.#rejectLost = reject);
     this.#lostSignal.catch(() => {});
@@ -135,6 +146,18 @@ export class Recorder {
       return;
     }
     // Pending commands may still use dst's old contents: stage the data and copy in order.
+    if (size <= UPLOAD_BYTES / 4) {
+      if (this.#uploadsUsed + size > UPLOAD_BYTES) {
+        this.flush(); // nothing pending now: the direct write above is in order
+        return this.upload(dst, data, dstOffset);
+      }
+      const at = this.#uploadsUsed;
+      this.#uploadsCpu.set(bytes, at);
+      this.#uploadsCpu.fill(0, at + bytes.byteLength, at + size); // as a fresh staging buffer
+      this.#uploadsUsed += size;
+      this.copy(this.#uploads, at, dst, dstOffset, size);
+      return;
+    }
     const staging = this.device.createBuffer({
       size,
       usage: GPUBufferUsage.COPY_SRC,
@@ -177,11 +200,15 @@ export class Recorder {
     if (this.#arenaUsed > 0) {
       this.device.queue.writeBuffer(this.#arena, 0, this.#arenaCpu, 0, this.#arenaUsed);
     }
+    if (this.#uploadsUsed > 0) {
+      this.device.queue.writeBuffer(this.#uploads, 0, this.#uploadsCpu, 0, this.#uploadsUsed);
+    }
     this.device.queue.submit([this.#encoder.finish()]);
     this.submits++;
     this.#encoder = null;
     this.#commands = 0;
     this.#arenaUsed = 0;
+    this.#uploadsUsed = 0;
     for (const s of this.#staging) s.destroy();
     this.#staging = [];
   }

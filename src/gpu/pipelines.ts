@@ -24,6 +24,11 @@ export function kernelKey(spec: KernelSpec): string {
 export class PipelineCache {
   #pipelines = new Map<string, GPUComputePipeline>();
   #modules = new Map<string, GPUShaderModule>();
+  /**
+   * The same pipelines by the spec as written (defines in the caller's order): a lookup per
+   * dispatch, several times cheaper than sorting the defines into `kernelKey`.
+   */
+  #literal = new Map<string, GPUComputePipeline>();
 
   constructor(private readonly device: GPUDevice) {}
 
@@ -32,6 +37,14 @@ export class PipelineCache {
   }
 
   get(spec: KernelSpec): GPUComputePipeline {
+    const literal = `${spec.shader}|${spec.entry ?? "main"}|${spec.f16 === true}|` +
+      JSON.stringify(spec.defines ?? null);
+    let p = this.#literal.get(literal);
+    if (!p) this.#literal.set(literal, p = this.#create(spec));
+    return p;
+  }
+
+  #create(spec: KernelSpec): GPUComputePipeline {
     const key = kernelKey(spec);
     let p = this.#pipelines.get(key);
     if (p) return p;

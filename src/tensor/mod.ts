@@ -3,6 +3,7 @@ export {
   DTYPE_BYTES,
   fmtShape,
   type Node,
+  sameShape,
   shapeSize,
   Tensor,
   type TypedArray,

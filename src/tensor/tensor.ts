@@ -47,6 +47,11 @@ export function fmtShape(shape: readonly number[]): string {
   return `[${shape.join(", ")}]`;
 }
 
+/** Whether two shapes are equal, dim by dim. */
+export function sameShape(a: readonly number[], b: readonly number[]): boolean {
+  return a.length === b.length && a.every((d, i) => d === b[i]);
+}
+
 /**
  * A GPU buffer view with a shape and a dtype. Tensors created inside `scope()` are released when
  * the scope ends unless returned or `keep()`-ed; parameters are kept for their whole life.

@@ -6,7 +6,7 @@
  */
 import { gpu, packParams } from "../../gpu/mod.ts";
 import { isGradEnabled, record, registerOp } from "../autograd.ts";
-import { DTYPE_BYTES, fmtShape, Tensor } from "../tensor.ts";
+import { DTYPE_BYTES, fmtShape, sameShape, Tensor } from "../tensor.ts";
 import { accumulate } from "./basic.ts";
 import { toF16 } from "./elementwise_kernel.ts";
 import { grid1d, rowDefines } from "./grid.ts";
@@ -124,7 +124,7 @@ export function lmHeadLogprob(
   const withSpp = options.withSumPiSquared ?? false;
   check(hidden, weight, targets, temperature);
   const half = options.half ?? null;
-  if (half && (half.dtype !== "f16" || fmtShape(half.shape) !== fmtShape(weight.shape))) {
+  if (half && (half.dtype !== "f16" || !sameShape(half.shape, weight.shape))) {
     throw new Error(
       `lmHeadLogprob: half must be the f16 copy of weight ${fmtShape(weight.shape)}, got ` +
         `${fmtShape(half.shape)} ${half.dtype}`,

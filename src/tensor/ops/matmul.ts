@@ -5,7 +5,7 @@
  */
 import { gpu } from "../../gpu/mod.ts";
 import { record, registerOp } from "../autograd.ts";
-import { fmtShape, shapeSize, type Tensor } from "../tensor.ts";
+import { fmtShape, sameShape, shapeSize, type Tensor } from "../tensor.ts";
 import { toF16 } from "./elementwise_kernel.ts";
 import { colsum, type Gemm, gemmNew, type TileConfig, type TileName } from "./matmul_kernel.ts";
 
@@ -70,7 +70,7 @@ function plan(a: Tensor, b: Tensor, options: MatmulOptions): Plan {
   const batchA = a.shape.slice(0, -2), batchB = b.shape.slice(0, -2);
   const sharedA = batchA.length === 0 && batchB.length > 0;
   const sharedB = batchB.length === 0 && batchA.length > 0;
-  if (!sharedA && !sharedB && fmtShape(batchA) !== fmtShape(batchB)) {
+  if (!sharedA && !sharedB && !sameShape(batchA, batchB)) {
     throw new Error(
       `matmul: batch dimensions differ: ${describe("a", a)} vs ${describe("b", b)} ` +
         `(they must match, or one operand must be 2-D)`,
@@ -219,11 +219,11 @@ export function linear(
   const [outF, inF] = weight.shape;
   if (x.rank < 1 || x.shape[x.rank - 1] !== inF) throw bad(`x must end in in=${inF}`);
   if (bias && (bias.rank !== 1 || bias.shape[0] !== outF)) throw bad(`bias must be [${outF}]`);
-  if (half && (half.dtype !== "f16" || fmtShape(half.shape) !== fmtShape(weight.shape))) {
+  if (half && (half.dtype !== "f16" || !sameShape(half.shape, weight.shape))) {
     throw bad(`half must be the f16 copy of weight, ${fmtShape(weight.shape)}`);
   }
   const outShape = [...x.shape.slice(0, -1), outF];
-  if (residual && (residual.dtype !== "f32" || fmtShape(residual.shape) !== fmtShape(outShape))) {
+  if (residual && (residual.dtype !== "f32" || !sameShape(residual.shape, outShape))) {
     throw bad(`residual must be f32 ${fmtShape(outShape)}`);
   }
   const rows = shapeSize(x.shape.slice(0, -1));

@@ -69,8 +69,9 @@ export function checkFusedOperands(
   options: { op: string; backward: string },
 ): (why: string) => Error {
   const given = named.filter((e): e is readonly [string, Tensor] => e[1] !== null);
-  const desc = given.map(([n, t]) => `${n} ${fmtShape(t.shape)} ${t.dtype}`).join(", ");
-  const bad = (why: string) => new Error(`${options.op}: ${why}: ${desc}`);
+  // Described only when an error is made: this runs for every fused dispatch.
+  const desc = () => given.map(([n, t]) => `${n} ${fmtShape(t.shape)} ${t.dtype}`).join(", ");
+  const bad = (why: string) => new Error(`${options.op}: ${why}: ${desc()}`);
   const ts = given.map((e) => e[1]);
   if (recorded(ts)) throw bad(options.backward);
   for (const t of ts) {

@@ -5,7 +5,7 @@
  * gradient is being recorded.
  */
 import { gpu, packParams } from "../../gpu/mod.ts";
-import { fmtShape, shapeSize, Tensor } from "../tensor.ts";
+import { sameShape, shapeSize, Tensor } from "../tensor.ts";
 import { grid1d } from "./grid.ts";
 import {
   checkFusedConfig,
@@ -50,7 +50,7 @@ export function swigluLinearApplies(
   const k = x.shape[x.rank - 1];
   const ts = [x, wGate, wUp, options.biasGate, options.biasUp];
   return swigluLinearPolicy.enabled && fusedOperandsFit(x, ts) && wGate.rank === 2 &&
-    fmtShape(wGate.shape) === fmtShape(wUp.shape) &&
+    sameShape(wGate.shape, wUp.shape) &&
     wGate.dtype === wUp.dtype && wGate.shape[1] === k &&
     (options.biasGate?.dtype ?? "f32") === (options.biasUp?.dtype ?? "f32");
 }
@@ -73,7 +73,7 @@ export function swigluLinear(
       backward: "no backward; use swiglu(linear(x, w_gate), linear(x, w_up)) under autograd",
     },
   );
-  if (wGate.rank !== 2 || fmtShape(wGate.shape) !== fmtShape(wUp.shape)) {
+  if (wGate.rank !== 2 || !sameShape(wGate.shape, wUp.shape)) {
     throw bad("w_gate and w_up must be the same 2-D [N, K]");
   }
   const [n, k] = wGate.shape;

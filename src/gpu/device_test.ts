@@ -50,3 +50,47 @@ gpuTest(
     buffer.destroy();
   },
 );
+
+gpuTest("uploads behind pending commands land in order, across arena refills", async () => {
+  const g = gpu();
+  const x = u32Buffer([0, 0, 0, 0]), y = u32Buffer([0, 0, 0, 0]);
+  const w = u32Buffer([0]), v = u32Buffer([0]);
+  // A pending command: later uploads must wait for what precedes them.
+  const pending = () => g.copy(w, 0, v, 0, 4);
+  pending();
+  g.upload(x, Uint32Array.from([1, 2, 3, 4]));
+  g.copy(x, 0, y, 0, 16); // reads the first upload
+  g.upload(x, Uint32Array.from([9, 8, 7, 6]));
+  const [xs, ys] = await g.read([{ buffer: x, size: 16 }, { buffer: y, size: 16 }]);
+  assert.deepEqual([...new Uint32Array(ys)], [1, 2, 3, 4]);
+  assert.deepEqual([...new Uint32Array(xs)], [9, 8, 7, 6]);
+  // Five quarter-MiB uploads, each after a pending command: more than one arena's worth.
+  const words = 1 << 16;
+  const targets = Array.from({ length: 5 }, () => u32Buffer(new Array(words).fill(0)));
+  targets.forEach((t, k) => {
+    pending();
+    g.upload(t, new Uint32Array(words).fill(k + 1));
+  });
+  const back = await g.read(targets.map((t) => ({ buffer: t, size: 4 * words })));
+  back.forEach((b, k) => {
+    const v = new Uint32Array(b);
+    assert.ok(v.every((e) => e === k + 1), `upload ${k}: ${v[0]} .. ${v[words - 1]}`);
+  });
+  // A length that is not a multiple of 4 bytes: the rest of the last word reads as zeros.
+  const z = u32Buffer([0xffffffff, 0xffffffff]);
+  pending();
+  g.upload(z, Uint8Array.from([1, 2, 3, 4, 5, 6]));
+  const [zs] = await g.read([{ buffer: z, size: 8 }]);
+  assert.deepEqual([...new Uint8Array(zs)], [1, 2, 3, 4, 5, 6, 0, 0]);
+  for (const b of [x, y, z, w, v, ...targets]) b.destroy();
+});
+
+gpuTest("pipelines: defines in any order share one pipeline, other values do not", () => {
+  const g = gpu();
+  const a = g.pipeline({ shader: "grad_norm", defines: { WG: 64, PER_THREAD: 4 } });
+  const b = g.pipeline({ shader: "grad_norm", defines: { PER_THREAD: 4, WG: 64 } });
+  const c = g.pipeline({ shader: "grad_norm", defines: { WG: 64, PER_THREAD: 8 } });
+  assert.equal(a, b);
+  assert.notEqual(a, c);
+  assert.equal(g.pipeline({ shader: "grad_norm", defines: { WG: 64, PER_THREAD: 4 } }), a);
+});

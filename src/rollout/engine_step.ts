@@ -181,17 +181,23 @@ export function recordStep(input: StepInput): InFlightStep {
       ...input.prefixes.map((e) => ({ ids: e.ids, cache: e.cache, cached: e.cached })),
       ...plain.map((s) => ({ ids: context(s), cache: s.cache, cached: s.cached })),
     ];
-    const pre = targets.length > 0 ? prefill(input, targets) : [];
-    input.prefixes.forEach((e, k) => {
-      e.logits = Tensor.empty([1, V], "f32", "engine.prefix_logits").keep();
-      g.copy(pre[k].logits.buffer, pre[k].row * V * 4, e.logits.buffer, 0, V * 4);
+    scope(() => {
+      const pre = targets.length > 0 ? prefill(input, targets) : [];
+      input.prefixes.forEach((e, k) => {
+        e.logits = Tensor.empty([1, V], "f32", "engine.prefix_logits").keep();
+        g.copy(pre[k].logits.buffer, pre[k].row * V * 4, e.logits.buffer, 0, V * 4);
+      });
+      startShared(input);
+      let k = input.prefixes.length;
+      input.admitted.forEach((s, i) => {
+        const from = s.prefix ? { logits: s.prefix.logits!, row: 0 } : pre[k++];
+        g.copy(from.logits.buffer, from.row * V * 4, logits.buffer, i * V * 4, V * 4);
+      });
     });
-    startShared(input);
-    let k = input.prefixes.length;
-    input.admitted.forEach((s, i) => {
-      const from = s.prefix ? { logits: s.prefix.logits!, row: 0 } : pre[k++];
-      g.copy(from.logits.buffer, from.row * V * 4, logits.buffer, i * V * 4, V * 4);
-    });
+    // The prefill's temporaries are back in the pool and its uniforms submitted: the decode
+    // below then takes the same buffers and uniform slots as in a step without admissions, so
+    // it finds its bind groups again.
+    if (input.admitted.length > 0) g.flush();
     if (input.decoding.length > 0) {
       const l = decode(input, input.decoding);
       const at = input.admitted.length * V * 4;

@@ -62,8 +62,8 @@ for (let i = 0; i < ids.length; i++) ids[i] = (i * 7919 + 13) % config.vocabSize
 const mask = new Int32Array(prompts * P).fill(1);
 for (let b = 0; b < prompts; b += 2) mask.fill(0, b * P, b * P + (b % 16)); // some left padding
 const arrays = randomArrays(config);
-// --eos ID: the finished flags are checked every 16 steps (one read each) though few rows end.
-const eosIds = Number(arg("eos", "-1")) >= 0 ? [Number(arg("eos", "-1"))] : [];
+const eos = Number(arg("eos", "-1")); // see --eos above
+const eosIds = eos >= 0 ? [eos] : [];
 const kvDtypes = arg("kv", "f32").split(",") as KvDtype[];
 for (const kv of kvDtypes) {
   if (kv !== "f32" && kv !== "f16") throw new Error(`--kv ${kv}: use f32, f16 or f32,f16`);

@@ -62,19 +62,25 @@ function stack(id: number): string[] {
 }
 const compiling = (s: string[]) =>
   s.some((f) => f.startsWith("createComputePipeline ") || f.startsWith("createShaderModule "));
+// Each sample's stack once, shared by every root; a sample lasts until the next one.
+const samples = profile.samples.map((id, i) => {
+  const s = stack(id);
+  return { stack: s, us: profile.timeDeltas[i + 1] ?? 0, inCompile: compiling(s) };
+});
 
 for (const root of roots) {
   const inclusive = new Map<string, number>(), self = new Map<string, number>();
   let compile = 0, total = 0;
-  profile.samples.forEach((id, i) => {
-    const us = profile.timeDeltas[i + 1] ?? 0; // a sample lasts until the next one
-    const s = stack(id);
-    if (!s.some((f) => f.startsWith(root))) return;
-    if (compiling(s)) return void (compile += us);
+  for (const { stack: s, us, inCompile } of samples) {
+    if (!s.some((f) => f.startsWith(root))) continue;
+    if (inCompile) {
+      compile += us;
+      continue;
+    }
     total += us;
     self.set(s[0], (self.get(s[0]) ?? 0) + us);
     for (const f of new Set(s)) inclusive.set(f, (inclusive.get(f) ?? 0) + us);
-  });
+  }
   const rows = (m: Map<string, number>) =>
     [...m].sort((a, b) => b[1] - a[1]).slice(0, top)
       .map(([f, us]) => `${(us / 1e6).toFixed(3).padStart(8)} s  ${f}`).join("\n");

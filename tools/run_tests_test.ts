@@ -31,7 +31,10 @@ Deno.test({
     const maps = await librariesAfterOpening(env);
     if (native) assert.doesNotMatch(maps, /libEGL/, "EGL loaded with the native backends only");
     else console.log("no native adapter here: the GL fallback is in use");
-    assert.match(await librariesAfterOpening({ DENO_WEBGPU_BACKEND: "gl" }), /libEGL/);
+    // The check can see EGL: a GL adapter, where there is one, loads it.
+    if (await hasAdapter("gl")) {
+      assert.match(await librariesAfterOpening({ DENO_WEBGPU_BACKEND: "gl" }), /libEGL/);
+    }
   },
 });
 

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { gpuTest } from "../testing/mod.ts";
-import { gpu } from "./device.ts";
+import { gpu, packParams } from "./device.ts";
 
 function u32Buffer(values: number[]): GPUBuffer {
   const g = gpu();
@@ -87,10 +87,44 @@ gpuTest("uploads behind pending commands land in order, across arena refills", a
 
 gpuTest("pipelines: defines in any order share one pipeline, other values do not", () => {
   const g = gpu();
-  const a = g.pipeline({ shader: "grad_norm", defines: { WG: 64, PER_THREAD: 4 } });
-  const b = g.pipeline({ shader: "grad_norm", defines: { PER_THREAD: 4, WG: 64 } });
-  const c = g.pipeline({ shader: "grad_norm", defines: { WG: 64, PER_THREAD: 8 } });
+  const a = g.pipeline({ shader: "grad_norm", entry: "sumsq", defines: { WG: 64, PER_THREAD: 4 } });
+  const b = g.pipeline({ shader: "grad_norm", entry: "sumsq", defines: { PER_THREAD: 4, WG: 64 } });
+  const c = g.pipeline({ shader: "grad_norm", entry: "sumsq", defines: { WG: 64, PER_THREAD: 8 } });
   assert.equal(a, b);
   assert.notEqual(a, c);
-  assert.equal(g.pipeline({ shader: "grad_norm", defines: { WG: 64, PER_THREAD: 4 } }), a);
+  assert.equal(
+    g.pipeline({ shader: "grad_norm", entry: "sumsq", defines: { WG: 64, PER_THREAD: 4 } }),
+    a,
+  );
+});
+
+gpuTest("bind groups: a full cache drops the least recently used, not the groups in use", () => {
+  const g = gpu();
+  const cap = g.recorder.bindGroupCap;
+  g.recorder.bindGroupCap = 3;
+  const buffers = Array.from({ length: 5 }, () => u32Buffer([0, 0, 0, 0]));
+  const fill = (b: GPUBuffer) =>
+    g.dispatch({ shader: "basic", entry: "fill", defines: { WG: 64 } }, {
+      params: packParams([4, { f32: 1 }]),
+      buffers: [b],
+      workgroups: [1],
+    });
+  const made = (b: GPUBuffer) => {
+    const before = g.recorder.bindGroups;
+    fill(b);
+    g.flush(); // every dispatch's uniforms at the arena's first slot: keys differ by buffer only
+    return g.recorder.bindGroups - before;
+  };
+  try {
+    const [b0, b1, b2, b3] = buffers;
+    assert.deepEqual([b0, b1, b2].map(made), [1, 1, 1]);
+    assert.equal(made(b0), 0); // a hit: b0 is now the most recently used
+    assert.equal(made(b3), 1); // full: b1, the least recently used, goes
+    assert.equal(made(b0), 0);
+    assert.equal(made(b2), 0);
+    assert.equal(made(b1), 1);
+  } finally {
+    g.recorder.bindGroupCap = cap;
+    for (const b of buffers) b.destroy();
+  }
 });

@@ -35,6 +35,12 @@ export class Recorder {
   dispatches = 0;
   /** Bind groups made so far (a dispatch whose pipeline, uniforms slot and buffers are new). */
   bindGroups = 0;
+  /**
+   * Bind groups kept for reuse; past this the least recently used goes. A batch whose shape
+   * changes every step (the engine's) binds new buffers often, and clearing the whole cache when
+   * full also dropped the groups every step still uses.
+   */
+  bindGroupCap = 8192;
   /** Host milliseconds spent making them (benchmarks: how much of recording they cost). */
   bindGroupMs = 0;
   /** Host milliseconds spent in `dispatch` in all, counted while `timeHost` is set (benchmarks). */
@@ -110,8 +116,14 @@ export class Recorder {
       key += `|${this.#id(r.buffer)}:${r.offset ?? 0}:${r.size ?? -1}`;
     }
     let group = this.#bindGroups.get(key);
-    if (!group) {
-      if (this.#bindGroups.size > 8192) this.#bindGroups.clear();
+    if (group) {
+      // Least recently used first: a hit moves to the end of the map's order.
+      this.#bindGroups.delete(key);
+      this.#bindGroups.set(key, group);
+    } else {
+      if (this.#bindGroups.size >= this.bindGroupCap) {
+        this.#bindGroups.delete(this.#bindGroups.keys().next().value!);
+      }
       const b0 = performance.now();
       group = this.device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries });
       this.bindGroupMs += performance.now() - b0;

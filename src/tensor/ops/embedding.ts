@@ -13,20 +13,23 @@ registerOp(
 );
 
 function check(ids: Tensor, table: Tensor): void {
-  const desc = `ids ${fmtShape(ids.shape)} ${ids.dtype}, table ${fmtShape(table.shape)} ` +
-    table.dtype;
-  if (ids.dtype !== "i32") throw new Error(`embedding: ids must be i32, got ${desc}`);
+  // Described only on failure: the lookup runs at every decode step.
+  const desc = () =>
+    `ids ${fmtShape(ids.shape)} ${ids.dtype}, table ${fmtShape(table.shape)} ${table.dtype}`;
+  if (ids.dtype !== "i32") throw new Error(`embedding: ids must be i32, got ${desc()}`);
   if (table.rank !== 2 || table.shape[0] < 1) {
-    throw new Error(`embedding: table must be [V, C] with V >= 1, got ${desc}`);
+    throw new Error(`embedding: table must be [V, C] with V >= 1, got ${desc()}`);
   }
   if (table.dtype !== "f32" && table.dtype !== "f16") {
-    throw new Error(`embedding: table must be f32 (or f16), got ${desc}`);
+    throw new Error(`embedding: table must be f32 (or f16), got ${desc()}`);
   }
   if (table.dtype === "f16" && !gpu().hasF16) {
-    throw new Error(`embedding: an f16 table needs shader-f16, which this adapter lacks (${desc})`);
+    throw new Error(
+      `embedding: an f16 table needs shader-f16, which this adapter lacks (${desc()})`,
+    );
   }
   if (table.dtype === "f16" && table.requiresGrad && isGradEnabled()) {
-    throw new Error(`embedding: an f16 table is for inference and takes no gradient (${desc})`);
+    throw new Error(`embedding: an f16 table is for inference and takes no gradient (${desc()})`);
   }
 }
 

@@ -66,8 +66,14 @@ function describe(name: string, t: Tensor | undefined): string {
 export function validate(q: Tensor, k: Tensor, v: Tensor, o: AttentionOptions): Geometry {
   // Described only on failure: attention runs once per layer of every decode step.
   const fail = (why: string): never => {
-    const all = [q, k, v, o.keyMask].map((t, i) => describe(["q", "k", "v", "keyMask"][i], t));
-    throw new Error(`attention: ${why} (${all.join(", ")})`);
+    const all = [
+      describe("q", q),
+      describe("k", k),
+      describe("v", v),
+      describe("keyMask", o.keyMask),
+    ]
+      .join(", ");
+    throw new Error(`attention: ${why} (${all})`);
   };
   const packed = k.dtype === "f16";
   if (q.dtype !== "f32" || k.dtype !== v.dtype || (k.dtype !== "f32" && !packed)) {

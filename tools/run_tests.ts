@@ -40,8 +40,9 @@ export interface TestEnv {
 
 /**
  * The environment for `deno test`: a backend already chosen is kept; else the native backends
- * when they give an adapter. Lavapipe probes for a Wayland display and complains on stderr when
- * XDG_RUNTIME_DIR is unset, so an unset one gets a private empty folder.
+ * when they give an adapter. Lavapipe probes for a Wayland display and complains on stderr (where
+ * some tests read a command's messages) when XDG_RUNTIME_DIR is unset, so on Linux an unset one
+ * gets a private empty folder, whichever backend runs.
  */
 export function testEnv(
   options: {
@@ -51,11 +52,10 @@ export function testEnv(
     tempDir: () => string;
   },
 ): TestEnv {
-  if (options.chosen) return { env: {} };
-  if (!options.nativeAdapter) return { env: {}, note: GL_NOTE };
-  const env: Record<string, string> = { DENO_WEBGPU_BACKEND: NATIVE_BACKENDS };
+  const env: Record<string, string> = {};
+  if (!options.chosen && options.nativeAdapter) env.DENO_WEBGPU_BACKEND = NATIVE_BACKENDS;
   if (!options.xdgRuntimeDir && Deno.build.os === "linux") env.XDG_RUNTIME_DIR = options.tempDir();
-  return { env };
+  return !options.chosen && !options.nativeAdapter ? { env, note: GL_NOTE } : { env };
 }
 
 async function main(args: string[]): Promise<number> {

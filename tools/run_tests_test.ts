@@ -4,12 +4,22 @@ import { GL_NOTE, hasAdapter, NATIVE_BACKENDS, testEnv } from "./run_tests.ts";
 const tempDir = () => "/tmp/xdg_for_test";
 
 Deno.test("a chosen backend is kept; without a native adapter the tests run on GL, saying so", () => {
-  assert.deepEqual(testEnv({ chosen: "gl", nativeAdapter: true, tempDir }), { env: {} });
-  assert.deepEqual(testEnv({ nativeAdapter: false, tempDir }), { env: {}, note: GL_NOTE });
-  const native = testEnv({ nativeAdapter: true, xdgRuntimeDir: "/run/user/1", tempDir });
-  assert.deepEqual(native, { env: { DENO_WEBGPU_BACKEND: NATIVE_BACKENDS } });
+  const xdgRuntimeDir = "/run/user/1";
+  assert.deepEqual(testEnv({ chosen: "gl", nativeAdapter: true, xdgRuntimeDir, tempDir }), {
+    env: {},
+  });
+  assert.deepEqual(testEnv({ nativeAdapter: false, xdgRuntimeDir, tempDir }), {
+    env: {},
+    note: GL_NOTE,
+  });
+  assert.deepEqual(testEnv({ nativeAdapter: true, xdgRuntimeDir, tempDir }), {
+    env: { DENO_WEBGPU_BACKEND: NATIVE_BACKENDS },
+  });
   if (Deno.build.os === "linux") {
-    assert.equal(testEnv({ nativeAdapter: true, tempDir }).env.XDG_RUNTIME_DIR, tempDir());
+    for (const chosen of ["vulkan", undefined]) {
+      const { env } = testEnv({ chosen, nativeAdapter: true, tempDir });
+      assert.equal(env.XDG_RUNTIME_DIR, tempDir(), `chosen ${chosen}`);
+    }
   }
 });
 

@@ -18,6 +18,7 @@
  *   random weights rarely sample it, so the run still decodes about the full length.
  * --qkv-split 0 / --mlp-split 0 keep the fused q, k, v / gate, up products unsplit over K
  * (before/after).
+ * --attn-min-chunk N: the fewest keys per split of the decode attention kernel (`decodePolicy`).
  * `dispatches_per_step`: compute dispatches recorded per decode step (prefill and the first sample
  * subtracted as for the time); any adapter, though a CPU adapter takes other kernels (no skinny
  * matmul, no split K), so the count on a GPU differs.
@@ -28,7 +29,12 @@ import { CausalLM, type KvDtype } from "../src/nn/mod.ts";
 import { generate } from "../src/rollout/mod.ts";
 import { SampleBuffers, sampleStep } from "../src/rollout/mod.ts";
 import { noGrad } from "../src/tensor/mod.ts";
-import { qkvLinearPolicy, skinnyPolicy, swigluLinearPolicy } from "../src/tensor/mod.ts";
+import {
+  decodePolicy,
+  qkvLinearPolicy,
+  skinnyPolicy,
+  swigluLinearPolicy,
+} from "../src/tensor/mod.ts";
 import { scope } from "../src/tensor/mod.ts";
 import { Tensor } from "../src/tensor/mod.ts";
 
@@ -48,6 +54,7 @@ swigluLinearPolicy.enabled = arg("fused-mlp", "1") !== "0";
 qkvLinearPolicy.enabled = arg("fused-qkv", "1") !== "0";
 qkvLinearPolicy.splitK = arg("qkv-split", "1") !== "0";
 swigluLinearPolicy.splitK = arg("mlp-split", "1") !== "0";
+decodePolicy.minChunk = Number(arg("attn-min-chunk", `${decodePolicy.minChunk}`));
 const config = benchConfig(arg("config", "qwen2.5-0.5b"));
 const B = Number(arg("batch", "64")),
   P = Number(arg("prompt", "128")),
@@ -118,6 +125,7 @@ for (const dtype of arg("dtype", "f32,f16").split(",") as ("f32" | "f16")[]) {
       new_tokens: R,
       sampling: sample ? "top_k 50, top_p 0.9" : "greedy",
       skinny_policy: skinnyPolicy,
+      decode_policy: decodePolicy,
       fused_mlp: swigluLinearPolicy.enabled,
       fused_qkv: qkvLinearPolicy.enabled,
       qkv_split: qkvLinearPolicy.splitK,

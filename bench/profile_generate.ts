@@ -1,7 +1,8 @@
 /**
  * Where decode time goes: GPU milliseconds per kernel (timestamp queries) against wall time for a
  * short generation on the Qwen2.5-0.5B shape.
- * `deno run -A bench/profile_generate.ts [--new 16] [--dtype f32|f16] [--kv f32|f16] [--rows 20]`.
+ * `deno run -A bench/profile_generate.ts [--new 16] [--dtype f32|f16] [--kv f32|f16] [--rows 20]
+ *   [--attn-min-chunk 64]`.
  * Kernel lines give the totals over prefill and decode, and `per_step_ms`: the same kernel's time
  * per decode step (a prefill-only run subtracted, divided by the decode steps profiled, which the
  * embedding gathers count: the profiler may stop recording before a long generation ends).
@@ -11,12 +12,14 @@ import { makeModelConfig } from "../src/io/mod.ts";
 import { CausalLM } from "../src/nn/mod.ts";
 import { weightShapes } from "../src/nn/mod.ts";
 import { generate } from "../src/rollout/mod.ts";
+import { decodePolicy } from "../src/tensor/mod.ts";
 
 const arg = (name: string, d: number) => {
   const i = Deno.args.indexOf(`--${name}`);
   return i >= 0 ? Number(Deno.args[i + 1]) : d;
 };
 const B = arg("batch", 64), P = arg("prompt", 128), R = arg("new", 16);
+decodePolicy.minChunk = arg("attn-min-chunk", decodePolicy.minChunk);
 const word = (name: string, d: "f32" | "f16"): "f32" | "f16" => {
   const i = Deno.args.indexOf(`--${name}`);
   const v = i >= 0 ? Deno.args[i + 1] : d;

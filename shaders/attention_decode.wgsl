@@ -2,7 +2,8 @@
 // against a long key range, parallel over keys. One workgroup owns (key split wid.x, kv head
 // wid.y, batch wid.z) and the split's CH keys; the R rows' q sit in workgroup memory.
 //   1. scores: invocation i takes key i / R and row i % R (the R rows of a key read its k row
-//      together), written to ss;
+//      together), written to ss; row 0's invocation keeps the key's offset in offs, so that
+//      step 3 reads no block table;
 //   2. row max, then probabilities and their sum, over ML lanes per row and a serial merge;
 //   3. P @ V: invocation (kp, r, c) sums the keys kp, kp + KP, ... for row r and vec4 column
 //      group c (consecutive invocations read consecutive columns of one v row), the KP partial
@@ -38,6 +39,7 @@ var<workgroup> red: array<f32, R * ML>;
 var<workgroup> rowm: array<f32, R>;
 var<workgroup> rowl: array<f32, R>;
 var<workgroup> pv: array<vec4f, KP * RC>;
+var<workgroup> offs: array<u32, CH>; // where each key's k and v rows start (kv_at)
 
 // Word i of the keys (is_v false) or the values.
 fn kv_word(is_v: bool, i: u32) -> u32 {
@@ -96,9 +98,10 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid:
     let j = i / R;
     let r = i % R;
     let s = kbeg + j;
+    let a = kv_at(b, hk, s);
+    if (r == 0u) { offs[j] = a; }
     var sc = NEG;
     if (key_at(b, s) && (p.causal == 0u || i32(s) <= p.off + i32(r / p.g))) {
-      let a = kv_at(b, hk, s);
       var sdot = 0.0;
       for (var c = 0u; c < D4; c++) { sdot += dot(qs[r * QS + c], kv4(false, a, c)); }
       sc = sdot * p.scale;
@@ -145,12 +148,26 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid:
   let kp = tid / RC;
   var acc = vec4f();
   if (kp < KP) {
-    for (var j = kp; j < nk; j += KP) {
+    // Masked keys are selected away, not multiplied by 0: their rows may hold anything. Four
+    // keys' v rows are loaded before any is added (the loads overlap; the adds keep key order).
+    var j = kp;
+    for (; j + 3u * KP < nk; j += 4u * KP) {
+      let p0 = ss[r * CH + j];
+      let p1 = ss[r * CH + j + KP];
+      let p2 = ss[r * CH + j + 2u * KP];
+      let p3 = ss[r * CH + j + 3u * KP];
+      let v0 = kv4(true, offs[j], c);
+      let v1 = kv4(true, offs[j + KP], c);
+      let v2 = kv4(true, offs[j + 2u * KP], c);
+      let v3 = kv4(true, offs[j + 3u * KP], c);
+      acc += select(vec4f(), p0 * v0, p0 > 0.0);
+      acc += select(vec4f(), p1 * v1, p1 > 0.0);
+      acc += select(vec4f(), p2 * v2, p2 > 0.0);
+      acc += select(vec4f(), p3 * v3, p3 > 0.0);
+    }
+    for (; j < nk; j += KP) {
       let pk = ss[r * CH + j];
-      // Masked keys are selected away, not multiplied by 0: their rows may hold anything. The
-      // load is unconditional so that loads of consecutive keys can overlap.
-      let vx = kv4(true, kv_at(b, hk, kbeg + j), c);
-      acc += select(vec4f(), pk * vx, pk > 0.0);
+      acc += select(vec4f(), pk * kv4(true, offs[j], c), pk > 0.0);
     }
   }
   if (KP > 1u) {

@@ -28,9 +28,18 @@ struct Params {
 @group(0) @binding(6) var<storage, read> bias_k: array<BIAS_T>;
 @group(0) @binding(7) var<storage, read> bias_v: array<BIAS_T>;
 
+// Four splits loaded per round, then added in split order (as matmul_splitk.wgsl).
 fn total(i: u32, size: u32) -> f32 {
   var s = 0.0;
-  for (var z = 0u; z < p.splits; z++) { s += part[z * size + i]; }
+  var z = 0u;
+  for (; z + 4u <= p.splits; z += 4u) {
+    let a = part[z * size + i];
+    let b = part[(z + 1u) * size + i];
+    let c = part[(z + 2u) * size + i];
+    let d = part[(z + 3u) * size + i];
+    s = (((s + a) + b) + c) + d;
+  }
+  for (; z < p.splits; z++) { s += part[z * size + i]; }
   return s;
 }
 

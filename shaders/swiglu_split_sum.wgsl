@@ -23,9 +23,17 @@ struct Params {
 @group(0) @binding(4) var<storage, read> bias_u: array<BIAS_T>;
 
 // (gate, up) of element i, summed over the splits.
+// Two splits loaded per round, then added in split order (as matmul_splitk.wgsl).
 fn sums(i: u32) -> vec2<f32> {
   var s = vec2<f32>(0.0);
-  for (var z = 0u; z < p.splits; z++) {
+  var z = 0u;
+  for (; z + 2u <= p.splits; z += 2u) {
+    let at = z * 2u * p.size + i;
+    let a = vec2<f32>(part[at], part[at + p.size]);
+    let b = vec2<f32>(part[at + 2u * p.size], part[at + 3u * p.size]);
+    s = (s + a) + b;
+  }
+  if (z < p.splits) {
     let at = z * 2u * p.size + i;
     s += vec2<f32>(part[at], part[at + p.size]);
   }

@@ -59,6 +59,7 @@ export {
   attentionPolicy,
   type AttentionPrecision,
 } from "./ops/attention.ts";
+export { decodePolicy } from "./ops/attention_decode.ts";
 export { pagedAttention, type PagedAttentionOptions } from "./ops/paged_attention.ts";
 export { type PagedCacheWrite, pagedRopeQKIntoCache } from "./ops/paged_rope_cache.ts";
 export { embedding } from "./ops/embedding.ts";

@@ -16,10 +16,15 @@ import {
 
 /** Most query rows (T * G) per (batch, kv head) the decode kernel takes when left to choose. */
 export const DECODE_MAX_ROWS = 16;
-// Aim for this many workgroups (a few per SM of a large GPU) before shrinking splits further.
-const TARGET_WORKGROUPS = 512;
-const MIN_CHUNK = 64;
 const MAX_CHUNK = 256;
+
+/** How the decode kernel splits the key range over workgroups. Mutable for benchmarks. */
+export const decodePolicy = {
+  /** Keys per split are halved (from 256) while fewer workgroups than this would run. */
+  targetWorkgroups: 512,
+  /** Fewest keys per split on a GPU. */
+  minChunk: 64,
+};
 const CPU_CHUNK = 32; // CPU adapters compile workgroup arrays slowly and gain nothing from size
 
 interface DecodeShape {
@@ -42,11 +47,12 @@ function workgroupSize(rc: number): number {
   return wg;
 }
 
-/** Workgroup floats of the kernel's arrays (qs, ss, red, rowm/rowl, pv) for `chunk` keys. */
+/** Workgroup words of the kernel's arrays (qs, ss, red, rowm/rowl, pv, offs) for `chunk` keys. */
 function sharedFloats(rows: number, d4: number, wg: number, chunk: number): number {
   const rc = rows * d4;
   const ml = Math.min(Math.floor(wg / rows), 32);
-  return 4 * rows * (d4 + 1) + rows * chunk + rows * ml + 2 * rows + 4 * Math.floor(wg / rc) * rc;
+  return 4 * rows * (d4 + 1) + rows * chunk + rows * ml + 2 * rows +
+    4 * Math.floor(wg / rc) * rc + chunk;
 }
 
 export function shapeFor(g: Geometry): DecodeShape | null {
@@ -58,7 +64,9 @@ export function shapeFor(g: Geometry): DecodeShape | null {
   while (chunk > 16 && !floatsFit(sharedFloats(rows, d4, wg, chunk))) chunk /= 2;
   if (!floatsFit(sharedFloats(rows, d4, wg, chunk))) return null;
   const groups = g.B * g.Hkv;
-  while (chunk > MIN_CHUNK && groups * Math.ceil(g.L / chunk) < TARGET_WORKGROUPS) chunk /= 2;
+  while (
+    chunk > decodePolicy.minChunk && groups * Math.ceil(g.L / chunk) < decodePolicy.targetWorkgroups
+  ) chunk /= 2;
   const nsplit = Math.max(1, Math.ceil(g.L / chunk));
   if (nsplit > gpu().limits.maxComputeWorkgroupsPerDimension) return null;
   return { wg, rows, chunk, nsplit };

@@ -1,0 +1,57 @@
+import assert from "node:assert/strict";
+import { gpuTest, randomArray } from "../../testing/mod.ts";
+import { Tensor } from "../tensor.ts";
+import { sumSplits } from "./matmul_skinny.ts";
+
+/**
+ * Partials [splits, size] whose sums depend on the order of the adds: magnitudes from 1e-3 to 1e7
+ * with random signs, so that any other grouping than split order changes many results.
+ */
+function partials(splits: number, size: number, seed: number): Float32Array {
+  const u = randomArray(splits * size, seed), e = randomArray(splits * size, seed + 1);
+  return u.map((x, i) => Math.sign(x || 1) * 10 ** (2 + 5 * e[i]));
+}
+
+/** Split order in f32: ((p0 + p1) + p2) + ..., then the bias, then the residual. */
+function sequential(
+  part: Float32Array,
+  d: { m: number; n: number; splits: number; bias?: Float32Array; resid?: Float32Array },
+): Float32Array {
+  const size = d.m * d.n;
+  return Float32Array.from({ length: size }, (_, i) => {
+    let s = 0;
+    for (let k = 0; k < d.splits; k++) s = Math.fround(s + part[k * size + i]);
+    if (d.bias) s = Math.fround(s + d.bias[i % d.n]);
+    if (d.resid) s = Math.fround(s + d.resid[i]);
+    return s;
+  });
+}
+
+gpuTest("split-K sums add the splits in order, bit for bit (1 to 9 splits)", async () => {
+  const [m, n] = [5, 37];
+  for (let splits = 1; splits <= 9; splits++) {
+    const p = partials(splits, m * n, 10 * splits);
+    const bias = randomArray(n, 3), resid = randomArray(m * n, 4);
+    const part = Tensor.from(p, [splits, m, n]);
+    for (
+      const [withBias, withResid] of [[false, false], [true, false], [false, true], [true, true]]
+    ) {
+      const out = Tensor.empty([m, n], "f32", "sum");
+      sumSplits(part, out, {
+        m,
+        n,
+        splits,
+        bias: withBias ? Tensor.from(bias, [n]) : null,
+        residual: withResid ? Tensor.from(resid, [m, n]) : null,
+      });
+      const want = sequential(p, {
+        m,
+        n,
+        splits,
+        bias: withBias ? bias : undefined,
+        resid: withResid ? resid : undefined,
+      });
+      assert.deepEqual(await out.toArray(), want, JSON.stringify({ splits, withBias, withResid }));
+    }
+  }
+});

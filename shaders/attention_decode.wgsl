@@ -1,9 +1,10 @@
 // Decode attention: a few query rows (R = T * G, the G query heads of one kv head at T positions)
 // against a long key range, parallel over keys. One workgroup owns (key split wid.x, kv head
 // wid.y, batch wid.z) and the split's CH keys; the R rows' q sit in workgroup memory.
+//   0. q to workgroup memory, and where each key's k and v rows start to offs (the block table
+//      is read once per key, not per row and pass);
 //   1. scores: invocation i takes key i / R and row i % R (the R rows of a key read its k row
-//      together), written to ss; row 0's invocation keeps the key's offset in offs, so that
-//      step 3 reads no block table;
+//      together), written to ss;
 //   2. row max, then probabilities and their sum, over ML lanes per row and a serial merge;
 //   3. P @ V: invocation (kp, r, c) sums the keys kp, kp + KP, ... for row r and vec4 column
 //      group c (consecutive invocations read consecutive columns of one v row), the KP partial
@@ -92,14 +93,14 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid:
     let r = i / D4;
     qs[r * QS + i % D4] = q4(q_base(b, hk, r), i % D4);
   }
+  for (var j = tid; j < nk; j += WG) { offs[j] = kv_at(b, hk, kbeg + j); }
   workgroupBarrier();
 
   for (var i = tid; i < nk * R; i += WG) {
     let j = i / R;
     let r = i % R;
     let s = kbeg + j;
-    let a = kv_at(b, hk, s);
-    if (r == 0u) { offs[j] = a; }
+    let a = offs[j];
     var sc = NEG;
     if (key_at(b, s) && (p.causal == 0u || i32(s) <= p.off + i32(r / p.g))) {
       var sdot = 0.0;

@@ -66,9 +66,9 @@ fn load4(base: u32, start: u32, end: u32, lid: u32, q: u32) -> vec4<f32> {
          p.inv_temp;
 }
 
-// How many of the valid elements of v have a key >= t.
-fn count4(v: vec4<f32>, ok: vec4<bool>, t: u32) -> u32 {
-  return dot(select(vec4<u32>(0u), vec4<u32>(1u), ok & (keys4(v) >= vec4<u32>(t))), vec4<u32>(1u));
+// How many of the valid elements with keys `k` are >= t.
+fn count4(k: vec4<u32>, ok: vec4<bool>, t: u32) -> u32 {
+  return dot(select(vec4<u32>(0u), vec4<u32>(1u), ok & (k >= vec4<u32>(t))), vec4<u32>(1u));
 }
 
 struct Online {
@@ -165,11 +165,15 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lidv: v
   }
 
   // The largest key t with at least top_k keys >= t in this chunk (0 keeps the whole chunk).
+  let k0 = keys4(v0);
+  let k1 = keys4(v1);
+  let k2 = keys4(v2);
+  let k3 = keys4(v3);
   var thr = 0u;
   for (var bit = i32(p.bits) - 1i; bit >= 0i; bit--) {
     let cand = thr | (1u << u32(bit));
-    let c = count4(v0, ok0, cand) + count4(v1, ok1, cand) + count4(v2, ok2, cand) +
-            count4(v3, ok3, cand);
+    let c = count4(k0, ok0, cand) + count4(k1, ok1, cand) + count4(k2, ok2, cand) +
+            count4(k3, ok3, cand);
     let at = u32(bit) * LANES;
     atomicAdd(&counts[at + lid % LANES], c);
     workgroupBarrier();
@@ -177,18 +181,37 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lidv: v
     for (var l = 0u; l < LANES; l++) { total += atomicLoad(&counts[at + l]); }
     if (total >= p.top_k) { thr = cand; }
   }
-  red[lid].x = count4(v0, ok0, thr) + count4(v1, ok1, thr) + count4(v2, ok2, thr) +
-               count4(v3, ok3, thr);
+  red[lid].x = count4(k0, ok0, thr) + count4(k1, ok1, thr) + count4(k2, ok2, thr) +
+               count4(k3, ok3, thr);
+  workgroupBarrier();
+  // Each invocation's first candidate slot: the exclusive prefix sum of the counts, taken over 16
+  // runs of WG / 16 invocations (run sums in red[r].y, free since the tree above) rather than by
+  // one invocation walking all WG counts in turn.
+  let len = p.wg / 16u;
+  if (lid < 16u) {
+    var sum = 0u;
+    for (var t = lid * len; t < (lid + 1u) * len; t++) { sum += red[t].x; }
+    red[lid].y = sum;
+  }
   workgroupBarrier();
   if (lid == 0u) {
     var acc = 0u;
-    for (var t = 0u; t < p.wg; t++) {
-      let c = red[t].x;
-      red[t].x = acc;
+    for (var r = 0u; r < 16u; r++) {
+      let c = red[r].y;
+      red[r].y = acc;
       acc += c;
     }
     work[stat + 3u] = select(acc, NONE, acc > CAP);
     total_count = acc;
+  }
+  workgroupBarrier();
+  if (lid < 16u) {
+    var acc = red[lid].y;
+    for (var t = lid * len; t < (lid + 1u) * len; t++) {
+      let c = red[t].x;
+      red[t].x = acc;
+      acc += c;
+    }
   }
   if (workgroupUniformLoad(&total_count) > CAP) { return; }
   var o = (p.rows * p.chunks * 4u) + (row * p.chunks + chunk) * CAP + red[lid].x;

@@ -49,14 +49,6 @@ export class AdamW {
     });
   }
 
-  /**
-   * Takes back the last `step` after its clip norm turned out not finite: the kernel skipped every
-   * update (clip scale 0), so only the step count moved.
-   */
-  skipped(): void {
-    this.stepCount--;
-  }
-
   zeroGrad(): void {
     zeroGrad(this.params);
   }

@@ -1,6 +1,6 @@
 /**
  * One optimizer step after gradient accumulation: global grad-norm clipping computed on the GPU,
- * AdamW, then one small readback of the norm (for `grad_norm` and the non-finite check) — and no
+ * one small readback of the norm (for `grad_norm` and the non-finite check), then AdamW — or no
  * update at all when the norm is not finite (the step is skipped and counted, as verl does).
  * Other small tensors the caller needs on the CPU (the update's summed loss statistics) ride along
  * in the same round trip, so a mini-batch costs one readback. Under mixed precision the gradients
@@ -102,11 +102,8 @@ export async function optimizerStep(
   }
   const maxNorm = options.gradClip > 0 ? options.gradClip : Infinity;
   const clip = clipGradNorm(opt.params, maxNorm, { inverseScale: opt.scaler?.inverse ?? 1 });
-  // AdamW is recorded before the norm is read, so the GPU runs it while the norm travels back
-  // (reading first left the GPU idle for the round trip and the recording: 73 ms of a 3.9 s update
-  // on an H100). The kernel skips a non-finite norm by itself (clip scale 0, every tensor left
-  // as it was); the host then takes its step count back. The norm is for logging and counting.
-  opt.adamw.step({ lr: options.lr, clip });
+  // The norm is read before AdamW is recorded, as before: the kernel skips a non-finite norm by
+  // itself (scale 0); the value is for logging and the skipped count.
   const [normBytes, extraBytes] = await gpu().read([
     { buffer: clip.buffer, size: 4 },
     ...extra,
@@ -114,7 +111,7 @@ export async function optimizerStep(
   const norm = new Float32Array(normBytes)[0];
   const skipped = !Number.isFinite(norm);
   const overflow = skipped && lossScaleOf(opt) > 1; // read before the scaler backs off
-  if (skipped) opt.adamw.skipped();
+  if (!skipped) opt.adamw.step({ lr: options.lr, clip });
   opt.scaler?.update(!skipped);
   clip.dispose();
   zeroGrad(opt.params);

@@ -242,13 +242,43 @@ Deno.test("#include pastes each file once per shader, recursively; errors name t
   );
   assert.throws(
     () => expandIncludes("typo", read),
-    /typo.wgsl line 1\): unknown directive "#inclde"/,
+    /typo.wgsl line 1\): unknown directive "#inclde" \(only #include, #const and #unroll/,
   );
   assert.throws(() => expandIncludes("bare", read), /write #include "file.wgsl"/);
   assert.throws(
     () => expandIncludes("none", read),
     /shader "none": no such file shaders\/none.wgsl/,
   );
+});
+
+Deno.test("#unroll writes its lines out once per value, nested; errors name the line", () => {
+  const read = fakeShaders({
+    "u.wgsl": "fn f() {\n#unroll i 3\n  acc$i = acc$i + x[$i * 2u];\n#end\n}\n",
+    "n.wgsl": "#unroll r 2\n#unroll c 2 // inner\nv$r$c = $r + $c;\n#end\n#end\n",
+    "near.wgsl": "#unroll k 2\nlet y$k = $kk + $k;\n#end\n",
+    "open.wgsl": "fn f() {}\n#unroll i 2\nlet a = $i;\n",
+    "stray.wgsl": "let a = 1;\n#end\n",
+    "zero.wgsl": "#unroll i 0\n#end\n",
+    "noname.wgsl": "#unroll 4\n#end\n",
+  });
+  assert.equal(
+    expandIncludes("u", read),
+    "fn f() {\n  acc0 = acc0 + x[0 * 2u];\n  acc1 = acc1 + x[1 * 2u];\n" +
+      "  acc2 = acc2 + x[2 * 2u];\n}\n",
+  );
+  assert.equal(
+    expandIncludes("n", read),
+    "v00 = 0 + 0;\nv01 = 0 + 1;\nv10 = 1 + 0;\nv11 = 1 + 1;\n",
+  );
+  // $kk is another name, left alone (and left for WGSL to refuse).
+  assert.equal(expandIncludes("near", read), "let y0 = $kk + 0;\nlet y1 = $kk + 1;\n");
+  assert.throws(() => expandIncludes("open", read), /open.wgsl line 2\): #unroll without its #end/);
+  assert.throws(
+    () => expandIncludes("stray", read),
+    /stray.wgsl line 2\): #end without an #unroll/,
+  );
+  assert.throws(() => expandIncludes("zero", read), /write #unroll NAME COUNT, COUNT from 1 to 64/);
+  assert.throws(() => expandIncludes("noname", read), /write #unroll NAME COUNT/);
 });
 
 Deno.test("#const takes its value from the defines, typed, and insists on one", () => {

@@ -9,7 +9,7 @@
 #const WG_Y: u32 // threads along M
 #const TM: u32 // rows per thread: 4 or 8
 #const TN: u32 // columns per thread: 4 or 8
-#const BK: u32 // K step held in workgroup memory
+#const BK: u32 // K step held in workgroup memory (a multiple of 8)
 #const TRANS_A: bool
 #const TRANS_B: bool
 alias BIAS_T = f32;
@@ -23,7 +23,7 @@ const AS_STRIDE: u32 = BM / 4u + 1u; // vec4s per k row of As, padded
 const BS_STRIDE: u32 = BN / 4u + 1u;
 const AS_SIZE: u32 = BK * AS_STRIDE;
 const BS_SIZE: u32 = BK * BS_STRIDE;
-const LA: u32 = BM * BK / 4u / NT; // vec4 slots of the A tile each thread loads
+const LA: u32 = BM * BK / 4u / NT; // vec4 slots of the A tile each thread loads (at most 4)
 const LB: u32 = BN * BK / 4u / NT;
 
 @group(0) @binding(3) var<storage, read_write> c: array<f32>;
@@ -57,10 +57,22 @@ fn fetch_b(base: u32, n0: u32, k0: u32, s: u32, ke: u32) -> vec4<f32> {
                    load_b(base, kk, j + 2u, ke), load_b(base, kk, j + 3u, ke));
 }
 
+fn put_a(buf: u32, s: u32, v: vec4<f32>) {
+  let g = slot(s, BM / 4u, !TRANS_A);
+  As[buf * AS_SIZE + g.y * AS_STRIDE + g.x] = v;
+}
+
+fn put_b(buf: u32, s: u32, v: vec4<f32>) {
+  let g = slot(s, BN / 4u, TRANS_B);
+  Bs[buf * BS_SIZE + g.y * BS_STRIDE + g.x] = v;
+}
+
 // The BM x BN block (wid.x, wid.y) of batch entry wid.z, as this thread's register tile:
-// acc[row * 2 + h] holds row `row` (0..TM) and column group h. Every access to acc uses a
-// constant index: a dynamically indexed register array compiles to slow (and, on CPU
-// adapters, very slowly compiled) indirect code.
+// element [row * 2 + h] holds row `row` (0..TM) and column group h. The tile, the staged loads
+// and the k steps are written out with #unroll into named registers and straight-line code:
+// NVIDIA's Vulkan compiler kept the former loops over k and over a register array as loops
+// (about 30% slower at 4096^3 on an H100, bench/README.md), and a dynamically indexed register
+// array compiles to slow indirect code (very slowly compiled on CPU adapters).
 fn block(wid: vec3<u32>, lid: vec3<u32>) -> array<vec4<f32>, 16> {
   let tid = lid.y * WG_X + lid.x;
   let split = p.k_split < p.k;
@@ -71,21 +83,19 @@ fn block(wid: vec3<u32>, lid: vec3<u32>) -> array<vec4<f32>, 16> {
   let b_base = batch * p.stride_b;
   let m0 = wid.y * BM;
   let n0 = wid.x * BN;
-  var acc: array<vec4<f32>, 16>;
-  var pa: array<vec4<f32>, LA>;
-  var pb: array<vec4<f32>, LB>;
   let tiles = (k_hi - k_lo + BK - 1u) / BK;
-
-  for (var l = 0u; l < LA; l++) { pa[l] = fetch_a(a_base, m0, k_lo, tid + l * NT, k_hi); }
-  for (var l = 0u; l < LB; l++) { pb[l] = fetch_b(b_base, n0, k_lo, tid + l * NT, k_hi); }
-  for (var l = 0u; l < LA; l++) {
-    let g = slot(tid + l * NT, BM / 4u, !TRANS_A);
-    As[g.y * AS_STRIDE + g.x] = pa[l];
-  }
-  for (var l = 0u; l < LB; l++) {
-    let g = slot(tid + l * NT, BN / 4u, TRANS_B);
-    Bs[g.y * BS_STRIDE + g.x] = pb[l];
-  }
+#unroll i 16
+  var acc$i = vec4<f32>(0.0);
+#end
+  // This thread's slots of the next K step's tiles (LA, LB <= 4).
+#unroll l 4
+  var pa$l = vec4<f32>(0.0);
+  var pb$l = vec4<f32>(0.0);
+  if ($l < LA) { pa$l = fetch_a(a_base, m0, k_lo, tid + $l * NT, k_hi); }
+  if ($l < LB) { pb$l = fetch_b(b_base, n0, k_lo, tid + $l * NT, k_hi); }
+  if ($l < LA) { put_a(0u, tid + $l * NT, pa$l); }
+  if ($l < LB) { put_b(0u, tid + $l * NT, pb$l); }
+#end
   workgroupBarrier();
 
   for (var t = 0u; t < tiles; t++) {
@@ -93,55 +103,60 @@ fn block(wid: vec3<u32>, lid: vec3<u32>) -> array<vec4<f32>, 16> {
     let more = t + 1u < tiles;
     if (more) {
       let k0 = k_lo + (t + 1u) * BK;
-      for (var l = 0u; l < LA; l++) { pa[l] = fetch_a(a_base, m0, k0, tid + l * NT, k_hi); }
-      for (var l = 0u; l < LB; l++) { pb[l] = fetch_b(b_base, n0, k0, tid + l * NT, k_hi); }
+#unroll l 4
+      if ($l < LA) { pa$l = fetch_a(a_base, m0, k0, tid + $l * NT, k_hi); }
+      if ($l < LB) { pb$l = fetch_b(b_base, n0, k0, tid + $l * NT, k_hi); }
+#end
     }
     let ao = cur * AS_SIZE + lid.y;
     let bo = cur * BS_SIZE + lid.x;
-    for (var kk = 0u; kk < BK; kk++) {
-      let a0 = As[ao + kk * AS_STRIDE];
-      let b0 = Bs[bo + kk * BS_STRIDE];
-      var a1 = vec4<f32>(0.0);
-      var b1 = vec4<f32>(0.0);
-      if (RG > 1u) { a1 = As[ao + kk * AS_STRIDE + WG_Y]; }
-      if (CG > 1u) { b1 = Bs[bo + kk * BS_STRIDE + WG_X]; }
-      acc[0] = fma(vec4<f32>(a0.x), b0, acc[0]);
-      acc[2] = fma(vec4<f32>(a0.y), b0, acc[2]);
-      acc[4] = fma(vec4<f32>(a0.z), b0, acc[4]);
-      acc[6] = fma(vec4<f32>(a0.w), b0, acc[6]);
-      if (CG > 1u) {
-        acc[1] = fma(vec4<f32>(a0.x), b1, acc[1]);
-        acc[3] = fma(vec4<f32>(a0.y), b1, acc[3]);
-        acc[5] = fma(vec4<f32>(a0.z), b1, acc[5]);
-        acc[7] = fma(vec4<f32>(a0.w), b1, acc[7]);
+    for (var kk = 0u; kk < BK; kk += 8u) {
+#unroll s 8
+      {
+        let a = ao + (kk + $s) * AS_STRIDE;
+        let b = bo + (kk + $s) * BS_STRIDE;
+        let a0 = As[a];
+        let b0 = Bs[b];
+        var a1 = vec4<f32>(0.0);
+        var b1 = vec4<f32>(0.0);
+        if (RG > 1u) { a1 = As[a + WG_Y]; }
+        if (CG > 1u) { b1 = Bs[b + WG_X]; }
+        acc0 = fma(vec4<f32>(a0.x), b0, acc0);
+        acc2 = fma(vec4<f32>(a0.y), b0, acc2);
+        acc4 = fma(vec4<f32>(a0.z), b0, acc4);
+        acc6 = fma(vec4<f32>(a0.w), b0, acc6);
+        if (CG > 1u) {
+          acc1 = fma(vec4<f32>(a0.x), b1, acc1);
+          acc3 = fma(vec4<f32>(a0.y), b1, acc3);
+          acc5 = fma(vec4<f32>(a0.z), b1, acc5);
+          acc7 = fma(vec4<f32>(a0.w), b1, acc7);
+        }
+        if (RG > 1u) {
+          acc8 = fma(vec4<f32>(a1.x), b0, acc8);
+          acc10 = fma(vec4<f32>(a1.y), b0, acc10);
+          acc12 = fma(vec4<f32>(a1.z), b0, acc12);
+          acc14 = fma(vec4<f32>(a1.w), b0, acc14);
+        }
+        if (RG > 1u && CG > 1u) {
+          acc9 = fma(vec4<f32>(a1.x), b1, acc9);
+          acc11 = fma(vec4<f32>(a1.y), b1, acc11);
+          acc13 = fma(vec4<f32>(a1.z), b1, acc13);
+          acc15 = fma(vec4<f32>(a1.w), b1, acc15);
+        }
       }
-      if (RG > 1u) {
-        acc[8] = fma(vec4<f32>(a1.x), b0, acc[8]);
-        acc[10] = fma(vec4<f32>(a1.y), b0, acc[10]);
-        acc[12] = fma(vec4<f32>(a1.z), b0, acc[12]);
-        acc[14] = fma(vec4<f32>(a1.w), b0, acc[14]);
-      }
-      if (RG > 1u && CG > 1u) {
-        acc[9] = fma(vec4<f32>(a1.x), b1, acc[9]);
-        acc[11] = fma(vec4<f32>(a1.y), b1, acc[11]);
-        acc[13] = fma(vec4<f32>(a1.z), b1, acc[13]);
-        acc[15] = fma(vec4<f32>(a1.w), b1, acc[15]);
-      }
+#end
     }
     if (more) {
       let nxt = 1u - cur;
-      for (var l = 0u; l < LA; l++) {
-        let g = slot(tid + l * NT, BM / 4u, !TRANS_A);
-        As[nxt * AS_SIZE + g.y * AS_STRIDE + g.x] = pa[l];
-      }
-      for (var l = 0u; l < LB; l++) {
-        let g = slot(tid + l * NT, BN / 4u, TRANS_B);
-        Bs[nxt * BS_SIZE + g.y * BS_STRIDE + g.x] = pb[l];
-      }
+#unroll l 4
+      if ($l < LA) { put_a(nxt, tid + $l * NT, pa$l); }
+      if ($l < LB) { put_b(nxt, tid + $l * NT, pb$l); }
+#end
     }
     workgroupBarrier();
   }
-  return acc;
+  return array<vec4<f32>, 16>(acc0, acc1, acc2, acc3, acc4, acc5, acc6, acc7, acc8, acc9, acc10,
+                              acc11, acc12, acc13, acc14, acc15);
 }
 
 fn store4(c_base: u32, i: u32, j: u32, v: vec4<f32>) {

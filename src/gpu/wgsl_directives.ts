@@ -1,8 +1,8 @@
 /**
- * The two directives our WGSL files may carry, and nothing else: `#include "file.wgsl"` and
- * `#const NAME: type`. WGSL has no `#` token, so neither can be mistaken for WGSL, and a shader
- * that reaches the GPU with a directive left in it fails loudly instead of compiling to something
- * else. Pure functions over text: Deno's loader and the browser bundle (web/build.ts, through
+ * The three directives our WGSL files may carry, and nothing else: `#include "file.wgsl"`,
+ * `#const NAME: type` and `#unroll NAME COUNT` ... `#end`. WGSL has no `#` or `$` token, so none
+ * can be mistaken for WGSL, and a shader that reaches the GPU with a directive left in it fails
+ * loudly instead of compiling to something else. Pure functions over text: Deno's loader and the browser bundle (web/build.ts, through
  * `shaderSource`) run this same code, so both see the same WGSL. How to use them: the header of
  * shader_source.ts.
  */
@@ -17,14 +17,21 @@ export const INCLUDE_DIR = "include";
 export type ShaderReader = (path: string) => string | undefined;
 
 const DIRECTIVE = /^[ \t]*#(\w*)(.*)$/;
+const UNROLL_ARGS = /^[ \t]+([A-Za-z_]\w*)[ \t]+(\d+)[ \t]*(\/\/.*)?$/;
+/** Most copies one `#unroll` makes: a guard against a typo that would bloat a shader. */
+const MAX_UNROLL = 64;
 const INCLUDE_ARG = /^[ \t]+"([\w./-]+\.wgsl)"[ \t]*(\/\/.*)?$/;
 const CONST_LINE = /^[ \t]*#const[ \t]+(\w+)[ \t]*:[ \t]*(\w+)[ \t]*;?[ \t]*(\/\/.*)?$/gm;
 
 /**
  * The text of `shaders/<name>.wgsl` with every `#include "x.wgsl"` line replaced by the text of
  * `shaders/include/x.wgsl`, recursively. Each file is pasted once per shader (later includes of
- * it, circular ones too, vanish), so two includes may share a third. `#const` lines are left for
- * `specialize`; any other `#` line is an error naming the file and line.
+ * it, circular ones too, vanish), so two includes may share a third. The lines between
+ * `#unroll NAME COUNT` and its `#end` are written out COUNT times, with `$NAME` replaced by 0, 1,
+ * ... in turn (an abstract integer: it takes the type of what it meets, and names like `acc$NAME`
+ * become acc0, acc1, ...): straight-line code where a GPU compiler would not unroll a loop.
+ * Unrolls nest. `#const` lines are left for `specialize`; any other `#` line is an error naming
+ * the file and line.
  */
 export function expandIncludes(name: string, read: ShaderReader): string {
   const top = `${name}.wgsl`;
@@ -40,30 +47,68 @@ interface Expansion {
   seen: Set<string>;
 }
 
-function expand(text: string, ctx: Expansion): string {
+function expand(text: string, ctx: Expansion, firstLine = 1): string {
   const lines = text.split("\n");
   const out: string[] = [];
-  lines.forEach((line, i) => {
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i];
     const m = DIRECTIVE.exec(line);
-    if (!m || m[1] === "const") return void out.push(line);
-    const where = `shader "${ctx.shader}" (${ctx.file} line ${i + 1})`;
+    if (!m || m[1] === "const") {
+      out.push(line);
+      continue;
+    }
+    const where = `shader "${ctx.shader}" (${ctx.file} line ${firstLine + i})`;
+    if (m[1] === "unroll") {
+      const end = matchingEnd(lines, i, where);
+      out.push(unroll(lines.slice(i + 1, end), m[2], where, ctx, firstLine + i + 1));
+      i = end;
+      continue;
+    }
+    if (m[1] === "end") throw new Error(`${where}: #end without an #unroll`);
     if (m[1] !== "include") {
-      throw new Error(`${where}: unknown directive "#${m[1]}" (only #include and #const exist)`);
+      throw new Error(
+        `${where}: unknown directive "#${m[1]}" (only #include, #const and #unroll exist)`,
+      );
     }
     const arg = INCLUDE_ARG.exec(m[2]);
     if (!arg || arg[1].split("/").includes("..")) {
       throw new Error(`${where}: write #include "file.wgsl", a file in shaders/${INCLUDE_DIR}/`);
     }
     const path = `${INCLUDE_DIR}/${arg[1]}`;
-    if (ctx.seen.has(path)) return;
+    if (ctx.seen.has(path)) continue;
     ctx.seen.add(path);
     const body = ctx.read(path);
     if (body === undefined) {
       throw new Error(`${where}: #include "${arg[1]}" names a missing file, shaders/${path}`);
     }
     out.push(expand(body.replace(/\n$/, ""), { ...ctx, file: path }));
-  });
+  }
   return out.join("\n");
+}
+
+/** Index of the `#end` closing the `#unroll` at line `at` (nested unrolls skipped). */
+function matchingEnd(lines: string[], at: number, where: string): number {
+  let depth = 0;
+  for (let j = at + 1; j < lines.length; j++) {
+    const d = DIRECTIVE.exec(lines[j])?.[1];
+    if (d === "unroll") depth++;
+    if (d === "end" && depth-- === 0) return j;
+  }
+  throw new Error(`${where}: #unroll without its #end`);
+}
+
+/** `body` written out once per value of the `#unroll` line's name (args: " NAME COUNT"). */
+function unroll(body: string[], args: string, where: string, ctx: Expansion, first: number) {
+  const a = UNROLL_ARGS.exec(args);
+  const count = a ? Number(a[2]) : NaN;
+  if (!a || count < 1 || count > MAX_UNROLL) {
+    throw new Error(`${where}: write #unroll NAME COUNT, COUNT from 1 to ${MAX_UNROLL}`);
+  }
+  const name = new RegExp(`\\$${a[1]}(?!\\w)`, "g");
+  const text = body.join("\n");
+  const copies: string[] = [];
+  for (let k = 0; k < count; k++) copies.push(expand(text.replace(name, `${k}`), ctx, first));
+  return copies.join("\n");
 }
 
 /** The include files `shaders/<name>.wgsl` pulls in, directly or not, in order. */

@@ -55,8 +55,9 @@ function checkTile(t: TileConfig): void {
   const { bm, bn, sharedBytes } = tileShape(t);
   const nt = t.wgX * t.wgY;
   const g = gpu();
-  const ok = (t.tm === 4 || t.tm === 8) && (t.tn === 4 || t.tn === 8) &&
-    (bm * t.bk / 4) % nt === 0 &&
+  // matmul_tile.wgsl writes out 8 k steps per round and holds at most 4 staged slots per operand.
+  const ok = (t.tm === 4 || t.tm === 8) && (t.tn === 4 || t.tn === 8) && t.bk % 8 === 0 &&
+    bm * t.bk / 4 <= 4 * nt && bn * t.bk / 4 <= 4 * nt && (bm * t.bk / 4) % nt === 0 &&
     (bn * t.bk / 4) % nt === 0 && bm * t.bk / 4 >= nt && bn * t.bk / 4 >= nt &&
     nt <= g.limits.maxComputeInvocationsPerWorkgroup &&
     sharedBytes <= g.limits.maxComputeWorkgroupStorageSize;

@@ -65,42 +65,6 @@ fn put_w(buf: u32, s: u32, v: vec4<f32>) {
   if (s < BN * K4) { ws[buf * WS_SIZE + (s / K4) * RS + s % K4] = v; }
 }
 
-// One vec4 of K (at xc in xs, wc in the weight tiles, offset by the thread's rows) into the
-// thread's sums.
-fn c_step(acc: ptr<function, array<vec4<f32>, 8>>, xc: u32, wc: u32) {
-  let x0 = xs[xc];
-  var x1 = vec4<f32>(0.0);
-  var x2 = vec4<f32>(0.0);
-  var x3 = vec4<f32>(0.0);
-  if (TM > 1u) {
-    x1 = xs[xc + WG_Y * RS];
-    x2 = xs[xc + 2u * WG_Y * RS];
-    x3 = xs[xc + 3u * WG_Y * RS];
-  }
-  let w0 = ws[wc];
-  let w1 = ws[wc + WG_X * RS];
-  let w2 = ws[wc + 2u * WG_X * RS];
-  let w3 = ws[wc + 3u * WG_X * RS];
-  (*acc)[0] += dots(x0, w0, w1, w2, w3);
-  if (TM > 1u) {
-    (*acc)[1] += dots(x1, w0, w1, w2, w3);
-    (*acc)[2] += dots(x2, w0, w1, w2, w3);
-    (*acc)[3] += dots(x3, w0, w1, w2, w3);
-  }
-  if (TN > 4u) {
-    let w4 = ws[wc + 4u * WG_X * RS];
-    let w5 = ws[wc + 5u * WG_X * RS];
-    let w6 = ws[wc + 6u * WG_X * RS];
-    let w7 = ws[wc + 7u * WG_X * RS];
-    (*acc)[4] += dots(x0, w4, w5, w6, w7);
-    if (TM > 1u) {
-      (*acc)[5] += dots(x1, w4, w5, w6, w7);
-      (*acc)[6] += dots(x2, w4, w5, w6, w7);
-      (*acc)[7] += dots(x3, w4, w5, w6, w7);
-    }
-  }
-}
-
 // This thread's TM x TN partial sums over the workgroup's K range: acc[i] holds row
 // m0 + ty + i * WG_Y at columns n0 + tx + (0..3) * WG_X, acc[4 + i] the columns (4..7) * WG_X.
 fn block(wid: vec3<u32>, lid: vec3<u32>) -> array<vec4<f32>, 8> {
@@ -110,7 +74,9 @@ fn block(wid: vec3<u32>, lid: vec3<u32>) -> array<vec4<f32>, 8> {
   let kb0 = wid.z * p.split_k4;
   let kend = min(p.k4, kb0 + p.split_k4);
   let stages = (kend - kb0 + K4 - 1u) / K4;
-  var acc: array<vec4<f32>, 8>;
+#unroll i 8
+  var acc$i = vec4<f32>(0.0);
+#end
   var staged = fetch(m0, n0, kb0, kend, tid);
   put(0u, tid, staged);
   workgroupBarrier();
@@ -120,22 +86,51 @@ fn block(wid: vec3<u32>, lid: vec3<u32>) -> array<vec4<f32>, 8> {
     if (more) { staged = fetch(m0, n0, kb0 + (t + 1u) * K4, kend, tid); }
     let xo = cur * XS_SIZE + lid.y * RS;
     let wo = cur * WS_SIZE + lid.x * RS;
-    // Four vec4s of K per round, written out where K4 allows (as in matmul_tile.wgsl: NVIDIA's
-    // Vulkan compiler runs the plain loop slower).
-    if (K4 % 4u == 0u) {
-      for (var c = 0u; c < K4; c += 4u) {
-        c_step(&acc, xo + c, wo + c);
-        c_step(&acc, xo + c + 1u, wo + c + 1u);
-        c_step(&acc, xo + c + 2u, wo + c + 2u);
-        c_step(&acc, xo + c + 3u, wo + c + 3u);
+    // CU vec4s of K per round, written out: NVIDIA's Vulkan compiler runs the plain loop
+    // slower (as matmul_tile.wgsl's k loop), and the sums stay in named registers.
+    for (var c0 = 0u; c0 < K4; c0 += CU) {
+#unroll c 4
+      if ($c < CU) {
+        let xc = xo + c0 + $c;
+        let wc = wo + c0 + $c;
+        let x0 = xs[xc];
+        var x1 = vec4<f32>(0.0);
+        var x2 = vec4<f32>(0.0);
+        var x3 = vec4<f32>(0.0);
+        if (TM > 1u) {
+          x1 = xs[xc + WG_Y * RS];
+          x2 = xs[xc + 2u * WG_Y * RS];
+          x3 = xs[xc + 3u * WG_Y * RS];
+        }
+        let w0 = ws[wc];
+        let w1 = ws[wc + WG_X * RS];
+        let w2 = ws[wc + 2u * WG_X * RS];
+        let w3 = ws[wc + 3u * WG_X * RS];
+        acc0 += dots(x0, w0, w1, w2, w3);
+        if (TM > 1u) {
+          acc1 += dots(x1, w0, w1, w2, w3);
+          acc2 += dots(x2, w0, w1, w2, w3);
+          acc3 += dots(x3, w0, w1, w2, w3);
+        }
+        if (TN > 4u) {
+          let w4 = ws[wc + 4u * WG_X * RS];
+          let w5 = ws[wc + 5u * WG_X * RS];
+          let w6 = ws[wc + 6u * WG_X * RS];
+          let w7 = ws[wc + 7u * WG_X * RS];
+          acc4 += dots(x0, w4, w5, w6, w7);
+          if (TM > 1u) {
+            acc5 += dots(x1, w4, w5, w6, w7);
+            acc6 += dots(x2, w4, w5, w6, w7);
+            acc7 += dots(x3, w4, w5, w6, w7);
+          }
+        }
       }
-    } else {
-      for (var c = 0u; c < K4; c++) { c_step(&acc, xo + c, wo + c); }
+#end
     }
     if (more) { put(1u - cur, tid, staged); }
     workgroupBarrier();
   }
-  return acc;
+  return array<vec4<f32>, 8>(acc0, acc1, acc2, acc3, acc4, acc5, acc6, acc7);
 }
 
 // Row m of the output at columns n, n + WG_X, n + 2 WG_X, n + 3 WG_X.

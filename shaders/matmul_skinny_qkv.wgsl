@@ -87,21 +87,6 @@ fn put_w(buf: u32, s: u32, v: vec4<f32>) {
   if (s < BN * K4) { ws[buf * WS_SIZE + (s / K4) * RS + s % K4] = v; }
 }
 
-// One vec4 of K (at xc in xs, wc in the weight tiles, offset by the thread's rows) into the
-// thread's sums.
-fn c_step(acc: ptr<function, array<vec4<f32>, 4>>, xc: u32, wc: u32) {
-  let w0 = ws[wc];
-  let w1 = ws[wc + WG_X * RS];
-  let w2 = ws[wc + 2u * WG_X * RS];
-  let w3 = ws[wc + 3u * WG_X * RS];
-  (*acc)[0] += dots(xs[xc], w0, w1, w2, w3);
-  if (TM > 1u) {
-    (*acc)[1] += dots(xs[xc + WG_Y * RS], w0, w1, w2, w3);
-    (*acc)[2] += dots(xs[xc + 2u * WG_Y * RS], w0, w1, w2, w3);
-    (*acc)[3] += dots(xs[xc + 3u * WG_Y * RS], w0, w1, w2, w3);
-  }
-}
-
 // This thread's sums over all of K: acc[i] holds row m0 + ty + i * WG_Y at weight rows
 // n0 + tx + (0..3) * WG_X.
 fn block(b: Block, wid: vec3<u32>, lid: vec3<u32>) -> array<vec4<f32>, 4> {
@@ -110,7 +95,9 @@ fn block(b: Block, wid: vec3<u32>, lid: vec3<u32>) -> array<vec4<f32>, 4> {
   let k_lo = min(p.k4, wid.z * p.k_split4);
   let k_hi = min(p.k4, k_lo + p.k_split4);
   let stages = (k_hi - k_lo + K4 - 1u) / K4;
-  var acc: array<vec4<f32>, 4>;
+#unroll i 4
+  var acc$i = vec4<f32>(0.0);
+#end
   var staged = fetch(m0, b, k_lo, k_hi, tid);
   put(0u, tid, staged);
   workgroupBarrier();
@@ -120,22 +107,30 @@ fn block(b: Block, wid: vec3<u32>, lid: vec3<u32>) -> array<vec4<f32>, 4> {
     if (more) { staged = fetch(m0, b, k_lo + (t + 1u) * K4, k_hi, tid); }
     let xo = cur * XS_SIZE + lid.y * RS;
     let wo = cur * WS_SIZE + lid.x * RS;
-    // Four vec4s of K per round, written out where K4 allows (as in matmul_tile.wgsl: NVIDIA's
-    // Vulkan compiler runs the plain loop slower).
-    if (K4 % 4u == 0u) {
-      for (var c = 0u; c < K4; c += 4u) {
-        c_step(&acc, xo + c, wo + c);
-        c_step(&acc, xo + c + 1u, wo + c + 1u);
-        c_step(&acc, xo + c + 2u, wo + c + 2u);
-        c_step(&acc, xo + c + 3u, wo + c + 3u);
+    // CU vec4s of K per round, written out: NVIDIA's Vulkan compiler runs the plain loop
+    // slower (as matmul_tile.wgsl's k loop), and the sums stay in named registers.
+    for (var c0 = 0u; c0 < K4; c0 += CU) {
+#unroll c 4
+      if ($c < CU) {
+        let xc = xo + c0 + $c;
+        let wc = wo + c0 + $c;
+        let w0 = ws[wc];
+        let w1 = ws[wc + WG_X * RS];
+        let w2 = ws[wc + 2u * WG_X * RS];
+        let w3 = ws[wc + 3u * WG_X * RS];
+        acc0 += dots(xs[xc], w0, w1, w2, w3);
+        if (TM > 1u) {
+          acc1 += dots(xs[xc + WG_Y * RS], w0, w1, w2, w3);
+          acc2 += dots(xs[xc + 2u * WG_Y * RS], w0, w1, w2, w3);
+          acc3 += dots(xs[xc + 3u * WG_Y * RS], w0, w1, w2, w3);
+        }
       }
-    } else {
-      for (var c = 0u; c < K4; c++) { c_step(&acc, xo + c, wo + c); }
+#end
     }
     if (more) { put(1u - cur, tid, staged); }
     workgroupBarrier();
   }
-  return acc;
+  return array<vec4<f32>, 4>(acc0, acc1, acc2, acc3);
 }
 
 fn put_y(which: u32, at: u32, v: f32) {

@@ -64,33 +64,6 @@ fn put_w(buf: u32, s: u32, v: array<vec4<f32>, 2>) {
   }
 }
 
-// One vec4 of K (at xc in xs, wc in the weight tiles, offset by the thread's rows) into the
-// thread's sums.
-fn c_step(acc: ptr<function, array<vec4<f32>, 8>>, xc: u32, wc: u32) {
-  let x0 = xs[xc];
-  let g0 = gs[wc];
-  let g1 = gs[wc + WG_X * RS];
-  let g2 = gs[wc + 2u * WG_X * RS];
-  let g3 = gs[wc + 3u * WG_X * RS];
-  let u0 = us[wc];
-  let u1 = us[wc + WG_X * RS];
-  let u2 = us[wc + 2u * WG_X * RS];
-  let u3 = us[wc + 3u * WG_X * RS];
-  (*acc)[0] += dots(x0, g0, g1, g2, g3);
-  (*acc)[4] += dots(x0, u0, u1, u2, u3);
-  if (TM > 1u) {
-    let x1 = xs[xc + WG_Y * RS];
-    let x2 = xs[xc + 2u * WG_Y * RS];
-    let x3 = xs[xc + 3u * WG_Y * RS];
-    (*acc)[1] += dots(x1, g0, g1, g2, g3);
-    (*acc)[2] += dots(x2, g0, g1, g2, g3);
-    (*acc)[3] += dots(x3, g0, g1, g2, g3);
-    (*acc)[5] += dots(x1, u0, u1, u2, u3);
-    (*acc)[6] += dots(x2, u0, u1, u2, u3);
-    (*acc)[7] += dots(x3, u0, u1, u2, u3);
-  }
-}
-
 // This thread's sums over all of K: acc[i] (gate) and acc[4 + i] (up) hold row m0 + ty + i * WG_Y
 // at columns n0 + tx + (0..3) * WG_X.
 fn block(wid: vec3<u32>, lid: vec3<u32>) -> array<vec4<f32>, 8> {
@@ -100,7 +73,9 @@ fn block(wid: vec3<u32>, lid: vec3<u32>) -> array<vec4<f32>, 8> {
   let k_lo = min(p.k4, wid.z * p.k_split4);
   let k_hi = min(p.k4, k_lo + p.k_split4);
   let stages = (k_hi - k_lo + K4 - 1u) / K4;
-  var acc: array<vec4<f32>, 8>;
+#unroll i 8
+  var acc$i = vec4<f32>(0.0);
+#end
   var staged = fetch(m0, n0, k_lo, k_hi, tid);
   put(0u, tid, staged);
   workgroupBarrier();
@@ -110,22 +85,42 @@ fn block(wid: vec3<u32>, lid: vec3<u32>) -> array<vec4<f32>, 8> {
     if (more) { staged = fetch(m0, n0, k_lo + (t + 1u) * K4, k_hi, tid); }
     let xo = cur * XS_SIZE + lid.y * RS;
     let wo = cur * WS_SIZE + lid.x * RS;
-    // Four vec4s of K per round, written out where K4 allows (as in matmul_tile.wgsl: NVIDIA's
-    // Vulkan compiler runs the plain loop slower).
-    if (K4 % 4u == 0u) {
-      for (var c = 0u; c < K4; c += 4u) {
-        c_step(&acc, xo + c, wo + c);
-        c_step(&acc, xo + c + 1u, wo + c + 1u);
-        c_step(&acc, xo + c + 2u, wo + c + 2u);
-        c_step(&acc, xo + c + 3u, wo + c + 3u);
+    // CU vec4s of K per round, written out: NVIDIA's Vulkan compiler runs the plain loop
+    // slower (as matmul_tile.wgsl's k loop), and the sums stay in named registers.
+    for (var c0 = 0u; c0 < K4; c0 += CU) {
+#unroll c 4
+      if ($c < CU) {
+        let xc = xo + c0 + $c;
+        let wc = wo + c0 + $c;
+        let x0 = xs[xc];
+        let g0 = gs[wc];
+        let g1 = gs[wc + WG_X * RS];
+        let g2 = gs[wc + 2u * WG_X * RS];
+        let g3 = gs[wc + 3u * WG_X * RS];
+        let u0 = us[wc];
+        let u1 = us[wc + WG_X * RS];
+        let u2 = us[wc + 2u * WG_X * RS];
+        let u3 = us[wc + 3u * WG_X * RS];
+        acc0 += dots(x0, g0, g1, g2, g3);
+        acc4 += dots(x0, u0, u1, u2, u3);
+        if (TM > 1u) {
+          let x1 = xs[xc + WG_Y * RS];
+          let x2 = xs[xc + 2u * WG_Y * RS];
+          let x3 = xs[xc + 3u * WG_Y * RS];
+          acc1 += dots(x1, g0, g1, g2, g3);
+          acc2 += dots(x2, g0, g1, g2, g3);
+          acc3 += dots(x3, g0, g1, g2, g3);
+          acc5 += dots(x1, u0, u1, u2, u3);
+          acc6 += dots(x2, u0, u1, u2, u3);
+          acc7 += dots(x3, u0, u1, u2, u3);
+        }
       }
-    } else {
-      for (var c = 0u; c < K4; c++) { c_step(&acc, xo + c, wo + c); }
+#end
     }
     if (more) { put(1u - cur, tid, staged); }
     workgroupBarrier();
   }
-  return acc;
+  return array<vec4<f32>, 8>(acc0, acc1, acc2, acc3, acc4, acc5, acc6, acc7);
 }
 
 fn sigmoid4(g: vec4<f32>) -> vec4<f32> {

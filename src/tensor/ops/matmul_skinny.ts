@@ -28,10 +28,12 @@ export const skinnyPolicy = {
   /**
    * Largest M routed here. On an H200 at M = 128 the skinny kernel took 84 us for [128, 896] x
    * [4864, 896]^T against 157 us tiled, and 0.21 ms against 1.6 ms for [128, 4864] x [896, 4864]^T.
-   * On an H100 a 0.5B decode step of 256 rows (f16 weights) took 21.8-22.0 ms with every product
-   * here against 23.3 ms with the tiled kernel (`generate_device.ts --skinny-max-m`).
+   * Once the tiled kernel's k loop was written out (2026-11-27, H100, 0.5B, f16 weights and KV
+   * cache, `generate_device.ts --skinny-max-m`), a decode step of 256 rows took 16.30 / 16.24 ms
+   * tiled against 17.61 ms here (it had been 21.8-22.0 here against 23.3 tiled); one of 64 rows
+   * still took 6.24 ms here against 7.57 tiled.
    */
-  maxM: 256,
+  maxM: 128,
   /**
    * Workgroups wanted per product: fewer blocks split K. null: three per multiprocessor where the
    * GPU's count is known, else 264. On an H100 (132 multiprocessors) three per multiprocessor

@@ -1,10 +1,12 @@
 /**
- * Larger register tiles than matmul.wgsl's 8x8 per thread, tried and dropped: the same block
+ * Register tiles and k loops of the tiled GEMM, outside matmul.wgsl: the same block
  * (double-buffered k-major shared tiles, strided row groups, bounds-checked loads) generated for
- * RG x CG vec4 groups per thread, timed against the tiled kernel's "large" tile on each shape and
- * layout (NT: x W^T, NN: g W, TN: g^T x), with the output checked against it.
+ * RG x CG vec4 groups per thread with named registers, its loop over k kept or written out
+ * (`unrollK`), timed against matmul.wgsl's "large" tile on each shape and layout (NT: x W^T, NN:
+ * g W, TN: g^T x), the output checked against it. How matmul_tile.wgsl's written-out k loop was
+ * found (bench/README.md).
  *   deno run -A bench/register_tile_probe.ts [--shapes=4096x4096x4096,...] [--layouts=NT,NN,TN]
- *     [--cfgs=r2c2_16x16,r2c4_16x16] [--reps=10]
+ *     [--cfgs=r2c2_bk8,r2c2_bk8_u] [--reps=10]
  */
 import { initGpu } from "../src/gpu/mod.ts";
 import { matmulTiled, Tensor } from "../src/tensor/mod.ts";
@@ -18,22 +20,42 @@ interface Cfg {
   bk: number;
   transA: boolean;
   transB: boolean;
+  unrollK?: boolean;
 }
 
 function gen(c: Cfg): string {
   const L: string[] = [];
-  const acc = (g: number, e: number, h: number) => `acc[${(g * 4 + e) * c.cg + h}]`;
-  const inner: string[] = [];
-  for (let g = 0; g < c.rg; g++) inner.push(`let a${g} = As[ao + kk * AS_STRIDE + ${g}u * WG_Y];`);
-  for (let h = 0; h < c.cg; h++) inner.push(`let b${h} = Bs[bo + kk * BS_STRIDE + ${h}u * WG_X];`);
-  for (let g = 0; g < c.rg; g++) {
-    for (let e = 0; e < 4; e++) {
-      for (let h = 0; h < c.cg; h++) {
-        inner.push(`${acc(g, e, h)} = fma(vec4<f32>(a${g}.${"xyzw"[e]}), b${h}, ${acc(g, e, h)});`);
+  const bm = c.wgY * 4 * c.rg, bn = c.wgX * 4 * c.cg, nt = c.wgX * c.wgY;
+  const la = bm * c.bk / 4 / nt, lb = bn * c.bk / 4 / nt;
+  const acc = (g: number, e: number, h: number) => `acc${(g * 4 + e) * c.cg + h}`;
+  const body = (kk: string) => {
+    const inner: string[] = [];
+    inner.push("{");
+    for (let g = 0; g < c.rg; g++) {
+      inner.push(`let a${g} = As[ao + ${kk} * AS_STRIDE + ${g}u * WG_Y];`);
+    }
+    for (let h = 0; h < c.cg; h++) {
+      inner.push(`let b${h} = Bs[bo + ${kk} * BS_STRIDE + ${h}u * WG_X];`);
+    }
+    for (let g = 0; g < c.rg; g++) {
+      for (let e = 0; e < 4; e++) {
+        for (let h = 0; h < c.cg; h++) {
+          inner.push(
+            `${acc(g, e, h)} = fma(vec4<f32>(a${g}.${"xyzw"[e]}), b${h}, ${acc(g, e, h)});`,
+          );
+        }
       }
     }
-  }
+    inner.push("}");
+    return inner.join("\n      ");
+  };
+  let kloop = "";
+  if (c.unrollK) {
+    for (let kk = 0; kk < c.bk; kk++) kloop += body(`${kk}u`) + "\n    ";
+  } else kloop = `for (var kk = 0u; kk < BK; kk++) ${body("kk")}`;
   const store: string[] = [];
+  const decl: string[] = [];
+  for (let i = 0; i < c.rg * 4 * c.cg; i++) decl.push(`var acc${i} = vec4<f32>(0.0);`);
   for (let g = 0; g < c.rg; g++) {
     for (let e = 0; e < 4; e++) {
       for (let h = 0; h < c.cg; h++) {
@@ -45,6 +67,29 @@ function gen(c: Cfg): string {
       }
     }
   }
+  const fetch = (k0: string) => {
+    const s: string[] = [];
+    for (let l = 0; l < la; l++) s.push(`pa${l} = fetch_a(m0, ${k0}, tid + ${l}u * NT);`);
+    for (let l = 0; l < lb; l++) s.push(`pb${l} = fetch_b(n0, ${k0}, tid + ${l}u * NT);`);
+    return s.join("\n      ");
+  };
+  const put = (base: string) => {
+    const s: string[] = [];
+    for (let l = 0; l < la; l++) {
+      s.push(
+        `{ let g = slot(tid + ${l}u * NT, BM / 4u, !TRANS_A); As[${base}AS_SIZE + g.y * AS_STRIDE + g.x] = pa${l}; }`,
+      );
+    }
+    for (let l = 0; l < lb; l++) {
+      s.push(
+        `{ let g = slot(tid + ${l}u * NT, BN / 4u, TRANS_B); Bs[${base}BS_SIZE + g.y * BS_STRIDE + g.x] = pb${l}; }`,
+      );
+    }
+    return s.join("\n      ");
+  };
+  const pdecl: string[] = [];
+  for (let l = 0; l < la; l++) pdecl.push(`var pa${l} = vec4<f32>(0.0);`);
+  for (let l = 0; l < lb; l++) pdecl.push(`var pb${l} = vec4<f32>(0.0);`);
   L.push(`
 const WG_X: u32 = ${c.wgX}u;
 const WG_Y: u32 = ${c.wgY}u;
@@ -58,8 +103,6 @@ const AS_STRIDE: u32 = BM / 4u + 1u;
 const BS_STRIDE: u32 = BN / 4u + 1u;
 const AS_SIZE: u32 = BK * AS_STRIDE;
 const BS_SIZE: u32 = BK * BS_STRIDE;
-const LA: u32 = BM * BK / 4u / NT;
-const LB: u32 = BN * BK / 4u / NT;
 struct Params { m: u32, n: u32, k: u32 }
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> a: array<f32>;
@@ -108,32 +151,25 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
   let tid = lid.y * WG_X + lid.x;
   let m0 = wid.y * BM;
   let n0 = wid.x * BN;
-  var acc: array<vec4<f32>, ${c.rg * 4 * c.cg}>;
-  var pa: array<vec4<f32>, LA>;
-  var pb: array<vec4<f32>, LB>;
+  ${decl.join("\n  ")}
+  ${pdecl.join("\n  ")}
   let tiles = (p.k + BK - 1u) / BK;
-  for (var l = 0u; l < LA; l++) { pa[l] = fetch_a(m0, 0u, tid + l * NT); }
-  for (var l = 0u; l < LB; l++) { pb[l] = fetch_b(n0, 0u, tid + l * NT); }
-  for (var l = 0u; l < LA; l++) { let g = slot(tid + l * NT, BM / 4u, !TRANS_A); As[g.y * AS_STRIDE + g.x] = pa[l]; }
-  for (var l = 0u; l < LB; l++) { let g = slot(tid + l * NT, BN / 4u, TRANS_B); Bs[g.y * BS_STRIDE + g.x] = pb[l]; }
+  ${fetch("0u")}
+  ${put("0u * ")}
   workgroupBarrier();
   for (var t = 0u; t < tiles; t++) {
     let cur = t % 2u;
     let more = t + 1u < tiles;
     if (more) {
       let k0 = (t + 1u) * BK;
-      for (var l = 0u; l < LA; l++) { pa[l] = fetch_a(m0, k0, tid + l * NT); }
-      for (var l = 0u; l < LB; l++) { pb[l] = fetch_b(n0, k0, tid + l * NT); }
+      ${fetch("k0")}
     }
     let ao = cur * AS_SIZE + lid.y;
     let bo = cur * BS_SIZE + lid.x;
-    for (var kk = 0u; kk < BK; kk++) {
-      ${inner.join("\n      ")}
-    }
+    ${kloop}
     if (more) {
       let nxt = 1u - cur;
-      for (var l = 0u; l < LA; l++) { let g = slot(tid + l * NT, BM / 4u, !TRANS_A); As[nxt * AS_SIZE + g.y * AS_STRIDE + g.x] = pa[l]; }
-      for (var l = 0u; l < LB; l++) { let g = slot(tid + l * NT, BN / 4u, TRANS_B); Bs[nxt * BS_SIZE + g.y * BS_STRIDE + g.x] = pb[l]; }
+      ${put("nxt * ")}
     }
     workgroupBarrier();
   }
@@ -145,7 +181,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
 
 const args = new Map(Deno.args.map((a) => a.replace(/^--/, "").split("=") as [string, string]));
 const reps = Number(args.get("reps") ?? 10);
-const shapes = (args.get("shapes") ?? "4096x4096x4096,3072x4864x896,3072x896x4864,896x4864x3072")
+const shapes = (args.get("shapes") ?? "4096x4096x4096,6144x4864x896,6144x896x4864,4864x896x6144")
   .split(",").map((s) => s.split("x").map(Number));
 const g = await initGpu();
 const dev = g.device;
@@ -196,21 +232,16 @@ async function timeRaw(
   return Number(t[1] - t[0]) / 1e6 / n;
 }
 
+const T = { transA: false, transB: true };
 const cfgs: Record<string, Cfg> = {
-  r2c2_16x16: { rg: 2, cg: 2, wgX: 16, wgY: 16, bk: 8, transA: false, transB: true },
-  r2c4_16x16: { rg: 2, cg: 4, wgX: 16, wgY: 16, bk: 8, transA: false, transB: true },
-  r4c2_16x16: { rg: 4, cg: 2, wgX: 16, wgY: 16, bk: 8, transA: false, transB: true },
-  r2c4_16x8: { rg: 2, cg: 4, wgX: 16, wgY: 8, bk: 8, transA: false, transB: true },
-  r4c2_8x16: { rg: 4, cg: 2, wgX: 8, wgY: 16, bk: 8, transA: false, transB: true },
-  r2c4_32x8: { rg: 2, cg: 4, wgX: 32, wgY: 8, bk: 8, transA: false, transB: true },
-  r2c4_16x16_bk16: { rg: 2, cg: 4, wgX: 16, wgY: 16, bk: 16, transA: false, transB: true },
-  r4c4_16x16: { rg: 4, cg: 4, wgX: 16, wgY: 16, bk: 8, transA: false, transB: true },
-  r2c2_16x16_bk16: { rg: 2, cg: 2, wgX: 16, wgY: 16, bk: 16, transA: false, transB: true },
-  r2c2_16x16_bk4: { rg: 2, cg: 2, wgX: 16, wgY: 16, bk: 4, transA: false, transB: true },
-  r2c2_32x8: { rg: 2, cg: 2, wgX: 32, wgY: 8, bk: 8, transA: false, transB: true },
-  r2c2_8x32: { rg: 2, cg: 2, wgX: 8, wgY: 32, bk: 8, transA: false, transB: true },
-  r2c1_32x8: { rg: 2, cg: 1, wgX: 32, wgY: 8, bk: 8, transA: false, transB: true },
-  r1c2_16x16: { rg: 1, cg: 2, wgX: 16, wgY: 16, bk: 8, transA: false, transB: true },
+  r2c2_bk8: { rg: 2, cg: 2, wgX: 16, wgY: 16, bk: 8, ...T },
+  r2c2_bk8_u: { rg: 2, cg: 2, wgX: 16, wgY: 16, bk: 8, ...T, unrollK: true },
+  r2c2_bk16: { rg: 2, cg: 2, wgX: 16, wgY: 16, bk: 16, ...T },
+  r2c2_bk16_u: { rg: 2, cg: 2, wgX: 16, wgY: 16, bk: 16, ...T, unrollK: true },
+  r2c4_bk8_u: { rg: 2, cg: 4, wgX: 16, wgY: 16, bk: 8, ...T, unrollK: true },
+  r4c2_bk8_u: { rg: 4, cg: 2, wgX: 16, wgY: 16, bk: 8, ...T, unrollK: true },
+  r2c2_8x16_bk16_u: { rg: 2, cg: 2, wgX: 8, wgY: 16, bk: 16, ...T, unrollK: true },
+  r2c2_16x8_bk16_u: { rg: 2, cg: 2, wgX: 16, wgY: 8, bk: 16, ...T, unrollK: true },
 };
 const only = args.get("cfgs")?.split(",");
 const layouts = (args.get("layouts") ?? "NT").split(","); // NT: x W^T, NN: g W, TN: g^T x

@@ -107,8 +107,7 @@ fn block(b: Block, wid: vec3<u32>, lid: vec3<u32>) -> array<vec4<f32>, 4> {
     if (more) { staged = fetch(m0, b, k_lo + (t + 1u) * K4, k_hi, tid); }
     let xo = cur * XS_SIZE + lid.y * RS;
     let wo = cur * WS_SIZE + lid.x * RS;
-    // CU vec4s of K per round, written out: NVIDIA's Vulkan compiler runs the plain loop
-    // slower (as matmul_tile.wgsl's k loop), and the sums stay in named registers.
+    // CU vec4s of K per round, written out (skinny_tile.wgsl), into named sums.
     for (var c0 = 0u; c0 < K4; c0 += CU) {
 #unroll c 4
       if ($c < CU) {

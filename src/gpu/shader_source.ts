@@ -15,6 +15,10 @@
  *   a missing value is an error naming the shader, so the two sides cannot disagree. Values that
  *   have a sensible default (a dtype alias, an op switch) stay `const X: u32 = 0u;` /
  *   `alias T = f32;`, which a define overrides. Defines are part of the pipeline cache key.
+ * - A hot loop of fixed length that the GPU's compiler would keep as a loop (matmul_tile.wgsl's k
+ *   steps) is written once between `#unroll k 8` and `#end`: the lines come out eight times with
+ *   `$k` replaced by 0 .. 7 (`acc$k` names acc0 .. acc7). Guard copies past a #const bound with
+ *   `if ($k < N) { ... }`: the test is constant and compiles away.
  */
 import { type Defines, expandIncludes, INCLUDE_DIR, specialize } from "./wgsl_directives.ts";
 

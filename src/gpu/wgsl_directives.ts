@@ -2,9 +2,9 @@
  * The three directives our WGSL files may carry, and nothing else: `#include "file.wgsl"`,
  * `#const NAME: type` and `#unroll NAME COUNT` ... `#end`. WGSL has no `#` or `$` token, so none
  * can be mistaken for WGSL, and a shader that reaches the GPU with a directive left in it fails
- * loudly instead of compiling to something else. Pure functions over text: Deno's loader and the browser bundle (web/build.ts, through
- * `shaderSource`) run this same code, so both see the same WGSL. How to use them: the header of
- * shader_source.ts.
+ * loudly instead of compiling to something else. Pure functions over text: Deno's loader and the
+ * browser bundle (web/build.ts, through `shaderSource`) run this same code, so both see the same
+ * WGSL. How to use them: the header of shader_source.ts.
  */
 
 /** Values that specialise a shader: `#const NAME`, `const NAME ... = v;` and `alias NAME = T;`. */

@@ -26,7 +26,17 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let j = (wid.y * nwg.x + wid.x) * COLS + lid.x;
   var s = 0.0;
   if (j < p.cols) {
-    for (var i = lid.y; i < p.rows; i += ROWS) { s += x[i * p.cols + j]; }
+    // Four rows loaded before they are added (in row order): a few workgroups walk thousands of
+    // rows here (a k_proj bias: 4 of them), so the walk is the load latency, not the bandwidth.
+    var i = lid.y;
+    for (; i + 3u * ROWS < p.rows; i += 4u * ROWS) {
+      let a = x[i * p.cols + j];
+      let b = x[(i + ROWS) * p.cols + j];
+      let c = x[(i + 2u * ROWS) * p.cols + j];
+      let d = x[(i + 3u * ROWS) * p.cols + j];
+      s = (((s + a) + b) + c) + d;
+    }
+    for (; i < p.rows; i += ROWS) { s += x[i * p.cols + j]; }
   }
   part[lid.y * COLS + lid.x] = s;
   workgroupBarrier();

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { gpuTest, randomArray } from "../../testing/mod.ts";
 import { Tensor } from "../tensor.ts";
+import { colsum } from "./matmul_kernel.ts";
 import { sumSplits } from "./matmul_skinny.ts";
 
 /**
@@ -55,3 +56,26 @@ gpuTest("split-K sums add the splits in order, bit for bit (1 to 9 splits)", asy
     }
   }
 });
+
+gpuTest(
+  "colsum adds each thread row's rows in order, then the thread rows, bit for bit",
+  async () => {
+    // 8 thread rows (matmul_kernel.ts's ROWS): thread row r sums rows r, r + 8, ... in turn.
+    const threadRows = 8;
+    for (const rows of [1, 7, 8, 31, 32, 33, 70]) {
+      const cols = 37;
+      const p = partials(rows, cols, rows);
+      const got = await colsum(Tensor.from(p, [rows, cols]), rows, cols, [cols]).toArray();
+      const want = Float32Array.from({ length: cols }, (_, j) => {
+        let t = 0;
+        for (let r = 0; r < threadRows; r++) {
+          let s = 0;
+          for (let i = r; i < rows; i += threadRows) s = Math.fround(s + p[i * cols + j]);
+          t = Math.fround(t + s);
+        }
+        return t;
+      });
+      assert.deepEqual(got, want, `rows ${rows}`);
+    }
+  },
+);

@@ -13,9 +13,12 @@
  * actor_rollout_ref.model.use_remove_padding (packed sequences), --ragged makes the batch ragged:
  * prompt lengths drawn from [P/4, P] (left-padded) and each response cut at a random EOS, a length
  * drawn from [1, R] (the decode still runs R steps: gen's time is not ragged, the passes after it
- * are). bench/README.md has the commands.
+ * are). --gaps=N profiles the last step with every dispatch timed and prints where the GPU sat
+ * idle: its busy share of the step and of the update (the step's last `timing_s/update_actor`
+ * seconds) and the update's N longest gaps, each named by the kernels around it (profiling
+ * stretches the step: compare gaps, not times). bench/README.md has the commands.
  */
-import { initGpu } from "../src/gpu/mod.ts";
+import { gpuGaps, initGpu, type KernelSpan } from "../src/gpu/mod.ts";
 import { type CausalLM, initWeights, weightShapes } from "../src/nn/mod.ts";
 import { charTokenizer } from "../src/io/mod.ts";
 import { loadConfig } from "../src/config/mod.ts";
@@ -107,8 +110,13 @@ console.log(JSON.stringify({
   rmpad,
   ragged,
 }));
+const gaps = arg("gaps", 0);
 for (let step = 1; step <= steps; step++) {
-  const m = await trainStep(parts, step, parts.trainLoader.next()!);
+  const spans: KernelSpan[] = [];
+  let m: Record<string, number> = {};
+  const run = async () => void (m = await trainStep(parts, step, parts.trainLoader.next()!));
+  if (gaps > 0 && step === steps) await g.profile(run, { spans, maxPasses: 1 << 20 });
+  else await run();
   const pick = Object.fromEntries(
     Object.entries(m).filter(([k]) =>
       k.startsWith("timing_s/") || k.startsWith("perf/") || k === "response_length/mean" ||
@@ -124,4 +132,22 @@ for (let step = 1; step <= steps; step++) {
     gen_tok_per_s: Math.round(genTokens / m["timing_s/gen"]),
     update_tok_per_s: Math.round((prompts * n * (P + R)) / m["timing_s/update_actor"]),
   }));
+  if (spans.length === 0) continue;
+  const round = (x: number) => Math.round(x * 10) / 10;
+  const whole = gpuGaps(spans);
+  const upd = gpuGaps(spans, { lastMs: m["timing_s/update_actor"] * 1000, top: gaps });
+  console.log(JSON.stringify({
+    fig: "gpu_gaps",
+    step,
+    dispatches: spans.length,
+    step_gpu_span_ms: round(whole.spanMs),
+    step_busy_ms: round(whole.busyMs),
+    update_window_ms: round(upd.windowMs),
+    update_busy_ms: round(upd.windowBusyMs),
+  }));
+  for (const gap of upd.gaps) {
+    console.log(
+      JSON.stringify({ fig: "gpu_gap", ...gap, atMs: round(gap.atMs), ms: round(gap.ms) }),
+    );
+  }
 }

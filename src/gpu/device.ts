@@ -2,7 +2,7 @@ import { BufferPool } from "./buffer_pool.ts";
 import { formatBytes, GpuError } from "./errors.ts";
 import { type KernelSpec, PipelineCache } from "./pipelines.ts";
 import { multiprocessorCount } from "./multiprocessors.ts";
-import { KernelProfiler, Recorder } from "./recorder.ts";
+import { KernelProfiler, type KernelSpan, Recorder } from "./recorder.ts";
 import type { Binding } from "./types.ts";
 
 export interface GpuOptions {
@@ -200,15 +200,21 @@ export class Gpu {
 
   /**
    * Runs `fn` with every dispatch timed by timestamp queries and returns GPU milliseconds per
-   * kernel (shader:entry; with `byPipeline`, per whole pipeline key), largest first. Needs the
-   * `timestamp-query` feature.
+   * kernel (shader:entry; with `byPipeline`, per whole pipeline key), largest first. `spans`
+   * receives every timed dispatch, in recording order (for `gpuGaps`). Needs the `timestamp-query`
+   * feature.
    */
   async profile(
     fn: () => Promise<void> | void,
-    options: { byPipeline?: boolean; maxPasses?: number } = {},
+    options: { byPipeline?: boolean; maxPasses?: number; spans?: KernelSpan[] } = {},
   ): Promise<{ kernel: string; ms: number; count: number }[]> {
     if (!this.hasTimestamps) throw new GpuError("profiling needs the timestamp-query feature");
-    const p = new KernelProfiler(this.device, options.maxPasses ?? 65536, options.byPipeline);
+    const p = new KernelProfiler(
+      this.device,
+      options.maxPasses ?? 65536,
+      options.byPipeline,
+      options.spans ?? null,
+    );
     this.flush();
     this.recorder.profiler = p;
     try {

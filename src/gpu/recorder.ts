@@ -259,9 +259,17 @@ export class Recorder {
   }
 }
 
+/** One timed dispatch: its whole pipeline label and GPU timestamps (ns, the device's clock). */
+export interface KernelSpan {
+  kernel: string;
+  begin: bigint;
+  end: bigint;
+}
+
 /**
  * Per-kernel GPU time from timestamp queries: each dispatch gets its own pass writing a begin and
- * an end timestamp; `report()` resolves them once and sums nanoseconds per pipeline label.
+ * an end timestamp; `collect()` resolves them once and sums nanoseconds per pipeline label, and
+ * appends each dispatch to `spans` when given one (where the GPU idled: gaps.ts).
  */
 export class KernelProfiler {
   // Query sets hold at most 4096 queries (2048 timed passes); more sets are added as needed.
@@ -273,6 +281,7 @@ export class KernelProfiler {
     private readonly device: GPUDevice,
     readonly maxPasses = 65536,
     readonly whole = false,
+    readonly spans: KernelSpan[] | null = null,
   ) {}
 
   slot(label: string): GPUComputePassTimestampWrites | undefined {
@@ -303,6 +312,7 @@ export class KernelProfiler {
     sets.forEach((s, k) => {
       const t = new BigUint64Array(bytes[k]);
       s.labels.forEach((label, i) => {
+        this.spans?.push({ kernel: label, begin: t[2 * i], end: t[2 * i + 1] });
         const key = this.whole ? label : label.split(":").slice(0, 2).join(":");
         const e = this.totals.get(key) ?? { ns: 0, count: 0 };
         e.ns += Number(t[2 * i + 1] - t[2 * i]);

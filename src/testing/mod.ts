@@ -11,10 +11,13 @@ import { mulberry32, scopeAsync, uniformArray } from "../tensor/mod.ts";
  */
 const adapter = await (globalThis as { navigator?: Navigator }).navigator?.gpu?.requestAdapter();
 const adapterHasF16 = adapter?.features.has("shader-f16") ?? false;
+const adapterHasTimestamps = adapter?.features.has("timestamp-query") ?? false;
 
 export interface GpuTestOptions {
   /** The test needs shader-f16: ignored on adapters without it (the CPU adapter in CI). */
   f16?: boolean;
+  /** The test needs timestamp queries (profiling): ignored on adapters without them. */
+  timestamps?: boolean;
 }
 
 /** Registers a Deno test that runs on the GPU (the CPU adapter in CI). */
@@ -25,7 +28,8 @@ export function gpuTest(
 ): void {
   Deno.test({
     name,
-    ignore: options.f16 === true && !adapterHasF16,
+    ignore: (options.f16 === true && !adapterHasF16) ||
+      (options.timestamps === true && !adapterHasTimestamps),
     sanitizeOps: false,
     sanitizeResources: false,
     fn: async () => {

@@ -5,10 +5,10 @@
  * hands out a Vulkan adapter. On Mesa's software drivers a `deno test` process that did so can abort
  * at exit after every test passed ("double free or corruption"): libEGL's exit-time destructors
  * free memory while the thread of a test module that is still ending frees its thread-specific
- * data in the same malloc arena (a core dump shows both). When a
- * Vulkan, Metal or D3D12 adapter exists, the tests therefore run with `DENO_WEBGPU_BACKEND` naming
- * only those backends, and EGL is never loaded. Without one (Mesa's GL driver alone: install
- * `mesa-vulkan-drivers` for lavapipe) they run on OpenGL, and the runner says so.
+ * data in the same malloc arena (a core dump shows both). When a Vulkan, Metal or D3D12 adapter
+ * exists, the tests therefore run with `DENO_WEBGPU_BACKEND` naming only those backends, and EGL is
+ * never loaded. Without one (Mesa's GL driver alone: install `mesa-vulkan-drivers` for lavapipe)
+ * they run on OpenGL, and the runner says so.
  *
  * Usage: `deno task test [path ...] [deno test flags]`: arguments go to `deno test` as they are. A
  * `DENO_WEBGPU_BACKEND` already set is kept.

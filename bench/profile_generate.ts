@@ -2,7 +2,7 @@
  * Where decode time goes: GPU milliseconds per kernel (timestamp queries) against wall time for a
  * short generation on the Qwen2.5-0.5B shape.
  * `deno run -A bench/profile_generate.ts [--new 16] [--dtype f32|f16] [--kv f32|f16] [--rows 20]
- *   [--attn-min-chunk 64]`.
+ *   [--attn-min-chunk 64] [--attn-max-chunk 256] [--attn-target 512]`.
  * Kernel lines give the totals over prefill and decode, and `per_step_ms`: the same kernel's time
  * per decode step (a prefill-only run subtracted, divided by the decode steps profiled, which the
  * embedding gathers count: the profiler may stop recording before a long generation ends).
@@ -20,6 +20,8 @@ const arg = (name: string, d: number) => {
 };
 const B = arg("batch", 64), P = arg("prompt", 128), R = arg("new", 16);
 decodePolicy.minChunk = arg("attn-min-chunk", decodePolicy.minChunk);
+decodePolicy.maxChunk = arg("attn-max-chunk", decodePolicy.maxChunk);
+decodePolicy.targetWorkgroups = arg("attn-target", decodePolicy.targetWorkgroups);
 const word = (name: string, d: "f32" | "f16"): "f32" | "f16" => {
   const i = Deno.args.indexOf(`--${name}`);
   const v = i >= 0 ? Deno.args[i + 1] : d;

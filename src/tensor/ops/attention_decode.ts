@@ -16,7 +16,6 @@ import {
 
 /** Most query rows (T * G) per (batch, kv head) the decode kernel takes when left to choose. */
 export const DECODE_MAX_ROWS = 16;
-const MAX_CHUNK = 256;
 const CPU_CHUNK = 32; // CPU adapters compile workgroup arrays slowly and gain nothing from size
 
 /**
@@ -28,6 +27,8 @@ export const decodePolicy = {
   targetWorkgroups: 512,
   /** Fewest keys per split on a GPU. */
   minChunk: 64,
+  /** Most keys per split on a GPU (the workgroup's score array holds rows x chunk floats). */
+  maxChunk: 256,
 };
 
 interface DecodeShape {
@@ -63,7 +64,7 @@ export function shapeFor(g: Geometry): DecodeShape | null {
   const d4 = Math.ceil(g.D / 4);
   const wg = workgroupSize(rows * d4);
   if (rows * d4 > wg) return null;
-  let chunk = smallTiles() ? CPU_CHUNK : MAX_CHUNK;
+  let chunk = smallTiles() ? CPU_CHUNK : decodePolicy.maxChunk;
   while (chunk > 16 && !floatsFit(sharedFloats(rows, d4, wg, chunk))) chunk /= 2;
   if (!floatsFit(sharedFloats(rows, d4, wg, chunk))) return null;
   const groups = g.B * g.Hkv;

@@ -60,6 +60,9 @@ gpuTest(
     await check({ dims: { B: 2, T: 1, S: 150, Hq: 7, Hkv: 1, D: 64 }, pads: [0, 37] }, 1);
     await check({ dims: { B: 3, T: 1, S: 45, Hq: 4, Hkv: 2, D: 32 }, pads: [3, 0, 44] }, 2);
     await check({ dims: { B: 1, T: 1, S: 77, Hq: 2, Hkv: 2, D: 7 } }, 3);
+    // Head sizes past one 16-vec4 column block of the score pass: two full blocks, and a part.
+    await check({ dims: { B: 2, T: 1, S: 70, Hq: 6, Hkv: 2, D: 128 }, pads: [0, 11] }, 6);
+    await check({ dims: { B: 1, T: 1, S: 40, Hq: 3, Hkv: 1, D: 80 } }, 7);
     // Fewer keys than one split, and a single key.
     await check({ dims: { B: 2, T: 1, S: 20, Hq: 14, Hkv: 2, D: 64 }, pads: [5, 0] }, 4);
     await check({ dims: { B: 2, T: 1, S: 1, Hq: 7, Hkv: 1, D: 64 } }, 5);
@@ -88,6 +91,7 @@ gpuTest("attention decode kernel over f16 k and v (a KV cache of halves)", async
   const dims = { B: 2, T: 1, S: 150, Hq: 7, Hkv: 1, D: 64 };
   await check({ dims, pads: [0, 37], half: true }, 41);
   await check({ dims: { ...dims, Hq: 14, Hkv: 2 }, kvLength: 71, causal: false, half: true }, 42);
+  await check({ dims: { ...dims, Hq: 6, Hkv: 2, D: 128 }, kvLength: 90, half: true }, 43);
   await check({ dims: { ...dims, T: 2, Hq: 4, Hkv: 2, D: 32 }, kvLength: 40, half: true }, 43);
   const q = Tensor.empty([1, 1, 2, 8]);
   const kv = (D: number) => Tensor.empty([1, 3, 1, D], "f16");

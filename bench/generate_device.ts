@@ -9,8 +9,10 @@
  * --layers N / --vocab N shrink the Qwen2.5 shape (a CPU adapter cannot bind the full embedding).
  * --n N draws N samples from each of batch / N prompts (as GRPO does); --shared-prefill 0 prefills
  * every sample's copy of its prompt instead of each prompt once.
- * --target-groups N / --min-stages N override the skinny matmul's split policy (tuning); --skinny-max-m N
- *   the most rows it takes (default 128: more rows go to the tiled kernel).
+ * --target-groups N / --min-stages N override the skinny matmul's split policy (tuning);
+ *   --skinny-max-m N, --skinny-max-m-small N and --skinny-max-m-large N the most rows it takes for
+ *   ordinary, small and large weights (`skinnyPolicy`: 128, 256, 64; more rows go to the tiled
+ *   kernel).
  * --fused-mlp 0 runs gate, up and SwiGLU as three dispatches instead of one (before/after).
  * --kv f32 | f16 | f32,f16: the KV cache's element type (halves: half the cache bytes per step).
  * --fused-qkv 0 runs the q, k and v projections as three dispatches instead of one (before/after).
@@ -18,7 +20,8 @@
  *   random weights rarely sample it, so the run still decodes about the full length.
  * --qkv-split 0 / --mlp-split 0 keep the fused q, k, v / gate, up products unsplit over K
  * (before/after).
- * --attn-min-chunk N: the fewest keys per split of the decode attention kernel (`decodePolicy`).
+ * --attn-min-chunk N / --attn-max-chunk N / --attn-target N: the fewest and most keys per split of
+ *   the decode attention kernel and the workgroups it aims at (`decodePolicy`).
  * `dispatches_per_step`: compute dispatches recorded per decode step (prefill and the first sample
  * subtracted as for the time); any adapter, though a CPU adapter takes other kernels (no skinny
  * matmul, no split K), so the count on a GPU differs.
@@ -50,11 +53,15 @@ const targetGroups = arg("target-groups", "");
 if (targetGroups) skinnyPolicy.targetGroups = Number(targetGroups);
 skinnyPolicy.minStages = Number(arg("min-stages", `${skinnyPolicy.minStages}`));
 skinnyPolicy.maxM = Number(arg("skinny-max-m", `${skinnyPolicy.maxM}`));
+skinnyPolicy.maxMSmall = Number(arg("skinny-max-m-small", `${skinnyPolicy.maxMSmall}`));
+skinnyPolicy.maxMLarge = Number(arg("skinny-max-m-large", `${skinnyPolicy.maxMLarge}`));
 swigluLinearPolicy.enabled = arg("fused-mlp", "1") !== "0";
 qkvLinearPolicy.enabled = arg("fused-qkv", "1") !== "0";
 qkvLinearPolicy.splitK = arg("qkv-split", "1") !== "0";
 swigluLinearPolicy.splitK = arg("mlp-split", "1") !== "0";
 decodePolicy.minChunk = Number(arg("attn-min-chunk", `${decodePolicy.minChunk}`));
+decodePolicy.maxChunk = Number(arg("attn-max-chunk", `${decodePolicy.maxChunk}`));
+decodePolicy.targetWorkgroups = Number(arg("attn-target", `${decodePolicy.targetWorkgroups}`));
 const config = benchConfig(arg("config", "qwen2.5-0.5b"));
 const B = Number(arg("batch", "64")),
   P = Number(arg("prompt", "128")),

@@ -87,6 +87,19 @@ export class GpuTimer {
   }
 }
 
+/**
+ * Runs `fn` (which records GPU work) until `ms` of wall time have passed, a sync after each
+ * batch: an idle GPU runs at a low clock, so a product timed right after operands were made on the
+ * host (seconds of CPU work) reads slow (bench/README.md).
+ */
+export async function warmGpu(fn: () => void, ms = 300): Promise<void> {
+  const end = performance.now() + ms;
+  while (performance.now() < end) {
+    for (let i = 0; i < 10; i++) fn();
+    await gpu().sync();
+  }
+}
+
 /** Times `fn` (which records GPU work) over `reps` spans after `warmup` untimed calls. */
 export async function timeGpu(
   fn: () => void,

@@ -84,6 +84,12 @@ export { lmHeadLogprobBackwardRef, lmHeadLogprobRef } from "./ref/lm_head_logpro
 export { mixSeed, mulberry32, permutation, randInt, uniformArray } from "./random.ts";
 export { unfusedKernel, unfusedLogProbs } from "./ops/logprob_unfused.ts";
 export { gemm, pickTile, type TileConfig, TILES, tileShape } from "./ops/matmul_kernel.ts";
-export { gemmSkinny, type SkinnyConfig, skinnyConfig, skinnyPolicy } from "./ops/matmul_skinny.ts";
+export {
+  gemmSkinny,
+  type SkinnyConfig,
+  skinnyConfig,
+  skinnyMaxM,
+  skinnyPolicy,
+} from "./ops/matmul_skinny.ts";
 export * from "./random.ts";
 export { Registry } from "./registry.ts";

@@ -4,7 +4,14 @@ import { assertClose, gpuTest, randomArray } from "../../testing/mod.ts";
 import * as ref from "../ref/matmul.ts";
 import { roundToF16 } from "../half.ts";
 import { Tensor } from "../tensor.ts";
-import { gemmSkinny, type SkinnyConfig, skinnyConfig, skinnySplits } from "./matmul_skinny.ts";
+import {
+  gemmSkinny,
+  type SkinnyConfig,
+  skinnyConfig,
+  skinnyMaxM,
+  skinnyPolicy,
+  skinnySplits,
+} from "./matmul_skinny.ts";
 
 const TOL = { atol: 1e-4, rtol: 1e-4 };
 
@@ -79,4 +86,15 @@ gpuTest("skinny matmul rejects K that is not a multiple of 4", () => {
     () => gemmSkinny(X, W, Tensor.empty([2, 4]), { m: 2, n: 4, k: 3 }),
     /skinny kernel needs K % 4 == 0, got K=3/,
   );
+});
+
+Deno.test("skinnyMaxM: more rows for small weights, fewer for an LM head", () => {
+  const { maxM, maxMSmall, maxMLarge, smallWeights, largeWeights } = skinnyPolicy;
+  assert.ok(maxMSmall > maxM && maxM > maxMLarge);
+  assert.equal(skinnyMaxM(896 * 896), maxMSmall); // an attention projection of the 0.5B shape
+  assert.equal(skinnyMaxM(smallWeights), maxMSmall);
+  assert.equal(skinnyMaxM(smallWeights + 1), maxM);
+  assert.equal(skinnyMaxM(2 * 4864 * 896), maxM); // its gate and up
+  assert.equal(skinnyMaxM(largeWeights), maxM);
+  assert.equal(skinnyMaxM(151936 * 896), maxMLarge); // its LM head
 });

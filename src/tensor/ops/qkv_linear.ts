@@ -46,7 +46,7 @@ export const qkvLinearConfig: (m: number) => QkvLinearConfig = fusedSkinnyConfig
 const biasCount = (b: QkvBiases) => b.filter((t) => t !== null).length;
 
 /**
- * Whether `qkvLinear` takes these operands: few rows (the skinny kernel's `maxM`), K % 4 == 0,
+ * Whether `qkvLinear` takes these operands: few rows (`skinnyMaxM`), K % 4 == 0,
  * f32 or f16 operands, weights [N*, K] of one dtype, all three biases of one dtype or none (and
  * with biases, a device that binds ten storage buffers per stage), no gradient recorded, and not
  * a checkpointed segment's first forward (its recompute, under autograd, could not fuse).
@@ -58,7 +58,7 @@ export function qkvLinearApplies(
 ): boolean {
   const k = x.shape[x.rank - 1];
   const nb = biasCount(b);
-  return qkvLinearPolicy.enabled && fusedOperandsFit(x, [x, ...w, ...b]) &&
+  return qkvLinearPolicy.enabled && fusedOperandsFit(x, w, b) &&
     w.every((t) => t.rank === 2 && t.shape[1] === k && t.dtype === w[0].dtype) &&
     (nb === 0 || (nb === 3 && b.every((t) => t?.dtype === b[0]?.dtype) &&
       gpu().limits.maxStorageBuffersPerShaderStage >= BIAS_BINDINGS));

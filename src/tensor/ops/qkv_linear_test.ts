@@ -7,6 +7,8 @@ import { checkpoint } from "./checkpoint.ts";
 import { clone } from "./basic.ts";
 import { round16, TILES, TOL } from "./skinny_testing.ts";
 import { qkvLinear, qkvLinearApplies } from "./qkv_linear.ts";
+import { skinnyPolicy } from "./matmul_skinny.ts";
+import { swigluLinearApplies } from "./swiglu_linear.ts";
 
 /** Rows m, K k, weight rows [nq, nk, nv] (grouped-query: nq != nk = nv). */
 async function check(
@@ -84,6 +86,16 @@ gpuTest("qkvLinear refuses a recorded gradient and bad operands; applies only wi
   assert.equal(noGrad(() => qkvLinearApplies(X, [W, Wk, Wk], [B, null, null])), false);
   assert.throws(() => noGrad(() => qkvLinear(X, [W, Wk, Wk], [B, null, null])), /all three/);
   assert.throws(() => noGrad(() => qkvLinear(X, [W, Wk, Wk], [B, B, B])), /bias_k must be \[2\]/);
+  // Small weights (all together) take up to skinnyPolicy.maxMSmall rows, larger ones maxM.
+  const rows = (m: number) => Tensor.from(randomArray(m * 4, 5), [m, 4]);
+  const many = rows(skinnyPolicy.maxM + 1), tooMany = rows(skinnyPolicy.maxMSmall + 1);
+  assert.equal(noGrad(() => qkvLinearApplies(many, [W, Wk, Wk])), true);
+  assert.equal(noGrad(() => qkvLinearApplies(tooMany, [W, Wk, Wk])), false);
+  assert.equal(noGrad(() => swigluLinearApplies(many, W, W)), true);
+  const half = Tensor.empty([skinnyPolicy.smallWeights / 8 + 1, 4]); // two: just past small
+  assert.equal(noGrad(() => swigluLinearApplies(many, half, half)), false);
+  assert.equal(noGrad(() => swigluLinearApplies(rows(skinnyPolicy.maxM), half, half)), true);
+  [many, tooMany, half].forEach((t) => t.dispose());
   const X6 = Tensor.from(randomArray(12, 3), [2, 6]);
   const W6 = Tensor.from(randomArray(18, 4), [3, 6]);
   assert.equal(qkvLinearApplies(X6, [W6, W6, W6]), false);

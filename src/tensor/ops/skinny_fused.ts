@@ -7,7 +7,7 @@ import type { KernelSpec } from "../../gpu/mod.ts";
 import { gpu } from "../../gpu/mod.ts";
 import { isGradEnabled, isRecomputedLater } from "../grad_mode.ts";
 import { fmtShape, type Tensor } from "../tensor.ts";
-import { skinnyConfig, skinnyPolicy, skinnyTargetGroups } from "./matmul_skinny.ts";
+import { skinnyConfig, skinnyMaxM, skinnyPolicy, skinnyTargetGroups } from "./matmul_skinny.ts";
 
 /** Threads along N (wgX, 4 weight rows each) and M (wgY, tm rows of x each), K per stage. */
 export interface FusedSkinnyConfig {
@@ -50,14 +50,20 @@ export const recorded = (ts: (Tensor | null | undefined)[]) =>
   isGradEnabled() && ts.some((t) => t?.requiresGrad);
 
 /**
- * The conditions both fused ops share: K % 4 == 0 and few rows (the skinny kernel's `maxM`) of
- * x [..., K], float-like operands `ts`, no gradient recorded, and not a checkpointed segment's
- * first forward (its recompute, under autograd, could not fuse).
+ * The conditions both fused ops share: K % 4 == 0 and few rows of x [..., K] (`skinnyMaxM` of
+ * the weights `ws` together), float-like operands, no gradient recorded, and not a checkpointed
+ * segment's first forward (its recompute, under autograd, could not fuse).
  */
-export function fusedOperandsFit(x: Tensor, ts: (Tensor | null | undefined)[]): boolean {
+export function fusedOperandsFit(
+  x: Tensor,
+  ws: readonly Tensor[],
+  others: readonly (Tensor | null | undefined)[],
+): boolean {
   const k = x.shape[x.rank - 1];
-  return k % 4 === 0 && x.size / k <= skinnyPolicy.maxM && ts.every((t) => !t || floatLike(t)) &&
-    !recorded(ts) && !isRecomputedLater();
+  const ts = [x, ...ws, ...others];
+  const weights = ws.reduce((n, w) => n + w.size, 0);
+  return k % 4 === 0 && x.size / k <= skinnyMaxM(weights) &&
+    ts.every((t) => !t || floatLike(t)) && !recorded(ts) && !isRecomputedLater();
 }
 
 /**

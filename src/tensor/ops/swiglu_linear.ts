@@ -38,7 +38,7 @@ export interface SwigluLinearOptions {
 export const swigluLinearConfig: (m: number) => SwigluLinearConfig = fusedSkinnyConfig;
 
 /**
- * Whether `swigluLinear` takes these operands: few rows (the skinny kernel's `maxM`), K % 4 == 0,
+ * Whether `swigluLinear` takes these operands: few rows (`skinnyMaxM`), K % 4 == 0,
  * f32 or f16 operands, same-shaped weights, and no gradient recorded through any of them.
  */
 export function swigluLinearApplies(
@@ -48,8 +48,9 @@ export function swigluLinearApplies(
   options: { biasGate?: Tensor | null; biasUp?: Tensor | null } = {},
 ): boolean {
   const k = x.shape[x.rank - 1];
-  const ts = [x, wGate, wUp, options.biasGate, options.biasUp];
-  return swigluLinearPolicy.enabled && fusedOperandsFit(x, ts) && wGate.rank === 2 &&
+  const biases = [options.biasGate, options.biasUp];
+  return swigluLinearPolicy.enabled && fusedOperandsFit(x, [wGate, wUp], biases) &&
+    wGate.rank === 2 &&
     sameShape(wGate.shape, wUp.shape) &&
     wGate.dtype === wUp.dtype && wGate.shape[1] === k &&
     (options.biasGate?.dtype ?? "f32") === (options.biasUp?.dtype ?? "f32");

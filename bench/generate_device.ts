@@ -10,9 +10,8 @@
  * --n N draws N samples from each of batch / N prompts (as GRPO does); --shared-prefill 0 prefills
  * every sample's copy of its prompt instead of each prompt once.
  * --target-groups N / --min-stages N override the skinny matmul's split policy (tuning);
- *   --skinny-max-m N, --skinny-max-m-small N and --skinny-max-m-large N the most rows it takes for
- *   ordinary, small and large weights (`skinnyPolicy`: 128, 256, 64; more rows go to the tiled
- *   kernel).
+ *   --skinny-max-m N and --skinny-max-m-small N the most rows it takes, and for small weights
+ *   (`skinnyPolicy`: 64 and 256; more rows go to the tiled kernel).
  * --fused-mlp 0 runs gate, up and SwiGLU as three dispatches instead of one (before/after).
  * --kv f32 | f16 | f32,f16: the KV cache's element type (halves: half the cache bytes per step).
  * --fused-qkv 0 runs the q, k and v projections as three dispatches instead of one (before/after).
@@ -54,7 +53,6 @@ if (targetGroups) skinnyPolicy.targetGroups = Number(targetGroups);
 skinnyPolicy.minStages = Number(arg("min-stages", `${skinnyPolicy.minStages}`));
 skinnyPolicy.maxM = Number(arg("skinny-max-m", `${skinnyPolicy.maxM}`));
 skinnyPolicy.maxMSmall = Number(arg("skinny-max-m-small", `${skinnyPolicy.maxMSmall}`));
-skinnyPolicy.maxMLarge = Number(arg("skinny-max-m-large", `${skinnyPolicy.maxMLarge}`));
 swigluLinearPolicy.enabled = arg("fused-mlp", "1") !== "0";
 qkvLinearPolicy.enabled = arg("fused-qkv", "1") !== "0";
 qkvLinearPolicy.splitK = arg("qkv-split", "1") !== "0";

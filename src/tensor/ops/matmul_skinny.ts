@@ -26,29 +26,22 @@ export interface SkinnyConfig {
 /** When `gemm` takes the skinny kernel, and how finely it splits K. Mutable for benchmarks. */
 export const skinnyPolicy = {
   /**
-   * Largest M routed here for weights of ordinary size. On an H200 at M = 128 the skinny kernel
-   * took 84 us for [128, 896] x [4864, 896]^T against 157 us tiled, and 0.21 ms against 1.6 ms for
-   * [128, 4864] x [896, 4864]^T. Once the tiled kernel's k loop was written out (2026-11-27, H100,
-   * 0.5B, f16 weights and KV cache, `generate_device.ts --skinny-max-m`), a decode step of 256
-   * rows took 16.30 / 16.24 ms tiled against 17.61 ms here (it had been 21.8-22.0 here against
-   * 23.3 tiled); one of 64 rows still took 6.24 ms here against 7.57 tiled.
+   * Largest M routed here. One H100, 2026-11-27, 0.5B decode steps (f16 weights and KV cache,
+   * 128 + 256, `generate_device.ts --skinny-max-m`): 64 rows took 6.21 ms here, where all-tiled
+   * had taken 7.57; past 64 rows this tile holds two row blocks, and 80, 96 and 128 rows took
+   * 9.40, 9.73-9.75 and 10.45 ms here against 8.06, 8.35-8.36 and 9.26 with the tiled kernel
+   * for all but small weights.
    */
-  maxM: 128,
+  maxM: 64,
   /**
    * Largest M for small weights (at most `smallWeights` elements in all, as the attention's
    * projections), whose few tiled blocks leave the GPU idle: at 256 rows of f16 products on an
    * H100 (2026-11-27, `skinny_device.ts --m 64,128,256 --f16`) 896 x 896 took 28 us here against
-   * 36.6 tiled and 128 x 896 11.1 against 30.8, while 4864 x 896 took 128 against 101.
+   * 36.6 tiled and 128 x 896 11.1 against 30.8, while 4864 x 896 took 128 against 101; a 256-row
+   * decode step went from 16.30 / 16.42 to 14.98 / 15.03 ms.
    */
   maxMSmall: 256,
   smallWeights: 2 ** 21,
-  /**
-   * Largest M for large weights (more than `largeWeights` elements, as an LM head): the same run
-   * timed 64 x 151,936 x 896 at 1.64 ms here against 1.81 tiled, but 128 rows at 1.54 against
-   * 1.16 and 256 rows at 3.07 against 2.10.
-   */
-  maxMLarge: 64,
-  largeWeights: 2 ** 26,
   /**
    * Workgroups wanted per product: fewer blocks split K. null: three per multiprocessor where the
    * GPU's count is known, else 264. On an H100 (132 multiprocessors) three per multiprocessor
@@ -116,8 +109,7 @@ export function skinnySplits(d: SkinnyDims, c: SkinnyConfig): number {
 /** Largest M the skinny kernel takes against weights of `weights` elements (`skinnyPolicy`). */
 export function skinnyMaxM(weights: number): number {
   const p = skinnyPolicy;
-  if (weights <= p.smallWeights) return p.maxMSmall;
-  return weights > p.largeWeights ? p.maxMLarge : p.maxM;
+  return weights <= p.smallWeights ? p.maxMSmall : p.maxM;
 }
 
 /** Whether `gemm` should run this product (b: the weight [N, K]) on the skinny kernel. */

@@ -88,13 +88,12 @@ gpuTest("skinny matmul rejects K that is not a multiple of 4", () => {
   );
 });
 
-Deno.test("skinnyMaxM: more rows for small weights, fewer for an LM head", () => {
-  const { maxM, maxMSmall, maxMLarge, smallWeights, largeWeights } = skinnyPolicy;
-  assert.ok(maxMSmall > maxM && maxM > maxMLarge);
+Deno.test("skinnyMaxM: more rows for small weights", () => {
+  const { maxM, maxMSmall, smallWeights } = skinnyPolicy;
+  assert.ok(maxMSmall > maxM);
   assert.equal(skinnyMaxM(896 * 896), maxMSmall); // an attention projection of the 0.5B shape
   assert.equal(skinnyMaxM(smallWeights), maxMSmall);
   assert.equal(skinnyMaxM(smallWeights + 1), maxM);
   assert.equal(skinnyMaxM(2 * 4864 * 896), maxM); // its gate and up
-  assert.equal(skinnyMaxM(largeWeights), maxM);
-  assert.equal(skinnyMaxM(151936 * 896), maxMLarge); // its LM head
+  assert.equal(skinnyMaxM(151936 * 896), maxM); // its LM head
 });

@@ -29,14 +29,10 @@ const g = await initGpu();
 /** Candidate tiles: the three named ones and a few shapes between them. */
 const CANDIDATES: Record<string, TileConfig> = {
   ...TILES,
-  wide16: { wgX: 16, wgY: 8, tm: 8, tn: 8, bk: 16 },
-  tall16: { wgX: 8, wgY: 16, tm: 8, tn: 8, bk: 16 },
-  medium16: { wgX: 8, wgY: 8, tm: 8, tn: 8, bk: 16 },
-  // Thin blocks for products with a LoRA rank (32) as one output side.
-  thinN: { wgX: 4, wgY: 16, tm: 8, tn: 8, bk: 16 },
-  thinM: { wgX: 16, wgY: 4, tm: 8, tn: 8, bk: 16 },
-  thinN256: { wgX: 4, wgY: 32, tm: 8, tn: 8, bk: 16 },
-  thinM256: { wgX: 32, wgY: 4, tm: 8, tn: 8, bk: 16 },
+  // Thin blocks for products with a LoRA rank (32) as one output side. (K steps other than 8 and
+  // the 256-row thin blocks, which need them, went when the tile's k steps were written out once.)
+  thinN: { wgX: 4, wgY: 16, tm: 8, tn: 8, bk: 8 },
+  thinM: { wgX: 16, wgY: 4, tm: 8, tn: 8, bk: 8 },
 };
 const loraRank = Number(args.get("lora") ?? 0);
 const pathsOnly = args.has("paths-only");

@@ -97,7 +97,6 @@ else emit({ name: "matmul_f16_weight", skipped: "no shader-f16" });
 if (args.has("sweep")) {
   const configs: TileConfig[] = [
     TILES.large,
-    { ...TILES.large, bk: 16 },
     { ...TILES.large, wgX: 16, wgY: 8 }, // 64x128
     { ...TILES.large, wgX: 8, wgY: 16 }, // 128x64
     TILES.medium,

@@ -21,6 +21,8 @@ interface Cfg {
   transA: boolean;
   transB: boolean;
   unrollK?: boolean;
+  /** The k loop in a function that returns the sums as an array (matmul_tile.wgsl's form). */
+  arrayRet?: boolean;
 }
 
 function gen(c: Cfg): string {
@@ -146,8 +148,12 @@ fn store4(i: u32, j: u32, v: vec4<f32>) {
   if (j + 2u < p.n) { c[row + j + 2u] = v.z; }
   if (j + 3u < p.n) { c[row + j + 3u] = v.w; }
 }
-@compute @workgroup_size(WG_X, WG_Y)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+${
+    c.arrayRet
+      ? `fn block(wid: vec3<u32>, lid: vec3<u32>) -> array<vec4<f32>, ${decl.length}> {`
+      : `@compute @workgroup_size(WG_X, WG_Y)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {`
+  }
   let tid = lid.y * WG_X + lid.x;
   let m0 = wid.y * BM;
   let n0 = wid.x * BN;
@@ -173,7 +179,18 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     }
     workgroupBarrier();
   }
-  ${store.join("\n  ")}
+  ${
+    c.arrayRet
+      ? `return array<vec4<f32>, ${decl.length}>(${decl.map((_, i) => `acc${i}`).join(", ")});
+}
+@compute @workgroup_size(WG_X, WG_Y)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+  let m0 = wid.y * BM;
+  let n0 = wid.x * BN;
+  let acc = block(wid, lid);
+  ${store.map((l) => l.replace(/acc(\d+)\);$/, "acc[$1]);")).join("\n  ")}`
+      : store.join("\n  ")
+  }
 }
 `);
   return L.join("\n");
@@ -236,6 +253,7 @@ const T = { transA: false, transB: true };
 const cfgs: Record<string, Cfg> = {
   r2c2_bk8: { rg: 2, cg: 2, wgX: 16, wgY: 16, bk: 8, ...T },
   r2c2_bk8_u: { rg: 2, cg: 2, wgX: 16, wgY: 16, bk: 8, ...T, unrollK: true },
+  r2c2_bk8_u_arr: { rg: 2, cg: 2, wgX: 16, wgY: 16, bk: 8, ...T, unrollK: true, arrayRet: true },
   r2c2_bk16: { rg: 2, cg: 2, wgX: 16, wgY: 16, bk: 16, ...T },
   r2c2_bk16_u: { rg: 2, cg: 2, wgX: 16, wgY: 16, bk: 16, ...T, unrollK: true },
   r2c4_bk8_u: { rg: 2, cg: 4, wgX: 16, wgY: 16, bk: 8, ...T, unrollK: true },

@@ -33,9 +33,7 @@ const SHAPES: [string, number, number][] = [
 const CONFIGS: Record<string, SkinnyConfig> = {
   bn128_t8x4: { wgX: 16, wgY: 16, tn: 8, tm: 4, bk: 16 },
   bn64_t4x4: { wgX: 16, wgY: 16, tn: 4, tm: 4, bk: 16 },
-  bn64_t4x4_bk32: { wgX: 16, wgY: 16, tn: 4, tm: 4, bk: 32 },
   bn64_t8x4_128: { wgX: 8, wgY: 16, tn: 8, tm: 4, bk: 16 },
-  bn64_t8x4_128_bk32: { wgX: 8, wgY: 16, tn: 8, tm: 4, bk: 32 },
   bn32_t4x4_128: { wgX: 8, wgY: 16, tn: 4, tm: 4, bk: 16 },
 };
 

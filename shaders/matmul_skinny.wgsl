@@ -21,7 +21,7 @@
 #const WG_Y: u32 // threads along M
 #const TN: u32 // rows of W per thread: 4 or 8
 #const TM: u32 // rows of x per thread: 1 or 4
-#const BK: u32 // K per stage (a multiple of 4)
+#const BK: u32 // K per stage: 4, 8, 12 or 16 (written out per stage)
 
 #include "skinny_tile.wgsl"
 #include "skinny_store.wgsl"
@@ -86,12 +86,12 @@ fn block(wid: vec3<u32>, lid: vec3<u32>) -> array<vec4<f32>, 8> {
     if (more) { staged = fetch(m0, n0, kb0 + (t + 1u) * K4, kend, tid); }
     let xo = cur * XS_SIZE + lid.y * RS;
     let wo = cur * WS_SIZE + lid.x * RS;
-    // CU vec4s of K per round, written out (skinny_tile.wgsl), into named sums.
-    for (var c0 = 0u; c0 < K4; c0 += CU) {
+    // The stage's K4 vec4s of K, written out (skinny_tile.wgsl), into named sums.
+    {
 #unroll c 4
-      if ($c < CU) {
-        let xc = xo + c0 + $c;
-        let wc = wo + c0 + $c;
+      if ($c < K4) {
+        let xc = xo + $c;
+        let wc = wo + $c;
         let x0 = xs[xc];
         var x1 = vec4<f32>(0.0);
         var x2 = vec4<f32>(0.0);

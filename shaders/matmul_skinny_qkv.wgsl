@@ -17,7 +17,7 @@
 #const WG_X: u32 // threads along N
 #const WG_Y: u32 // threads along M
 #const TM: u32 // rows of x per thread: 1 or 4
-#const BK: u32 // K per stage (a multiple of 4)
+#const BK: u32 // K per stage: 4, 8, 12 or 16 (written out per stage)
 
 #include "skinny_tile.wgsl"
 
@@ -107,12 +107,12 @@ fn block(b: Block, wid: vec3<u32>, lid: vec3<u32>) -> array<vec4<f32>, 4> {
     if (more) { staged = fetch(m0, b, k_lo + (t + 1u) * K4, k_hi, tid); }
     let xo = cur * XS_SIZE + lid.y * RS;
     let wo = cur * WS_SIZE + lid.x * RS;
-    // CU vec4s of K per round, written out (skinny_tile.wgsl), into named sums.
-    for (var c0 = 0u; c0 < K4; c0 += CU) {
+    // The stage's K4 vec4s of K, written out (skinny_tile.wgsl), into named sums.
+    {
 #unroll c 4
-      if ($c < CU) {
-        let xc = xo + c0 + $c;
-        let wc = wo + c0 + $c;
+      if ($c < K4) {
+        let xc = xo + $c;
+        let wc = wo + $c;
         let w0 = ws[wc];
         let w1 = ws[wc + WG_X * RS];
         let w2 = ws[wc + 2u * WG_X * RS];

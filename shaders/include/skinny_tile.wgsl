@@ -10,10 +10,9 @@
 const NT: u32 = WG_X * WG_Y;
 const BM: u32 = WG_Y * TM;
 const K4: u32 = BK / 4u; // vec4s per tile row
-// vec4s of K per round of the includers' K loops, which #unroll four rounds' bodies (the ones
-// past CU compile away): NVIDIA's Vulkan compiler keeps a plain loop over K as a loop, as it did
-// matmul_tile.wgsl's loop over k (bench/README.md).
-const CU: u32 = select(1u, 4u, K4 % 4u == 0u);
+// The includers #unroll a stage's K4 <= 4 vec4s of K as straight-line code (the copies past K4
+// compile away): NVIDIA's Vulkan compiler keeps a loop over them as a loop, even of one trip, as it
+// did matmul_tile.wgsl's loop over k (bench/README.md).
 const RS: u32 = K4 + 1u; // padded tile row stride, in vec4s
 const XS_SIZE: u32 = BM * RS;
 const WS_SIZE: u32 = BN * RS;

@@ -21,7 +21,7 @@ export interface TileConfig {
   wgY: number;
   tm: number; // 4 or 8
   tn: number; // 4 or 8
-  bk: number;
+  bk: number; // 8: matmul_tile.wgsl writes out a stage's k steps
 }
 
 export type TileName = "large" | "wide" | "tall" | "medium" | "small";
@@ -32,7 +32,9 @@ export type TileName = "large" | "wide" | "tall" | "medium" | "small";
  * blocks of 64 threads, 8x8 each (CPU adapters); small: 32x32 blocks of 64 threads, 4x4 each,
  * for products as thin as a LoRA rank. A K step of 8 keeps the double-buffered tiles small
  * (17 KiB at most) and, on Mesa's CPU adapter, the shader compile time bearable (it grows
- * quickly with the unrolled K step); on an H100 a K step of 16 was slower for every tile.
+ * quickly with the unrolled K step); on an H100 a K step of 16 was slower for every tile. The
+ * tile writes out the 8 k steps of a stage (2026-11-27, H100, 4096^3: 28.4 TFLOP/s with them
+ * in a loop of one trip, 31.3 without it, bench/README.md).
  */
 export const TILES: Record<TileName, TileConfig> = {
   large: { wgX: 16, wgY: 16, tm: 8, tn: 8, bk: 8 },
@@ -55,8 +57,9 @@ function checkTile(t: TileConfig): void {
   const { bm, bn, sharedBytes } = tileShape(t);
   const nt = t.wgX * t.wgY;
   const g = gpu();
-  // matmul_tile.wgsl writes out 8 k steps per round and holds at most 4 staged slots per operand.
-  const ok = (t.tm === 4 || t.tm === 8) && (t.tn === 4 || t.tn === 8) && t.bk % 8 === 0 &&
+  // matmul_tile.wgsl writes out the 8 k steps of a stage and holds at most 4 staged slots per
+  // operand.
+  const ok = (t.tm === 4 || t.tm === 8) && (t.tn === 4 || t.tn === 8) && t.bk === 8 &&
     bm * t.bk / 4 <= 4 * nt && bn * t.bk / 4 <= 4 * nt && (bm * t.bk / 4) % nt === 0 &&
     (bn * t.bk / 4) % nt === 0 && bm * t.bk / 4 >= nt && bn * t.bk / 4 >= nt &&
     nt <= g.limits.maxComputeInvocationsPerWorkgroup &&

@@ -13,7 +13,7 @@ const SPLITK_WG = 256; // invocations per workgroup of the split-K sum (one outp
 
 /**
  * Threads along N (wgX) and M (wgY), rows of W (tn: 4 or 8) and of x (tm: 1 or 4) per thread,
- * K per stage (a multiple of 4).
+ * K per stage (4, 8, 12 or 16).
  */
 export interface SkinnyConfig {
   wgX: number;
@@ -85,7 +85,8 @@ function checkConfig(c: SkinnyConfig): void {
   const bm = c.wgY * c.tm, bn = c.wgX * c.tn;
   const shared = 2 * (bm + bn) * (c.bk / 4 + 1) * 16;
   const nt = c.wgX * c.wgY, slots = (rows: number) => Math.ceil(rows * c.bk / 4 / nt);
-  const ok = c.bk % 4 === 0 && c.bk > 0 && (c.tm === 1 || c.tm === 4) &&
+  // skinny_tile.wgsl writes out a stage's K / 4 <= 4 vec4s.
+  const ok = c.bk % 4 === 0 && c.bk > 0 && c.bk <= 16 && (c.tm === 1 || c.tm === 4) &&
     (c.tn === 4 || c.tn === 8) && slots(bm) <= 4 && slots(bn) <= 4 &&
     c.wgX * c.wgY <= g.limits.maxComputeInvocationsPerWorkgroup &&
     shared <= g.limits.maxComputeWorkgroupStorageSize;

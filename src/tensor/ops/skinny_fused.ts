@@ -36,7 +36,9 @@ export function checkFusedConfig(
   const bm = c.wgY * c.tm, bn = c.wgX * 4, nt = c.wgX * c.wgY;
   const shared = 2 * (bm + options.weightTiles * bn) * (c.bk / 4 + 1) * 16;
   const slots = (rows: number) => Math.ceil(rows * c.bk / 4 / nt);
-  const ok = c.bk % 4 === 0 && c.bk > 0 && (c.tm === 1 || c.tm === 4) && slots(bm) <= 4 &&
+  // skinny_tile.wgsl writes out a stage's K / 4 <= 4 vec4s.
+  const ok = c.bk % 4 === 0 && c.bk > 0 && c.bk <= 16 && (c.tm === 1 || c.tm === 4) &&
+    slots(bm) <= 4 &&
     slots(bn) <= 4 && nt <= g.limits.maxComputeInvocationsPerWorkgroup &&
     shared <= g.limits.maxComputeWorkgroupStorageSize;
   if (!ok) throw new Error(`${options.op}: config ${JSON.stringify(c)} is invalid on this device`);

@@ -91,7 +91,7 @@ gpuTest("attention decode kernel over f16 k and v (a KV cache of halves)", async
   const dims = { B: 2, T: 1, S: 150, Hq: 7, Hkv: 1, D: 64 };
   await check({ dims, pads: [0, 37], half: true }, 41);
   await check({ dims: { ...dims, Hq: 14, Hkv: 2 }, kvLength: 71, causal: false, half: true }, 42);
-  await check({ dims: { ...dims, Hq: 6, Hkv: 2, D: 128 }, kvLength: 90, half: true }, 43);
+  await check({ dims: { ...dims, Hq: 6, Hkv: 2, D: 128 }, kvLength: 90, half: true }, 44);
   await check({ dims: { ...dims, T: 2, Hq: 4, Hkv: 2, D: 32 }, kvLength: 40, half: true }, 43);
   const q = Tensor.empty([1, 1, 2, 8]);
   const kv = (D: number) => Tensor.empty([1, 3, 1, D], "f16");

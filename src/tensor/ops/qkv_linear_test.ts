@@ -88,14 +88,15 @@ gpuTest("qkvLinear refuses a recorded gradient and bad operands; applies only wi
   assert.throws(() => noGrad(() => qkvLinear(X, [W, Wk, Wk], [B, B, B])), /bias_k must be \[2\]/);
   // Small weights (all together) take up to skinnyPolicy.maxMSmall rows, larger ones maxM.
   const rows = (m: number) => Tensor.from(randomArray(m * 4, 5), [m, 4]);
-  const many = rows(skinnyPolicy.maxM + 1), tooMany = rows(skinnyPolicy.maxMSmall + 1);
+  const edge = rows(skinnyPolicy.maxM), many = rows(skinnyPolicy.maxM + 1);
+  const tooMany = rows(skinnyPolicy.maxMSmall + 1);
   assert.equal(noGrad(() => qkvLinearApplies(many, [W, Wk, Wk])), true);
   assert.equal(noGrad(() => qkvLinearApplies(tooMany, [W, Wk, Wk])), false);
   assert.equal(noGrad(() => swigluLinearApplies(many, W, W)), true);
   const half = Tensor.empty([skinnyPolicy.smallWeights / 8 + 1, 4]); // two: just past small
   assert.equal(noGrad(() => swigluLinearApplies(many, half, half)), false);
-  assert.equal(noGrad(() => swigluLinearApplies(rows(skinnyPolicy.maxM), half, half)), true);
-  [many, tooMany, half].forEach((t) => t.dispose());
+  assert.equal(noGrad(() => swigluLinearApplies(edge, half, half)), true);
+  [edge, many, tooMany, half].forEach((t) => t.dispose());
   const X6 = Tensor.from(randomArray(12, 3), [2, 6]);
   const W6 = Tensor.from(randomArray(18, 4), [3, 6]);
   assert.equal(qkvLinearApplies(X6, [W6, W6, W6]), false);

@@ -29,8 +29,8 @@ export const skinnyPolicy = {
    * Largest M routed here. One H100, 2026-11-27, 0.5B decode steps (f16 weights and KV cache,
    * 128 + 256, `generate_device.ts --skinny-max-m`): 64 rows took 6.21 ms here, where all-tiled
    * had taken 7.57; past 64 rows this tile holds two row blocks, and 80, 96 and 128 rows took
-   * 9.40, 9.73-9.75 and 10.45 ms here against 8.06, 8.35-8.36 and 9.26 with the tiled kernel
-   * for all but small weights.
+   * 9.40, 9.73-9.75 and 10.45 ms with the MLP's products here against 8.06, 8.35-8.36 and 9.26
+   * with them tiled (small weights here and the LM head tiled in both).
    */
   maxM: 64,
   /**

@@ -163,17 +163,21 @@ async function drive(
   }
   run = r;
   post({ type: "started", settings: r.inputs.settings, fromStep, history: r.history });
+  let outcome: FromWorker;
   try {
     const end = await r.run();
-    post({ type: "ended", ...end });
+    outcome = { type: "ended", ...end };
   } catch (e) {
     if (e instanceof Error && e.stack) print(e.stack);
     // A failed run's weights may be half-updated: downloads fall back to the last checkpoint.
     r.dispose();
     if (run === r) run = null;
-    post({ type: "failed", message: message(e), step: r.step });
+    outcome = { type: "failed", message: message(e), step: r.step };
   }
+  // The saved run goes first, so the page knows what it can resume by the time the run shows as
+  // ended (the other order let a stopped run show "stopped" before its checkpoint).
   post({ type: "saved", run: await store?.saved() ?? null });
+  post(outcome);
 }
 
 function newRun(

@@ -1,14 +1,26 @@
 /**
  * The model the decode benches (generate_device.ts, engine_device.ts) run: a config by name and
- * cheap random weights, and their command-line reader.
+ * cheap random weights, and their command-line reader (profile_generate.ts shares its
+ * decode-attention flags).
  */
 import type { ModelConfig } from "../src/io/mod.ts";
 import { weightShapes } from "../src/nn/mod.ts";
+import { decodePolicy } from "../src/tensor/mod.ts";
 import { isQwen25Shape, qwen25Config } from "./grpo_setup.ts";
 
 export function arg(name: string, fallback: string): string {
   const i = Deno.args.indexOf(`--${name}`);
   return i >= 0 && i + 1 < Deno.args.length ? Deno.args[i + 1] : fallback;
+}
+
+/**
+ * --attn-min-chunk N / --attn-max-chunk N / --attn-target N: the fewest and most keys per split of
+ * the decode attention kernel and the workgroups it aims at (`decodePolicy`), for tuning runs.
+ */
+export function applyDecodeFlags(): void {
+  decodePolicy.minChunk = Number(arg("attn-min-chunk", `${decodePolicy.minChunk}`));
+  decodePolicy.maxChunk = Number(arg("attn-max-chunk", `${decodePolicy.maxChunk}`));
+  decodePolicy.targetWorkgroups = Number(arg("attn-target", `${decodePolicy.targetWorkgroups}`));
 }
 
 /** --config tiny | qwen2.5-0.5b | qwen2.5-1.5b (the Qwen2.5 shapes of grpo_setup.ts). */

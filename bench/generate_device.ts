@@ -26,7 +26,7 @@
  * matmul, no split K), so the count on a GPU differs.
  */
 import { gpu, initGpu } from "../src/gpu/mod.ts";
-import { arg, benchConfig, randomArrays } from "./bench_model.ts";
+import { applyDecodeFlags, arg, benchConfig, randomArrays } from "./bench_model.ts";
 import { CausalLM, type KvDtype } from "../src/nn/mod.ts";
 import { generate } from "../src/rollout/mod.ts";
 import { SampleBuffers, sampleStep } from "../src/rollout/mod.ts";
@@ -57,9 +57,7 @@ swigluLinearPolicy.enabled = arg("fused-mlp", "1") !== "0";
 qkvLinearPolicy.enabled = arg("fused-qkv", "1") !== "0";
 qkvLinearPolicy.splitK = arg("qkv-split", "1") !== "0";
 swigluLinearPolicy.splitK = arg("mlp-split", "1") !== "0";
-decodePolicy.minChunk = Number(arg("attn-min-chunk", `${decodePolicy.minChunk}`));
-decodePolicy.maxChunk = Number(arg("attn-max-chunk", `${decodePolicy.maxChunk}`));
-decodePolicy.targetWorkgroups = Number(arg("attn-target", `${decodePolicy.targetWorkgroups}`));
+applyDecodeFlags();
 const config = benchConfig(arg("config", "qwen2.5-0.5b"));
 const B = Number(arg("batch", "64")),
   P = Number(arg("prompt", "128")),

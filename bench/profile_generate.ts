@@ -12,16 +12,14 @@ import { makeModelConfig } from "../src/io/mod.ts";
 import { CausalLM } from "../src/nn/mod.ts";
 import { weightShapes } from "../src/nn/mod.ts";
 import { generate } from "../src/rollout/mod.ts";
-import { decodePolicy } from "../src/tensor/mod.ts";
+import { applyDecodeFlags } from "./bench_model.ts";
 
 const arg = (name: string, d: number) => {
   const i = Deno.args.indexOf(`--${name}`);
   return i >= 0 ? Number(Deno.args[i + 1]) : d;
 };
 const B = arg("batch", 64), P = arg("prompt", 128), R = arg("new", 16);
-decodePolicy.minChunk = arg("attn-min-chunk", decodePolicy.minChunk);
-decodePolicy.maxChunk = arg("attn-max-chunk", decodePolicy.maxChunk);
-decodePolicy.targetWorkgroups = arg("attn-target", decodePolicy.targetWorkgroups);
+applyDecodeFlags();
 const word = (name: string, d: "f32" | "f16"): "f32" | "f16" => {
   const i = Deno.args.indexOf(`--${name}`);
   const v = i >= 0 ? Deno.args[i + 1] : d;

@@ -18,7 +18,8 @@
  * - A hot loop of fixed length that the GPU's compiler would keep as a loop (matmul_tile.wgsl's k
  *   steps) is written once between `#unroll k 8` and `#end`: the lines come out eight times with
  *   `$k` replaced by 0 .. 7 (`acc$k` names acc0 .. acc7). Guard copies past a #const bound with
- *   `if ($k < N) { ... }`: the test is constant and compiles away.
+ *   `if ($k < N) { ... }`: the test is constant and compiles away. Leave no loop around the
+ *   copies, even one of a single trip: NVIDIA's compiler then scheduled them worse.
  */
 import { type Defines, expandIncludes, INCLUDE_DIR, specialize } from "./wgsl_directives.ts";
 

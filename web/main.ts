@@ -111,15 +111,19 @@ function onMessage(m: FromWorker): void {
       $("no-webgpu-detail").textContent = m.message;
       return setStatus("no-webgpu");
     case "checked":
-      if (m.id !== checkId || BUSY.includes(state.status)) return;
-      state.fieldErrors = m.errors;
-      showFieldErrors(form, m.errors, $("form-errors"));
+      if (m.id !== checkId) return;
       builtinData = m.data ?? builtinData;
       if (m.model && m.model.source !== state.model) {
         state.model = m.model.source;
         explainModel($("model-info"), m.model);
       }
+      // The task's explanation even when Start came first (the form is the run's then); only
+      // the field marks wait for an idle form.
       explain();
+      if (!BUSY.includes(state.status)) {
+        state.fieldErrors = m.errors;
+        showFieldErrors(form, m.errors, $("form-errors"));
+      }
       return render();
     case "model":
       state.model = m.model.source;

@@ -168,6 +168,7 @@ async function trains(h: Harness): Promise<void> {
   );
   await checkScreenshot(page, `${OUT}/3-stopped.png`, [
     "#status",
+    "#task-explain",
     '.chart[data-title="KL"] .u-over',
     '.chart[data-title="Validation accuracy"] .u-over',
     "#samples tbody tr",

@@ -5,7 +5,8 @@
  * perf/max_memory_allocated_gb and perf/max_memory_reserved_gb) as JSON lines. For a GPU machine:
  * `deno run -A bench/grpo_step_device.ts [--shape=0.5b|1.5b] [--prompts=8] [--n=8]
  * [--prompt-len=128] [--response-len=256] [--micro=8] [--layers=N] [--vocab=151936]
- * [--checkpointing=1] [--max-tokens=N] [--rmpad=1] [--ragged=1] [--rollout=engine|generate]`:
+ * [--checkpointing=1] [--max-tokens=N] [--rmpad=1] [--ragged=1] [--rollout=engine|generate]
+ * [--vec4=0]`: --vec4=0 keeps the tiled GEMM on scalar reads (before/after runs);
  * --rollout picks gen's decoding: the continuous-batching engine (the trainer's default) or
  * `generate`'s lock-step batch; --checkpointing turns on
  * enable_gradient_checkpointing, --max-tokens turns on use_dynamic_bsz with that token budget
@@ -21,6 +22,7 @@
 import { gpuGaps, initGpu, type KernelSpan } from "../src/gpu/mod.ts";
 import { type CausalLM, initWeights, weightShapes } from "../src/nn/mod.ts";
 import { charTokenizer } from "../src/io/mod.ts";
+import { loadPolicy } from "../src/tensor/mod.ts";
 import { loadConfig } from "../src/config/mod.ts";
 import { rolloutFor, rolloutPrecision, trainStep } from "../src/trainer/mod.ts";
 import {
@@ -49,6 +51,8 @@ const steps = arg("steps", 2),
   hidden = arg("hidden", shape.hiddenSize);
 const checkpointing = arg("checkpointing", 0) !== 0, maxTokens = arg("max-tokens", 0);
 const rmpad = arg("rmpad", 0) !== 0, ragged = arg("ragged", 0) !== 0;
+// --vec4=0: the tiled GEMM reads its operands one element at a time (before/after runs).
+if (arg("vec4", 1) === 0) loadPolicy.vec4 = false;
 const rolloutMode = raw("rollout") ?? "engine";
 if (rolloutMode !== "engine" && rolloutMode !== "generate") {
   throw new Error(`--rollout=${rolloutMode}: use engine or generate`);

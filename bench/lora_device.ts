@@ -1,6 +1,7 @@
 /**
  * LoRA vs full fine-tuning: one GRPO step (gen, reward, old_log_prob, ref, adv, update_actor, as
- * `fit()` runs them) on the Qwen2.5-0.5B and 1.5B shapes with random weights. Each (shape, mode)
+ * `fit()` runs them) on the Qwen2.5-0.5B and 1.5B shapes with cheap random weights (`randomArrays`:
+ * drawing 1.5B normals took minutes of each child's time limit). Each (shape, mode)
  * runs in its own process so the peak GPU memory is its own; prints JSON lines and a summary with
  * the ratios the LoRA targets are about (peak memory LoRA / full, update tokens/s LoRA / full).
  * The LoRA child also times merging every adapter into a copy of its weight (W + s B A on the GPU),
@@ -15,7 +16,8 @@
  */
 import { initGpu } from "../src/gpu/mod.ts";
 import { charTokenizer, type ModelConfig } from "../src/io/mod.ts";
-import { CausalLM, initLora, initWeights, loraSettings, weightShapes } from "../src/nn/mod.ts";
+import { CausalLM, initLora, loraSettings } from "../src/nn/mod.ts";
+import { randomArrays } from "./bench_model.ts";
 import { generate } from "../src/rollout/mod.ts";
 import { rolloutFor, trainStep } from "../src/trainer/mod.ts";
 import { loadConfig } from "../src/config/mod.ts";
@@ -31,6 +33,7 @@ import {
 import {
   add,
   cast,
+  loadPolicy,
   matmul,
   mulScalar,
   noGrad,
@@ -66,7 +69,7 @@ async function child(shape: string, rank: number): Promise<void> {
   const g = await initGpu();
   const config = benchConfig(shape);
   const vocab = config.vocabSize;
-  const tensors = initWeights(weightShapes(config), { seed: 0 });
+  const tensors = randomArrays(config);
   const rand = lcg(1);
   const items = randomPrompts(prompts * (steps + 1), {
     promptLength: P,
@@ -102,6 +105,8 @@ async function child(shape: string, rank: number): Promise<void> {
   if (num("splitk", 1) === 0) splitPolicy.minStages = Infinity;
   // --waves=0: the split rule that ignores the GPU's multiprocessor count (before/after runs).
   if (num("waves", 1) === 0) splitPolicy.waves = false;
+  // --vec4=0: the tiled GEMM reads its operands one element at a time (before/after runs).
+  if (num("vec4", 1) === 0) loadPolicy.vec4 = false;
   for (let step = 1; step <= steps; step++) {
     const run = () => trainStep(parts, step, parts.trainLoader.next()!);
     let m: Record<string, number> = {};
@@ -219,7 +224,7 @@ async function compareRollout(shape: string, rank: number): Promise<void> {
   const vocab = config.vocabSize;
   const settings = loraSettings({ rank, alpha: 2 * rank });
   const lora = { settings, arrays: initLora(config, settings) };
-  const model = CausalLM.fromTensors(config, initWeights(weightShapes(config), { seed: 0 }), {
+  const model = CausalLM.fromTensors(config, randomArrays(config), {
     lora,
     dtype: g.hasF16 ? "f16" : "f32",
   });

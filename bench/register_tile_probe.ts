@@ -23,6 +23,14 @@ interface Cfg {
   unrollK?: boolean;
   /** The k loop in a function that returns the sums as an array (matmul_tile.wgsl's form). */
   arrayRet?: boolean;
+  /** Diagnosis only (wrong results): no global loads or shared stores after the first tile. */
+  noLoads?: boolean;
+  /** Diagnosis only (wrong results): no barrier in the k loop. */
+  noBarrier?: boolean;
+  /** Each k step's shared loads issued one step ahead, into a second set of registers. */
+  ahead?: boolean;
+  /** Operands contiguous along k (x W^T) read as one vec4 of 4 k per slot, stored as 4 scalars. */
+  vecLoad?: boolean;
 }
 
 function gen(c: Cfg): string {
@@ -52,7 +60,32 @@ function gen(c: Cfg): string {
     return inner.join("\n      ");
   };
   let kloop = "";
-  if (c.unrollK) {
+  if (c.ahead) {
+    // fragments of step kk in f{g}_{kk%2}; loads of kk+1 before the fmas of kk
+    const ld = (kk: number) => {
+      const o: string[] = [];
+      for (let g = 0; g < c.rg; g++) {
+        o.push(`let a${g}_${kk} = As[ao + ${kk}u * AS_STRIDE + ${g}u * WG_Y];`);
+      }
+      for (let h = 0; h < c.cg; h++) {
+        o.push(`let b${h}_${kk} = Bs[bo + ${kk}u * BS_STRIDE + ${h}u * WG_X];`);
+      }
+      return o.join("\n    ");
+    };
+    kloop += ld(0) + "\n    ";
+    for (let kk = 0; kk < c.bk; kk++) {
+      if (kk + 1 < c.bk) kloop += ld(kk + 1) + "\n    ";
+      for (let g = 0; g < c.rg; g++) {
+        for (let e = 0; e < 4; e++) {
+          for (let h = 0; h < c.cg; h++) {
+            kloop += `${acc(g, e, h)} = fma(vec4<f32>(a${g}_${kk}.${"xyzw"[e]}), b${h}_${kk}, ${
+              acc(g, e, h)
+            });\n    `;
+          }
+        }
+      }
+    }
+  } else if (c.unrollK) {
     for (let kk = 0; kk < c.bk; kk++) kloop += body(`${kk}u`) + "\n    ";
   } else kloop = `for (var kk = 0u; kk < BK; kk++) ${body("kk")}`;
   const store: string[] = [];
@@ -71,12 +104,22 @@ function gen(c: Cfg): string {
   }
   const fetch = (k0: string) => {
     const s: string[] = [];
+    if (c.vecLoad) {
+      for (let l = 0; l < la; l++) s.push(`pa${l} = fetch_a4(m0, ${k0}, tid + ${l}u * NT);`);
+      for (let l = 0; l < lb; l++) s.push(`pb${l} = fetch_b4(n0, ${k0}, tid + ${l}u * NT);`);
+      return s.join("\n      ");
+    }
     for (let l = 0; l < la; l++) s.push(`pa${l} = fetch_a(m0, ${k0}, tid + ${l}u * NT);`);
     for (let l = 0; l < lb; l++) s.push(`pb${l} = fetch_b(n0, ${k0}, tid + ${l}u * NT);`);
     return s.join("\n      ");
   };
   const put = (base: string) => {
     const s: string[] = [];
+    if (c.vecLoad) {
+      for (let l = 0; l < la; l++) s.push(`put4a(${base}AS_SIZE, tid + ${l}u * NT, pa${l});`);
+      for (let l = 0; l < lb; l++) s.push(`put4b(${base}BS_SIZE, tid + ${l}u * NT, pb${l});`);
+      return s.join("\n      ");
+    }
     for (let l = 0; l < la; l++) {
       s.push(
         `{ let g = slot(tid + ${l}u * NT, BM / 4u, !TRANS_A); As[${base}AS_SIZE + g.y * AS_STRIDE + g.x] = pa${l}; }`,
@@ -140,6 +183,44 @@ fn fetch_b(n0: u32, k0: u32, s: u32) -> vec4<f32> {
   let kk = k0 + g.y;
   return vec4<f32>(load_b(kk, j), load_b(kk, j + 1u), load_b(kk, j + 2u), load_b(kk, j + 3u));
 }
+${
+    c.vecLoad
+      ? `@group(0) @binding(4) var<storage, read> a4: array<vec4<f32>>;
+@group(0) @binding(5) var<storage, read> b4: array<vec4<f32>>;
+const KC: u32 = BK / 4u; // vec4s of k per tile row
+// Slot s: row s / KC of the tile, k from (s % KC) * 4; 0 past M (or N) and K (K % 4 == 0).
+fn fetch_a4(m0: u32, k0: u32, s: u32) -> vec4<f32> {
+  let i = m0 + s / KC;
+  let k = k0 + (s % KC) * 4u;
+  let ok = i < p.m && k < p.k;
+  return select(vec4<f32>(0.0), a4[select(0u, (i * p.k + k) / 4u, ok)], ok);
+}
+fn fetch_b4(n0: u32, k0: u32, s: u32) -> vec4<f32> {
+  let j = n0 + s / KC;
+  let k = k0 + (s % KC) * 4u;
+  let ok = j < p.n && k < p.k;
+  return select(vec4<f32>(0.0), b4[select(0u, (j * p.k + k) / 4u, ok)], ok);
+}
+fn put4a(base: u32, s: u32, v: vec4<f32>) {
+  let r = s / KC;
+  let k = (s % KC) * 4u;
+  let at = base + k * AS_STRIDE + r / 4u;
+  As[at][r % 4u] = v.x;
+  As[at + AS_STRIDE][r % 4u] = v.y;
+  As[at + 2u * AS_STRIDE][r % 4u] = v.z;
+  As[at + 3u * AS_STRIDE][r % 4u] = v.w;
+}
+fn put4b(base: u32, s: u32, v: vec4<f32>) {
+  let r = s / KC;
+  let k = (s % KC) * 4u;
+  let at = base + k * BS_STRIDE + r / 4u;
+  Bs[at][r % 4u] = v.x;
+  Bs[at + BS_STRIDE][r % 4u] = v.y;
+  Bs[at + 2u * BS_STRIDE][r % 4u] = v.z;
+  Bs[at + 3u * BS_STRIDE][r % 4u] = v.w;
+}`
+      : ""
+  }
 fn store4(i: u32, j: u32, v: vec4<f32>) {
   if (i >= p.m) { return; }
   let row = i * p.n;
@@ -166,18 +247,22 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
   for (var t = 0u; t < tiles; t++) {
     let cur = t % 2u;
     let more = t + 1u < tiles;
-    if (more) {
+    ${
+    c.noLoads ? "" : `if (more) {
       let k0 = (t + 1u) * BK;
       ${fetch("k0")}
-    }
+    }`
+  }
     let ao = cur * AS_SIZE + lid.y;
     let bo = cur * BS_SIZE + lid.x;
     ${kloop}
-    if (more) {
+    ${
+    c.noLoads ? "" : `if (more) {
       let nxt = 1u - cur;
       ${put("nxt * ")}
-    }
-    workgroupBarrier();
+    }`
+  }
+    ${c.noBarrier ? "" : "workgroupBarrier();"}
   }
   ${
     c.arrayRet
@@ -254,6 +339,22 @@ const cfgs: Record<string, Cfg> = {
   r2c2_bk8: { rg: 2, cg: 2, wgX: 16, wgY: 16, bk: 8, ...T },
   r2c2_bk8_u: { rg: 2, cg: 2, wgX: 16, wgY: 16, bk: 8, ...T, unrollK: true },
   r2c2_bk8_u_arr: { rg: 2, cg: 2, wgX: 16, wgY: 16, bk: 8, ...T, unrollK: true, arrayRet: true },
+  r2c2_bk8_u_noload: { rg: 2, cg: 2, wgX: 16, wgY: 16, bk: 8, ...T, unrollK: true, noLoads: true },
+  r2c2_bk8_u_nobar: { rg: 2, cg: 2, wgX: 16, wgY: 16, bk: 8, ...T, unrollK: true, noBarrier: true },
+  r2c2_bk8_u_bare: {
+    rg: 2,
+    cg: 2,
+    wgX: 16,
+    wgY: 16,
+    bk: 8,
+    ...T,
+    unrollK: true,
+    noLoads: true,
+    noBarrier: true,
+  },
+  r2c2_bk8_vec: { rg: 2, cg: 2, wgX: 16, wgY: 16, bk: 8, ...T, unrollK: true, vecLoad: true },
+  r2c2_bk16_vec: { rg: 2, cg: 2, wgX: 16, wgY: 16, bk: 16, ...T, unrollK: true, vecLoad: true },
+  r2c2_bk8_ahead: { rg: 2, cg: 2, wgX: 16, wgY: 16, bk: 8, ...T, ahead: true },
   r2c2_bk16: { rg: 2, cg: 2, wgX: 16, wgY: 16, bk: 16, ...T },
   r2c2_bk16_u: { rg: 2, cg: 2, wgX: 16, wgY: 16, bk: 16, ...T, unrollK: true },
   r2c4_bk8_u: { rg: 2, cg: 4, wgX: 16, wgY: 16, bk: 8, ...T, unrollK: true },
@@ -318,6 +419,7 @@ for (const [M, N, K] of shapes) {
     for (const [name, c0] of Object.entries(cfgs)) {
       if (only && !only.includes(name)) continue;
       const c = { ...c0, transA, transB };
+      if (c.vecLoad && (transA || !transB || K % 4 !== 0)) continue; // along-k operands only
       const bm = c.wgY * 4 * c.rg, bn = c.wgX * 4 * c.cg;
       const nt = c.wgX * c.wgY;
       if (
@@ -339,9 +441,10 @@ for (const [M, N, K] of shapes) {
         layout: pipe.getBindGroupLayout(0),
         entries: [
           { binding: 0, resource: { buffer: pbuf } },
-          { binding: 1, resource: { buffer: ta.buffer } },
-          { binding: 2, resource: { buffer: tb.buffer } },
           { binding: 3, resource: { buffer: cbuf } },
+          // The vec4 variant reads its operands through bindings 4 and 5 alone.
+          { binding: c.vecLoad ? 4 : 1, resource: { buffer: ta.buffer } },
+          { binding: c.vecLoad ? 5 : 2, resource: { buffer: tb.buffer } },
         ],
       });
       const wg: [number, number] = [Math.ceil(N / bn), Math.ceil(M / bm)];

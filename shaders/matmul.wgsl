@@ -22,6 +22,9 @@
 
 alias A_T = f32;
 alias B_T = f32;
+// What one array element of A / B holds: A_T, or vec4<A_T> when the tile reads vec4s (VEC_A).
+alias A_V = f32;
+alias B_V = f32;
 
 struct Params {
   m: u32,
@@ -35,8 +38,18 @@ struct Params {
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> a: array<A_T>;
-@group(0) @binding(2) var<storage, read> b: array<B_T>;
+@group(0) @binding(1) var<storage, read> a: array<A_V>;
+@group(0) @binding(2) var<storage, read> b: array<B_V>;
+
+// Array element e of A / B as f32s: a splat of one value, or one vec4 (the same code types
+// either way; only the form that VEC_A / VEC_B selects runs).
+fn a_at(e: u32) -> vec4<f32> {
+  return vec4<f32>(vec4<A_T>(a[e]));
+}
+
+fn b_at(e: u32) -> vec4<f32> {
+  return vec4<f32>(vec4<B_T>(b[e]));
+}
 
 // Element (row i, depth kk) of op(A), 0 outside. Branch-free: the index is clamped to 0 and
 // the value selected, which keeps the unrolled loads cheap to compile and to run.
@@ -44,14 +57,30 @@ fn load_a(base: u32, i: u32, kk: u32, k_end: u32) -> f32 {
   let ok = i < p.m && kk < k_end;
   var idx = base + i * p.k + kk;
   if (TRANS_A) { idx = base + kk * p.m + i; }
-  return select(0.0, f32(a[select(0u, idx, ok)]), ok);
+  return select(0.0, a_at(select(0u, idx, ok)).x, ok);
 }
 
 fn load_b(base: u32, kk: u32, j: u32, k_end: u32) -> f32 {
   let ok = j < p.n && kk < k_end;
   var idx = base + kk * p.n + j;
   if (TRANS_B) { idx = base + j * p.k + kk; }
-  return select(0.0, f32(b[select(0u, idx, ok)]), ok);
+  return select(0.0, b_at(select(0u, idx, ok)).x, ok);
+}
+
+// Four elements from (i, kk) along A's contiguous dimension (matmul_tile.wgsl); the TS side
+// makes that dimension, the batch stride and so every index here a multiple of 4.
+fn load4_a(base: u32, i: u32, kk: u32, k_end: u32) -> vec4<f32> {
+  let ok = i < p.m && kk < k_end;
+  var idx = base + i * p.k + kk;
+  if (TRANS_A) { idx = base + kk * p.m + i; }
+  return select(vec4<f32>(0.0), a_at(select(0u, idx / 4u, ok)), ok);
+}
+
+fn load4_b(base: u32, kk: u32, j: u32, k_end: u32) -> vec4<f32> {
+  let ok = j < p.n && kk < k_end;
+  var idx = base + kk * p.n + j;
+  if (TRANS_B) { idx = base + j * p.k + kk; }
+  return select(vec4<f32>(0.0), b_at(select(0u, idx / 4u, ok)), ok);
 }
 
 #include "matmul_tile.wgsl"

@@ -178,6 +178,29 @@ export function waveSplits(
   return best;
 }
 
+/**
+ * Whether the tiled GEMM reads an operand four elements at a time (one 16-byte load, 8 in f16)
+ * where its layout allows. Mutable for tests and before/after benches.
+ */
+export const loadPolicy = { vec4: true };
+
+/**
+ * Which operands the tile reads as vec4s: those whose contiguous dimension (K when stored along
+ * k, else M or N) and batch stride are multiples of 4, so that every read is aligned and four k
+ * never straddle a split's end; in a K-joined product both of a pair, laid out alike, with K1 and
+ * K2 multiples of 4 when read along k, so four k never straddle the seam either.
+ */
+export function vecReads(d: Gemm, cat: GemmCat | null): { a: boolean; b: boolean } {
+  if (!loadPolicy.vec4) return { a: false, b: false };
+  const ks = cat ? [d.k, cat.k] : [d.k];
+  const fits = (alongK: boolean, other: number) =>
+    alongK ? ks.every((k) => k % 4 === 0) : other % 4 === 0;
+  return {
+    a: (!cat || cat.transA === d.transA) && d.strideA % 4 === 0 && fits(!d.transA, d.m),
+    b: (!cat || cat.transB === d.transB) && d.strideB % 4 === 0 && fits(d.transB, d.n),
+  };
+}
+
 /** Records the GEMM dispatches writing `out` (f32, [batch, M, N] contiguous). */
 export function gemm(a: Tensor, b: Tensor, out: Tensor, d: Gemm, options: GemmOptions = {}): void {
   const g = gpu();
@@ -198,6 +221,8 @@ export function gemm(a: Tensor, b: Tensor, out: Tensor, d: Gemm, options: GemmOp
   const bias = options.bias ?? null;
   const f16 = [a, b, bias, cat?.a, cat?.b].some((t) => t?.dtype === "f16");
   const k = d.k + (cat?.k ?? 0); // the whole K loop, both products of a K-joined one
+  const vec = vecReads(d, cat);
+  const elem = (t: Tensor, v: boolean) => v ? `vec4<${t.dtype}>` : t.dtype;
   const kernel: Omit<KernelSpec, "shader"> = {
     entry: epilogueEntry(bias, residual),
     f16,
@@ -211,8 +236,12 @@ export function gemm(a: Tensor, b: Tensor, out: Tensor, d: Gemm, options: GemmOp
       TRANS_B: d.transB,
       A_T: a.dtype,
       B_T: b.dtype,
+      VEC_A: vec.a,
+      VEC_B: vec.b,
+      A_V: elem(a, vec.a),
+      B_V: elem(b, vec.b),
       BIAS_T: bias?.dtype ?? "f32",
-      ...(cat ? catDefines(cat) : {}),
+      ...(cat ? { ...catDefines(cat), A2_V: elem(cat.a, vec.a), B2_V: elem(cat.b, vec.b) } : {}),
     },
   };
   const spec: KernelSpec = cat

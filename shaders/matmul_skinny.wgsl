@@ -6,7 +6,7 @@
 // Both operands are contiguous along K, so tiles are read as vec4 along K (K % 4 == 0, checked
 // on the TS side) and kept in workgroup memory in the same [row][k] layout, which needs no
 // transposing stores. A thread owns TM rows of x and TN rows of W, strided by WG_Y and WG_X:
-// per vec4 step it does TM + TN shared loads and TM * TN four-wide dot products. Rows of the
+// per vec4 step it does TM + TN shared loads and 4 TM TN multiply-adds (`mac`). Rows of the
 // shared tiles are padded by one vec4 so the WG_X threads of a warp that read different rows of
 // W at the same k hit distinct banks. The next stage's global loads are held in registers while
 // the current one is used (two shared buffers, one barrier per stage).
@@ -105,22 +105,22 @@ fn block(wid: vec3<u32>, lid: vec3<u32>) -> array<vec4<f32>, 8> {
         let w1 = ws[wc + WG_X * RS];
         let w2 = ws[wc + 2u * WG_X * RS];
         let w3 = ws[wc + 3u * WG_X * RS];
-        acc0 += dots(x0, w0, w1, w2, w3);
+        acc0 = mac(acc0, x0, w0, w1, w2, w3);
         if (TM > 1u) {
-          acc1 += dots(x1, w0, w1, w2, w3);
-          acc2 += dots(x2, w0, w1, w2, w3);
-          acc3 += dots(x3, w0, w1, w2, w3);
+          acc1 = mac(acc1, x1, w0, w1, w2, w3);
+          acc2 = mac(acc2, x2, w0, w1, w2, w3);
+          acc3 = mac(acc3, x3, w0, w1, w2, w3);
         }
         if (TN > 4u) {
           let w4 = ws[wc + 4u * WG_X * RS];
           let w5 = ws[wc + 5u * WG_X * RS];
           let w6 = ws[wc + 6u * WG_X * RS];
           let w7 = ws[wc + 7u * WG_X * RS];
-          acc4 += dots(x0, w4, w5, w6, w7);
+          acc4 = mac(acc4, x0, w4, w5, w6, w7);
           if (TM > 1u) {
-            acc5 += dots(x1, w4, w5, w6, w7);
-            acc6 += dots(x2, w4, w5, w6, w7);
-            acc7 += dots(x3, w4, w5, w6, w7);
+            acc5 = mac(acc5, x1, w4, w5, w6, w7);
+            acc6 = mac(acc6, x2, w4, w5, w6, w7);
+            acc7 = mac(acc7, x3, w4, w5, w6, w7);
           }
         }
       }

@@ -117,11 +117,11 @@ fn block(b: Block, wid: vec3<u32>, lid: vec3<u32>) -> array<vec4<f32>, 4> {
         let w1 = ws[wc + WG_X * RS];
         let w2 = ws[wc + 2u * WG_X * RS];
         let w3 = ws[wc + 3u * WG_X * RS];
-        acc0 += dots(xs[xc], w0, w1, w2, w3);
+        acc0 = mac(acc0, xs[xc], w0, w1, w2, w3);
         if (TM > 1u) {
-          acc1 += dots(xs[xc + WG_Y * RS], w0, w1, w2, w3);
-          acc2 += dots(xs[xc + 2u * WG_Y * RS], w0, w1, w2, w3);
-          acc3 += dots(xs[xc + 3u * WG_Y * RS], w0, w1, w2, w3);
+          acc1 = mac(acc1, xs[xc + WG_Y * RS], w0, w1, w2, w3);
+          acc2 = mac(acc2, xs[xc + 2u * WG_Y * RS], w0, w1, w2, w3);
+          acc3 = mac(acc3, xs[xc + 3u * WG_Y * RS], w0, w1, w2, w3);
         }
       }
 #end

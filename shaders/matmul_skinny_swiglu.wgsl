@@ -100,18 +100,18 @@ fn block(wid: vec3<u32>, lid: vec3<u32>) -> array<vec4<f32>, 8> {
         let u1 = us[wc + WG_X * RS];
         let u2 = us[wc + 2u * WG_X * RS];
         let u3 = us[wc + 3u * WG_X * RS];
-        acc0 += dots(x0, g0, g1, g2, g3);
-        acc4 += dots(x0, u0, u1, u2, u3);
+        acc0 = mac(acc0, x0, g0, g1, g2, g3);
+        acc4 = mac(acc4, x0, u0, u1, u2, u3);
         if (TM > 1u) {
           let x1 = xs[xc + WG_Y * RS];
           let x2 = xs[xc + 2u * WG_Y * RS];
           let x3 = xs[xc + 3u * WG_Y * RS];
-          acc1 += dots(x1, g0, g1, g2, g3);
-          acc2 += dots(x2, g0, g1, g2, g3);
-          acc3 += dots(x3, g0, g1, g2, g3);
-          acc5 += dots(x1, u0, u1, u2, u3);
-          acc6 += dots(x2, u0, u1, u2, u3);
-          acc7 += dots(x3, u0, u1, u2, u3);
+          acc1 = mac(acc1, x1, g0, g1, g2, g3);
+          acc2 = mac(acc2, x2, g0, g1, g2, g3);
+          acc3 = mac(acc3, x3, g0, g1, g2, g3);
+          acc5 = mac(acc5, x1, u0, u1, u2, u3);
+          acc6 = mac(acc6, x2, u0, u1, u2, u3);
+          acc7 = mac(acc7, x3, u0, u1, u2, u3);
         }
       }
 #end

@@ -72,6 +72,12 @@ fn put(buf: u32, tid: u32, r: Staged) {
   if (LW > 3u) { put_w(buf, tid + 3u * NT, r.w3); }
 }
 
-fn dots(x: vec4<f32>, w0: vec4<f32>, w1: vec4<f32>, w2: vec4<f32>, w3: vec4<f32>) -> vec4<f32> {
-  return vec4<f32>(dot(x, w0), dot(x, w1), dot(x, w2), dot(x, w3));
+// acc + (x . w0, x . w1, x . w2, x . w3), as four multiply-adds of the transposed w: 16 fused
+// multiply-adds where four dot products would take 16 plus the four adds into acc.
+fn mac(acc: vec4<f32>, x: vec4<f32>, w0: vec4<f32>, w1: vec4<f32>, w2: vec4<f32>,
+       w3: vec4<f32>) -> vec4<f32> {
+  var s = fma(vec4<f32>(x.x), vec4<f32>(w0.x, w1.x, w2.x, w3.x), acc);
+  s = fma(vec4<f32>(x.y), vec4<f32>(w0.y, w1.y, w2.y, w3.y), s);
+  s = fma(vec4<f32>(x.z), vec4<f32>(w0.z, w1.z, w2.z, w3.z), s);
+  return fma(vec4<f32>(x.w), vec4<f32>(w0.w, w1.w, w2.w, w3.w), s);
 }

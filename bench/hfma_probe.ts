@@ -1,7 +1,6 @@
 /**
- * Does f16 arithmetic run faster than f32 on this adapter? Two probes, one JSON line each:
- * - `alu`: a register-only loop of independent vec4 FMAs in f32 and in f16 (packed pairs where
- *   the GPU has them), as TFLOP/s;
+ * Does f16 arithmetic make a GEMM faster than f32 on this adapter? (The bare multiply-add rate by
+ * number type is bench/fma_rate_probe.ts.) One JSON line per probe:
  * - `gemm`: one 128x128-block GEMM (8x8 per thread, double-buffered workgroup tiles) at n^3 in
  *   three arithmetics: f32 operands and sums; f16 operands with f32 sums; f16 operands summed in
  *   f16 over each K step (`bk` products) and then added into f32. Each is checked against a few
@@ -54,32 +53,6 @@ function storage(bytes: ArrayBufferView | number): GPUBuffer {
   });
   if (typeof bytes !== "number") g.device.queue.writeBuffer(buf, 0, bytes);
   return buf;
-}
-
-async function alu(type: "f32" | "f16"): Promise<void> {
-  const iters = 1024, groups = 1024, wg = 256;
-  const code = `${type === "f16" ? "enable f16;" : ""}
-@group(0) @binding(0) var<storage, read_write> out: array<f32>;
-@compute @workgroup_size(${wg})
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-  let s = ${type}(f32(gid.x % 7u) * 0.001);
-  var x0 = vec4<${type}>(s); var x1 = x0 + ${type}(1); var x2 = x0 + ${type}(2); var x3 = x0 + ${type}(3);
-  var x4 = x0 + ${type}(4); var x5 = x0 + ${type}(5); var x6 = x0 + ${type}(6); var x7 = x0 + ${type}(7);
-  let m = vec4<${type}>(${type}(0.999));
-  let c = vec4<${type}>(${type}(0.001));
-  for (var i = 0u; i < ${iters}u; i++) {
-    x0 = fma(x0, m, c); x1 = fma(x1, m, c); x2 = fma(x2, m, c); x3 = fma(x3, m, c);
-    x4 = fma(x4, m, c); x5 = fma(x5, m, c); x6 = fma(x6, m, c); x7 = fma(x7, m, c);
-  }
-  let t = x0 + x1 + x2 + x3 + x4 + x5 + x6 + x7;
-  out[gid.x] = f32(t.x + t.y + t.z + t.w);
-}`;
-  const p = pipeline(code);
-  const out = storage(groups * wg * 4);
-  const t = await timeGpu(() => run(p, [out], [groups, 1]), { reps: 5, perSpan: 3 });
-  const flops = groups * wg * iters * 8 * 4 * 2;
-  emit({ probe: "alu", type, ms: t.medianMs, tflops: flops / (t.medianMs * 1e9) });
-  out.destroy();
 }
 
 type Mode = "f32" | "h_f32sum" | "h_f16sum";
@@ -208,8 +181,6 @@ async function gemm(mode: Mode, bk: number): Promise<void> {
   for (const x of bufs) x.destroy();
 }
 
-await alu("f32");
-if (f16ok) await alu("f16");
 for (const bk of bks) {
   await gemm("f32", bk);
   if (f16ok) {

@@ -3,8 +3,9 @@
  * (double-buffered k-major shared tiles, strided row groups, bounds-checked loads) generated for
  * RG x CG vec4 groups per thread with named registers, its loop over k kept or written out
  * (`unrollK`), timed against matmul.wgsl's "large" tile on each shape and layout (NT: x W^T, NN:
- * g W, TN: g^T x), the output checked against it. How matmul_tile.wgsl's written-out k loop was
- * found (bench/README.md).
+ * g W, TN: g^T x), the output checked against it. How matmul_tile.wgsl's written-out k loop and
+ * its vec4 operand reads were found (bench/README.md). Variants that drop a part of the block
+ * (`noLoads`, `noBarrier`) give wrong results on purpose: they time what that part costs.
  *   deno run -A bench/register_tile_probe.ts [--shapes=4096x4096x4096,...] [--layouts=NT,NN,TN]
  *     [--cfgs=r2c2_bk8,r2c2_bk8_u] [--reps=10]
  */

@@ -41,16 +41,6 @@ struct Params {
 @group(0) @binding(1) var<storage, read> a: array<A_V>;
 @group(0) @binding(2) var<storage, read> b: array<B_V>;
 
-// Array element e of A / B as f32s: a splat of one value, or one vec4 (the same code types
-// either way; only the form that VEC_A / VEC_B selects runs).
-fn a_at(e: u32) -> vec4<f32> {
-  return vec4<f32>(vec4<A_T>(a[e]));
-}
-
-fn b_at(e: u32) -> vec4<f32> {
-  return vec4<f32>(vec4<B_T>(b[e]));
-}
-
 // Element (row i, depth kk) of op(A), 0 outside. Branch-free: the index is clamped to 0 and
 // the value selected, which keeps the unrolled loads cheap to compile and to run.
 fn load_a(base: u32, i: u32, kk: u32, k_end: u32) -> f32 {

@@ -40,15 +40,7 @@ struct Params {
 @group(0) @binding(6) var<storage, read> a2: array<A2_V>;
 @group(0) @binding(7) var<storage, read> b2: array<B2_V>;
 
-// Array element e of an operand as f32s: a splat of one value, or one vec4 (see matmul.wgsl).
-fn a_at(e: u32) -> vec4<f32> {
-  return vec4<f32>(vec4<A_T>(a[e]));
-}
-
-fn b_at(e: u32) -> vec4<f32> {
-  return vec4<f32>(vec4<B_T>(b[e]));
-}
-
+// Array element e of A2 / B2 as f32s, as a_at / b_at (matmul_tile.wgsl) read A and B.
 fn a2_at(e: u32) -> vec4<f32> {
   return vec4<f32>(vec4<A2_T>(a2[e]));
 }

@@ -2,7 +2,8 @@
 // K loop over one BM x BN block, the stores and the four epilogue entry points (main, main_bias,
 // main_resid, main_bias_resid). Shared with matmul_cat.wgsl, whose K runs over two products.
 // The includer declares `p` (Params with m, n, k, stride_a, stride_b, stride_c, batch_offset,
-// k_split) at binding 0, its operands at bindings 1, 2 (and past 5), and load_a(base, i, kk,
+// k_split) at binding 0, its operands at bindings 1, 2 (and past 5; `a` and `b` are arrays of
+// A_V / B_V, which hold A_T / B_T or vec4s of them), and load_a(base, i, kk,
 // k_end) / load_b(base, kk, j, k_end): element (i, kk) of op(A) / (kk, j) of op(B), 0 outside;
 // and load4_a / load4_b (same arguments): four elements in one vec4 read, along the operand's
 // contiguous dimension (op(A)'s (i, kk..kk+3) when A is stored along k, else (i..i+3, kk); op(B)'s
@@ -38,6 +39,16 @@ const KC: u32 = BK / 4u; // vec4s along k of one tile row, for operands read alo
 @group(0) @binding(3) var<storage, read_write> c: array<f32>;
 @group(0) @binding(4) var<storage, read> bias: array<BIAS_T>;
 @group(0) @binding(5) var<storage, read> resid: array<f32>;
+
+// Array element e of A / B as f32s: a splat of one value, or one vec4 (the same code types
+// either way; only the form that VEC_A / VEC_B selects runs).
+fn a_at(e: u32) -> vec4<f32> {
+  return vec4<f32>(vec4<A_T>(a[e]));
+}
+
+fn b_at(e: u32) -> vec4<f32> {
+  return vec4<f32>(vec4<B_T>(b[e]));
+}
 
 var<workgroup> As: array<vec4<f32>, 2u * AS_SIZE>;
 var<workgroup> Bs: array<vec4<f32>, 2u * BS_SIZE>;

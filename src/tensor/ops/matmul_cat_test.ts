@@ -7,22 +7,9 @@ import { noGrad } from "../autograd.ts";
 import { add } from "./elementwise.ts";
 import { matmul } from "./matmul.ts";
 import { matmulCat } from "./matmul_cat.ts";
+import { product } from "./matmul_cat_testing.ts";
 
 const TOL = { atol: 1e-4, rtol: 1e-4 };
-
-/** Operands of one product [m, k] x [k, n] stored as the flags say, arrays and tensors. */
-function product(m: number, n: number, k: number, transA: boolean, transB: boolean, seed: number) {
-  const a = randomArray(m * k, seed), b = randomArray(k * n, seed + 1);
-  return {
-    arrays: { a, b, k, transA, transB },
-    tensors: {
-      a: Tensor.from(a, transA ? [k, m] : [m, k]),
-      b: Tensor.from(b, transB ? [n, k] : [k, n]),
-      transA,
-      transB,
-    },
-  };
-}
 
 gpuTest("matmulCat: two products joined along K, every transposition of each", async () => {
   // K1 = 13 and K2 = 11 are not multiples of the K step (8): a step straddles the seam.

@@ -5,6 +5,7 @@ import * as ref from "../ref/matmul.ts";
 import { roundToF16 } from "../half.ts";
 import { Tensor } from "../tensor.ts";
 import { matmulCat } from "./matmul_cat.ts";
+import { product } from "./matmul_cat_testing.ts";
 import { gemmNew, loadPolicy, type TileName, vecReads } from "./matmul_kernel.ts";
 
 const TRANSPOSES = [[false, false], [true, false], [false, true], [true, true]] as const;
@@ -135,19 +136,8 @@ gpuTest(
     ];
     let seed = 500;
     for (const [m, n, k1, k2, transA, transB, splits] of cases) {
-      const make = (k: number) => {
-        const a = randomArray(m * k, seed += 2), b = randomArray(n * k, seed + 1);
-        return {
-          arrays: { a, b, k, transA, transB },
-          tensors: {
-            a: Tensor.from(a, transA ? [k, m] : [m, k]),
-            b: Tensor.from(b, transB ? [n, k] : [k, n]),
-            transA,
-            transB,
-          },
-        };
-      };
-      const p1 = make(k1), p2 = make(k2);
+      const p1 = product(m, n, k1, transA, transB, seed += 2);
+      const p2 = product(m, n, k2, transA, transB, seed += 2);
       const label = JSON.stringify({ m, n, k1, k2, transA, transB, splits });
       const [on, off] = await bothWays(() =>
         matmulCat(p1.tensors, p2.tensors, { scale: 0.5, tile: "small", splits })

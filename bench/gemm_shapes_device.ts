@@ -15,7 +15,7 @@ import { initGpu } from "../src/gpu/mod.ts";
 import { matmulTiled, Tensor, type TileConfig, TILES } from "../src/tensor/mod.ts";
 import { rng } from "../src/testing/mod.ts";
 import { isQwen25Shape, QWEN25_SHAPES } from "./grpo_setup.ts";
-import { timeGpu } from "./gpu_timer.ts";
+import { timeGpu, warmGpu } from "./gpu_timer.ts";
 import { type Product, timeLoraPaths, timeThinSplits } from "./lora_gemm_paths.ts";
 
 const args = new Map(Deno.args.map((a) => a.replace(/^--/, "").split("=") as [string, string]));
@@ -56,6 +56,8 @@ function rand(n: number, seed: number): Float32Array {
 async function timeProduct(p: Product, tags: Record<string, unknown>): Promise<void> {
   const flop = 2 * p.m * p.n * p.k;
   const results: { tile: string; tflops: number }[] = [];
+  // The operands were just made on the host: the GPU idled at a low clock meanwhile.
+  await warmGpu(() => matmulTiled(p.a, p.b, { transA: p.transA, transB: p.transB }).dispose());
   for (const [tile, cfg] of [["default", null], ...Object.entries(CANDIDATES)] as const) {
     const opts = { transA: p.transA, transB: p.transB, ...(cfg ? { tile: cfg } : {}) };
     let t;

@@ -7,7 +7,7 @@ import { noGrad } from "../autograd.ts";
 import { add } from "./elementwise.ts";
 import { matmul } from "./matmul.ts";
 import { matmulCat } from "./matmul_cat.ts";
-import { product } from "./matmul_cat_testing.ts";
+import { product } from "./test_matmul_cat.ts";
 
 const TOL = { atol: 1e-4, rtol: 1e-4 };
 

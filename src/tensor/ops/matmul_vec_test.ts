@@ -5,7 +5,7 @@ import * as ref from "../ref/matmul.ts";
 import { roundToF16 } from "../half.ts";
 import { Tensor } from "../tensor.ts";
 import { matmulCat } from "./matmul_cat.ts";
-import { product } from "./matmul_cat_testing.ts";
+import { product } from "./test_matmul_cat.ts";
 import { gemmNew, loadPolicy, type TileName, vecReads } from "./matmul_kernel.ts";
 
 const TRANSPOSES = [[false, false], [true, false], [false, true], [true, true]] as const;

@@ -28,7 +28,7 @@ function tileCode(bk: number): string {
   const range = (n: number) => Array.from({ length: n }, (_, i) => i);
   const stage = (k0: string) =>
     range(slots).map((l) =>
-      `sa${l} = fetch(0u, m0, ${k0}, tid + ${l * 256}u); sb${l} = fetch(1u, n0, ${k0}, tid + ${
+      `sa${l} = fetch_a(m0, ${k0}, tid + ${l * 256}u); sb${l} = fetch_b(n0, ${k0}, tid + ${
         l * 256
       }u);`
     ).join("\n      ");
@@ -64,15 +64,19 @@ struct Params { m: u32, n: u32, k: u32 }
 @group(0) @binding(3) var<storage, read_write> c: array<f32>;
 var<workgroup> As: array<vec4<f32>, 2u * TILE>;
 var<workgroup> Bs: array<vec4<f32>, 2u * TILE>;
-// Slot s of operand w (0: A over M rows, 1: B over N rows): tile row s / KC, k (s % KC) * 4.
-fn fetch(w: u32, r0: u32, k0: u32, s: u32) -> vec4<f32> {
+// Slot s of a staged tile: tile row s / KC at k (s % KC) * 4; 0 past the rows or K.
+fn slot_at(r0: u32, rows: u32, k0: u32, s: u32) -> vec2<u32> {
   let r = r0 + s / KC;
   let k = k0 + (s % KC) * 4u;
-  let rows = select(p.m, p.n, w == 1u);
-  let ok = r < rows && k < p.k;
-  let e = select(0u, (r * p.k + k) / 4u, ok);
-  let v = select(a[e], b[e], w == 1u);
-  return select(vec4<f32>(0.0), v, ok);
+  return vec2<u32>(select(0u, (r * p.k + k) / 4u, r < rows && k < p.k), u32(r < rows && k < p.k));
+}
+fn fetch_a(r0: u32, k0: u32, s: u32) -> vec4<f32> {
+  let e = slot_at(r0, p.m, k0, s);
+  return select(vec4<f32>(0.0), a[e.x], e.y == 1u);
+}
+fn fetch_b(r0: u32, k0: u32, s: u32) -> vec4<f32> {
+  let e = slot_at(r0, p.n, k0, s);
+  return select(vec4<f32>(0.0), b[e.x], e.y == 1u);
 }
 fn put(buf: u32, s: u32, va: vec4<f32>, vb: vec4<f32>) {
   let at = buf * TILE + (s / KC) * RS + s % KC;

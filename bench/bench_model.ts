@@ -1,7 +1,7 @@
 /**
  * The model the decode benches (generate_device.ts, engine_device.ts) run: a config by name and
- * cheap random weights, and their command-line reader (profile_generate.ts shares its
- * decode-attention flags).
+ * cheap random weights (lora_device.ts fills its models with them too), and their command-line
+ * reader (profile_generate.ts shares its decode-attention flags).
  */
 import type { ModelConfig } from "../src/io/mod.ts";
 import { weightShapes } from "../src/nn/mod.ts";

@@ -13,7 +13,7 @@
  */
 import { initGpu } from "../src/gpu/mod.ts";
 import { gemm, Tensor } from "../src/tensor/mod.ts";
-import { rng } from "../src/testing/mod.ts";
+import { randomData, readF32, timeRaw } from "./raw_kernel.ts";
 
 const args = new Map(Deno.args.map((a) => a.replace(/^--/, "").split("=") as [string, string]));
 const reps = Number(args.get("reps") ?? 10);
@@ -118,44 +118,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
 
 const g = await initGpu();
 const dev = g.device;
-
-function randomData(n: number, seed: number): Float32Array {
-  const r = rng(seed);
-  return Float32Array.from({ length: n }, () => r() * 2 - 1);
-}
-
-async function readF32(buf: GPUBuffer, size: number): Promise<Float32Array> {
-  const [bytes] = await g.read([{ buffer: buf, size: size * 4 }]);
-  return new Float32Array(bytes);
-}
-
-const qs = dev.createQuerySet({ type: "timestamp", count: 2 });
-const qb = dev.createBuffer({
-  size: 16,
-  usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC,
-});
-
-/** Milliseconds per product of `n` back-to-back dispatches, from timestamps around them. */
-async function timeRaw(run: (pass: GPUComputePassEncoder) => void, n: number): Promise<number> {
-  g.flush();
-  const enc = dev.createCommandEncoder();
-  for (let r = 0; r < n; r++) {
-    const pass = enc.beginComputePass(
-      r === 0
-        ? { timestampWrites: { querySet: qs, beginningOfPassWriteIndex: 0 } }
-        : r === n - 1
-        ? { timestampWrites: { querySet: qs, endOfPassWriteIndex: 1 } }
-        : {},
-    );
-    run(pass);
-    pass.end();
-  }
-  enc.resolveQuerySet(qs, 0, 2, qb, 0);
-  dev.queue.submit([enc.finish()]);
-  const [bytes] = await g.read([{ buffer: qb, size: 16 }]);
-  const t = new BigUint64Array(bytes);
-  return Number(t[1] - t[0]) / 1e6 / n;
-}
 
 for (const [M, N, K] of shapes) {
   if (K % 4 !== 0) throw new Error(`--shapes: K = ${K} must be a multiple of 4`);

@@ -11,7 +11,7 @@
  */
 import { initGpu } from "../src/gpu/mod.ts";
 import { matmulTiled, Tensor } from "../src/tensor/mod.ts";
-import { rng } from "../src/testing/mod.ts";
+import { randomData, readF32, timeRaw } from "./raw_kernel.ts";
 
 interface Cfg {
   rg: number;
@@ -289,52 +289,6 @@ const shapes = (args.get("shapes") ?? "4096x4096x4096,6144x4864x896,6144x896x486
 const g = await initGpu();
 const dev = g.device;
 
-function randomData(n: number, seed: number): Float32Array {
-  const r = rng(seed);
-  const out = new Float32Array(n);
-  for (let i = 0; i < n; i++) out[i] = r() * 2 - 1;
-  return out;
-}
-
-async function readF32(buf: GPUBuffer, size: number): Promise<Float32Array> {
-  const [bytes] = await g.read([{ buffer: buf, size: size * 4 }]);
-  return new Float32Array(bytes);
-}
-
-const qs = dev.createQuerySet({ type: "timestamp", count: 2 });
-const qb = dev.createBuffer({
-  size: 16,
-  usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC,
-});
-
-async function timeRaw(
-  pipe: GPUComputePipeline,
-  bg: GPUBindGroup,
-  wg: [number, number],
-  n: number,
-) {
-  g.flush();
-  const enc = dev.createCommandEncoder();
-  for (let r = 0; r < n; r++) {
-    const pass = enc.beginComputePass(
-      r === 0
-        ? { timestampWrites: { querySet: qs, beginningOfPassWriteIndex: 0 } }
-        : r === n - 1
-        ? { timestampWrites: { querySet: qs, endOfPassWriteIndex: 1 } }
-        : {},
-    );
-    pass.setPipeline(pipe);
-    pass.setBindGroup(0, bg);
-    pass.dispatchWorkgroups(wg[0], wg[1]);
-    pass.end();
-  }
-  enc.resolveQuerySet(qs, 0, 2, qb, 0);
-  dev.queue.submit([enc.finish()]);
-  const [bytes] = await g.read([{ buffer: qb, size: 16 }]);
-  const t = new BigUint64Array(bytes);
-  return Number(t[1] - t[0]) / 1e6 / n;
-}
-
 const T = { transA: false, transB: true };
 const cfgs: Record<string, Cfg> = {
   r2c2_bk8: { rg: 2, cg: 2, wgX: 16, wgY: 16, bk: 8, ...T },
@@ -449,7 +403,12 @@ for (const [M, N, K] of shapes) {
         ],
       });
       const wg: [number, number] = [Math.ceil(N / bn), Math.ceil(M / bm)];
-      await timeRaw(pipe, bg, wg, 3);
+      const run = (pass: GPUComputePassEncoder) => {
+        pass.setPipeline(pipe);
+        pass.setBindGroup(0, bg);
+        pass.dispatchWorkgroups(wg[0], wg[1]);
+      };
+      await timeRaw(run, 3);
       const C = await readF32(cbuf, M * N);
       let err = 0, mag = 0;
       for (let i = 0; i < M * N; i += 997) {
@@ -457,7 +416,7 @@ for (const [M, N, K] of shapes) {
         mag = Math.max(mag, Math.abs(refC[i]));
       }
       const ts: number[] = [];
-      for (let rep = 0; rep < 3; rep++) ts.push(await timeRaw(pipe, bg, wg, reps));
+      for (let rep = 0; rep < 3; rep++) ts.push(await timeRaw(run, reps));
       const ms = Math.min(...ts);
       console.log(
         JSON.stringify({

@@ -80,13 +80,17 @@ export function skinnyConfig(m: number): SkinnyConfig {
   return { wgX: 8, wgY: 16, tn: 8, tm: 4, bk: 16 };
 }
 
+/** Whether a stage of `bk` K fits the skinny kernels: skinny_tile.wgsl writes out K / 4 <= 4 vec4s. */
+export function skinnyStageFits(bk: number): boolean {
+  return bk % 4 === 0 && bk > 0 && bk <= 16;
+}
+
 function checkConfig(c: SkinnyConfig): void {
   const g = gpu();
   const bm = c.wgY * c.tm, bn = c.wgX * c.tn;
   const shared = 2 * (bm + bn) * (c.bk / 4 + 1) * 16;
   const nt = c.wgX * c.wgY, slots = (rows: number) => Math.ceil(rows * c.bk / 4 / nt);
-  // skinny_tile.wgsl writes out a stage's K / 4 <= 4 vec4s.
-  const ok = c.bk % 4 === 0 && c.bk > 0 && c.bk <= 16 && (c.tm === 1 || c.tm === 4) &&
+  const ok = skinnyStageFits(c.bk) && (c.tm === 1 || c.tm === 4) &&
     (c.tn === 4 || c.tn === 8) && slots(bm) <= 4 && slots(bn) <= 4 &&
     c.wgX * c.wgY <= g.limits.maxComputeInvocationsPerWorkgroup &&
     shared <= g.limits.maxComputeWorkgroupStorageSize;

@@ -63,8 +63,11 @@ gpuTest(
     assert.deepEqual(vecReads(d, cat(6, false, true)), { a: false, b: false });
     assert.deepEqual(vecReads(d, cat(8, true, true)), { a: false, b: true });
     loadPolicy.vec4 = false;
-    assert.deepEqual(vecReads(d, null), { a: false, b: false });
-    loadPolicy.vec4 = true;
+    try {
+      assert.deepEqual(vecReads(d, null), { a: false, b: false });
+    } finally {
+      loadPolicy.vec4 = true;
+    }
   },
 );
 

@@ -7,7 +7,13 @@ import type { KernelSpec } from "../../gpu/mod.ts";
 import { gpu } from "../../gpu/mod.ts";
 import { isGradEnabled, isRecomputedLater } from "../grad_mode.ts";
 import { fmtShape, type Tensor } from "../tensor.ts";
-import { skinnyConfig, skinnyMaxM, skinnyPolicy, skinnyTargetGroups } from "./matmul_skinny.ts";
+import {
+  skinnyConfig,
+  skinnyMaxM,
+  skinnyPolicy,
+  skinnyStageFits,
+  skinnyTargetGroups,
+} from "./matmul_skinny.ts";
 
 /** Threads along N (wgX, 4 weight rows each) and M (wgY, tm rows of x each), K per stage. */
 export interface FusedSkinnyConfig {
@@ -36,9 +42,7 @@ export function checkFusedConfig(
   const bm = c.wgY * c.tm, bn = c.wgX * 4, nt = c.wgX * c.wgY;
   const shared = 2 * (bm + options.weightTiles * bn) * (c.bk / 4 + 1) * 16;
   const slots = (rows: number) => Math.ceil(rows * c.bk / 4 / nt);
-  // skinny_tile.wgsl writes out a stage's K / 4 <= 4 vec4s.
-  const ok = c.bk % 4 === 0 && c.bk > 0 && c.bk <= 16 && (c.tm === 1 || c.tm === 4) &&
-    slots(bm) <= 4 &&
+  const ok = skinnyStageFits(c.bk) && (c.tm === 1 || c.tm === 4) && slots(bm) <= 4 &&
     slots(bn) <= 4 && nt <= g.limits.maxComputeInvocationsPerWorkgroup &&
     shared <= g.limits.maxComputeWorkgroupStorageSize;
   if (!ok) throw new Error(`${options.op}: config ${JSON.stringify(c)} is invalid on this device`);

@@ -17,9 +17,11 @@
  * are). --gaps=N profiles the last step with every dispatch timed and prints where the GPU sat
  * idle: its busy share of the step and of the update (the step's last `timing_s/update_actor`
  * seconds) and the update's N longest gaps, each named by the kernels around it (profiling
- * stretches the step: compare gaps, not times). bench/README.md has the commands.
+ * stretches the step: compare gaps, not times). --kernels=N (with or without --gaps) prints the N
+ * kernels (whole pipeline keys) with the most GPU time in that update window. bench/README.md has
+ * the commands.
  */
-import { gpuGaps, initGpu, type KernelSpan } from "../src/gpu/mod.ts";
+import { gpuGaps, initGpu, type KernelSpan, kernelTotals } from "../src/gpu/mod.ts";
 import { type CausalLM, initWeights, weightShapes } from "../src/nn/mod.ts";
 import { charTokenizer } from "../src/io/mod.ts";
 import { loadPolicy } from "../src/tensor/mod.ts";
@@ -115,11 +117,13 @@ console.log(JSON.stringify({
   ragged,
 }));
 const gaps = arg("gaps", 0);
+const kernels = arg("kernels", 0);
 for (let step = 1; step <= steps; step++) {
   const spans: KernelSpan[] = [];
   let m: Record<string, number> = {};
   const run = async () => void (m = await trainStep(parts, step, parts.trainLoader.next()!));
-  if (gaps > 0 && step === steps) await g.profile(run, { spans, maxPasses: 1 << 20 });
+  const profiled = (gaps > 0 || kernels > 0) && step === steps;
+  if (profiled) await g.profile(run, { spans, maxPasses: 1 << 20 });
   else await run();
   const pick = Object.fromEntries(
     Object.entries(m).filter(([k]) =>
@@ -152,6 +156,12 @@ for (let step = 1; step <= steps; step++) {
   for (const gap of upd.gaps) {
     console.log(
       JSON.stringify({ fig: "gpu_gap", ...gap, atMs: round(gap.atMs), ms: round(gap.ms) }),
+    );
+  }
+  const totals = kernelTotals(spans, { lastMs: m["timing_s/update_actor"] * 1000 });
+  for (const t of totals.slice(0, kernels)) {
+    console.log(
+      JSON.stringify({ fig: "update_kernel", ms: round(t.ms), count: t.count, key: t.kernel }),
     );
   }
 }

@@ -13,8 +13,9 @@
  *   ... --rollout=adapters   # the LoRA run decodes through the adapters, not a merged copy
  *   deno run -A bench/lora_device.ts --rollout-compare --shapes=0.5b,1.5b [--batch=64]
  *                            # decode through adapters vs merge + decode, same model, alternated
+ *   ... --profile=N          # the last step's N kernels with the most GPU time in update_actor
  */
-import { initGpu } from "../src/gpu/mod.ts";
+import { initGpu, type KernelSpan, kernelTotals } from "../src/gpu/mod.ts";
 import { charTokenizer, type ModelConfig } from "../src/io/mod.ts";
 import { CausalLM, initLora, loraSettings } from "../src/nn/mod.ts";
 import { randomArrays } from "./bench_model.ts";
@@ -111,10 +112,9 @@ async function child(shape: string, rank: number): Promise<void> {
     const run = () => trainStep(parts, step, parts.trainLoader.next()!);
     let m: Record<string, number> = {};
     if (step === steps && num("profile", 0) > 0) {
-      const rows = await g.profile(async () => void (m = await run()), {
-        byPipeline: true,
-        maxPasses: 1 << 19,
-      });
+      const spans: KernelSpan[] = [];
+      await g.profile(async () => void (m = await run()), { spans, maxPasses: 1 << 20 });
+      const rows = kernelTotals(spans, { lastMs: m["timing_s/update_actor"] * 1000 });
       for (const r of rows.slice(0, num("profile", 0))) {
         const ms = Math.round(r.ms * 10) / 10;
         console.log(

@@ -68,3 +68,37 @@ export function gpuGaps(
     gaps: gaps.slice(0, options.top ?? gaps.length),
   };
 }
+
+/** GPU time and dispatch count of one kernel within a window. */
+export interface KernelTotal {
+  kernel: string;
+  ms: number;
+  count: number;
+}
+
+/**
+ * The summed duration of each kernel's dispatches that begin within the last `lastMs` of the span
+ * (all of it when absent), longest first: where a stage's GPU time goes, by kernel.
+ */
+export function kernelTotals(
+  spans: readonly KernelSpan[],
+  options: { lastMs?: number } = {},
+): KernelTotal[] {
+  if (spans.length === 0) return [];
+  let t0 = spans[0].begin, tEnd = spans[0].end;
+  for (const s of spans) {
+    if (s.begin < t0) t0 = s.begin;
+    if (s.end > tEnd) tEnd = s.end;
+  }
+  const end = Number(tEnd - t0) / 1e6;
+  const from = Math.max(0, end - (options.lastMs ?? end));
+  const totals = new Map<string, KernelTotal>();
+  for (const s of spans) {
+    if (Number(s.begin - t0) / 1e6 < from) continue;
+    const t = totals.get(s.kernel) ?? { kernel: s.kernel, ms: 0, count: 0 };
+    t.ms += Number(s.end - s.begin) / 1e6;
+    t.count++;
+    totals.set(s.kernel, t);
+  }
+  return [...totals.values()].sort((a, b) => b.ms - a.ms);
+}

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { gpuTest } from "../testing/mod.ts";
-import { gpuGaps } from "./gaps.ts";
+import { gpuGaps, kernelTotals } from "./gaps.ts";
 import { gpu, packParams } from "./device.ts";
 import type { KernelSpan } from "./recorder.ts";
 
@@ -35,6 +35,20 @@ Deno.test("gpuGaps: busy time is the union of the spans; gaps name their neighbo
   assert.deepEqual(gpuGaps(spans, { minGapMs: 1 }).gaps.map((g) => g.before), ["c"]);
   assert.deepEqual(gpuGaps(spans, { top: 1 }).gaps.length, 1);
   assert.deepEqual(gpuGaps([]), { spanMs: 0, busyMs: 0, windowMs: 0, windowBusyMs: 0, gaps: [] });
+});
+
+Deno.test("kernelTotals: per-kernel time of the dispatches that begin in the window", () => {
+  const spans = [span("mm", 0, 4), span("norm", 4, 5), span("mm", 6, 9), span("norm", 9, 9.5)];
+  assert.deepEqual(kernelTotals(spans), [
+    { kernel: "mm", ms: 7, count: 2 },
+    { kernel: "norm", ms: 1.5, count: 2 },
+  ]);
+  // The last 4 ms begin at 5.5: the first mm and norm are left out.
+  assert.deepEqual(kernelTotals(spans, { lastMs: 4 }), [
+    { kernel: "mm", ms: 3, count: 1 },
+    { kernel: "norm", ms: 0.5, count: 1 },
+  ]);
+  assert.deepEqual(kernelTotals([]), []);
 });
 
 gpuTest("profile fills spans: one per dispatch, labelled, begin <= end", async () => {

@@ -13,5 +13,5 @@ export {
   specialize,
 } from "./shader_source.ts";
 export { expandIncludes, includesOf, type ShaderReader } from "./wgsl_directives.ts";
-export { type GpuGap, type GpuGaps, gpuGaps } from "./gaps.ts";
+export { type GpuGap, type GpuGaps, gpuGaps, type KernelTotal, kernelTotals } from "./gaps.ts";
 export type { KernelSpan } from "./recorder.ts";

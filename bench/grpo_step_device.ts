@@ -6,7 +6,8 @@
  * `deno run -A bench/grpo_step_device.ts [--shape=0.5b|1.5b] [--prompts=8] [--n=8]
  * [--prompt-len=128] [--response-len=256] [--micro=8] [--layers=N] [--vocab=151936]
  * [--checkpointing=1] [--max-tokens=N] [--rmpad=1] [--ragged=1] [--rollout=engine|generate]
- * [--vec4=0]`: --vec4=0 keeps the tiled GEMM on scalar reads (before/after runs);
+ * [--vec4=0] [--keep-logits-gb=G]`: --keep-logits-gb sets actor.keep_logits_gb (the update's
+ * LM-head logits kept from forward to backward within G GB); --vec4=0 keeps the tiled GEMM on scalar reads (before/after runs);
  * --rollout picks gen's decoding: the continuous-batching engine (the trainer's default) or
  * `generate`'s lock-step batch; --checkpointing turns on
  * enable_gradient_checkpointing, --max-tokens turns on use_dynamic_bsz with that token budget
@@ -81,6 +82,7 @@ const cfg = loadConfig("ppo_trainer", {
     "actor_rollout_ref.actor.use_kl_loss=false",
     `actor_rollout_ref.model.enable_gradient_checkpointing=${checkpointing}`,
     `actor_rollout_ref.model.use_remove_padding=${rmpad}`,
+    `actor_rollout_ref.actor.keep_logits_gb=${raw("keep-logits-gb") ?? 0}`,
     ...(maxTokens > 0
       ? [
         "actor_rollout_ref.actor.use_dynamic_bsz=true",

@@ -13,6 +13,7 @@
  *   ... --rollout=adapters   # the LoRA run decodes through the adapters, not a merged copy
  *   deno run -A bench/lora_device.ts --rollout-compare --shapes=0.5b,1.5b [--batch=64]
  *                            # decode through adapters vs merge + decode, same model, alternated
+ *   ... --keep-logits-gb=G   # actor.keep_logits_gb: the update's LM-head logits kept within G GB
  *   ... --profile=N          # the last step's N kernels with the most GPU time in update_actor
  */
 import { initGpu, type KernelSpan, kernelTotals } from "../src/gpu/mod.ts";
@@ -88,6 +89,7 @@ async function child(shape: string, rank: number): Promise<void> {
       `actor_rollout_ref.model.lora_rank=${rank}`,
       `actor_rollout_ref.model.lora_alpha=${2 * rank || 16}`,
       `actor_rollout_ref.model.enable_gradient_checkpointing=${num("checkpointing", 0) !== 0}`,
+      `actor_rollout_ref.actor.keep_logits_gb=${num("keep-logits-gb", 0)}`,
     ],
   });
   const parts = benchParts({ config: cfg, model: config, tensors, items, reward });

@@ -5,6 +5,7 @@
  * 16 x 384 tokens, fp32 and bf16), then prints one line per ratio and a Markdown table row set.
  *
  *   deno run -A bench/vs_torch.ts [--peer=.device/torch_peer.py] [--micro=16] [--steps=3]
+ *     [--keep-logits-gb=G]   (actor.keep_logits_gb: the peer keeps its logits whole)
  *
  * The peer is the Python script the GPU machine's preparation ships (see bench/README.md); any
  * script printing the same JSON lines (`fig: hf_generate | torch_ppo_update_step`, `dtype`,
@@ -38,6 +39,7 @@ const ours = await jsonLines(Deno.execPath(), [
   new URL("./grpo_step_device.ts", import.meta.url).pathname,
   `--micro=${micro}`,
   `--steps=${steps}`,
+  `--keep-logits-gb=${opt("keep-logits-gb", "0")}`,
 ]);
 const theirs = await jsonLines("python3", [peer]);
 

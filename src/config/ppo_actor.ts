@@ -67,6 +67,14 @@ const actor = section("The PPO update of the policy.", {
       "max_prompt_length + max_response_length.",
     { min: 1 },
   ),
+  keep_logits_gb: float(
+    0,
+    "Keep a micro-batch's LM-head logits (f32, scored tokens x vocabulary) from its forward for " +
+      "its backward when they take at most this many GB, instead of recomputing them chunk by " +
+      "chunk: one LM-head product less per micro-batch for that memory (not a verl key; verl " +
+      "without use_fused_kernels keeps them whole). 0 recomputes.",
+    { min: 0 },
+  ),
   ppo_epochs: int(1, "Passes over each rollout batch.", { min: 1 }),
   shuffle: bool(false, "Shuffle samples before splitting them into mini-batches."),
   data_loader_seed: int(42, "verl's seed of the mini-batch shuffle.").unsupported(DATA_LOADER_SEED),

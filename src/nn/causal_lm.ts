@@ -126,11 +126,19 @@ export class CausalLM extends DecoderTrunk {
    * over vocabulary chunks fused with the log-softmax, never materialising [B, T, V] logits.
    */
   tokenLogProbs(inputIds: Tensor, options: TokenLogProbOptions): LmHeadLogprobResult {
-    const { targets, temperature, withEntropy, withSumPiSquared, chunkBytes, scored, ...forward } =
-      options;
+    const {
+      targets,
+      temperature,
+      withEntropy,
+      withSumPiSquared,
+      chunkBytes,
+      keepBytes,
+      scored,
+      ...forward
+    } = options;
     // mixed precision: the head multiplies its f16 copy (a tied table's own; the gather stays f32)
     const half = this.mixedPrecision?.get(this.#head) ?? null;
-    const head = { temperature, withEntropy, withSumPiSquared, chunkBytes, half };
+    const head = { temperature, withEntropy, withSumPiSquared, chunkBytes, keepBytes, half };
     const p = forward.packing;
     const h = this.hiddenRows(inputIds, forward); // [N, C] packed, else [B, T, C]
     if (scored) return this.#scoredLogProbs(h, targets, scored, head);

@@ -54,6 +54,8 @@ export interface CausalModel extends TrainableModel {
       temperature?: number;
       withEntropy?: boolean;
       withSumPiSquared?: boolean;
+      /** the backward takes the forward's LM-head logits when they fit (lmHeadLogprob) */
+      keepBytes?: number;
     },
   ): LmHeadLogprobResult;
 }
@@ -155,6 +157,8 @@ export async function computeLogProbs(
 export interface ActorUpdateOptions extends Omit<UpdateLoopOptions, "stream"> {
   temperature: number;
   loss: ActorLossConfig;
+  /** keep_logits_gb in bytes: a micro-batch's LM-head logits kept for its backward. [0] */
+  keepLogitsBytes?: number;
 }
 
 /**
@@ -189,6 +193,7 @@ export async function updateActor(
         targets: t.targets.reshape([mb.rows.length, T]),
         withEntropy: entropy,
         temperature: o.temperature,
+        keepBytes: o.keepLogitsBytes,
       });
       const res = actorMicroLoss(out, batch, mb, o.loss, microBatchSeed(o.seed, o.step, micro++));
       scaledBackward(res.loss, optimizer);

@@ -13,7 +13,7 @@ import { computeLogProbs, updateActor, uploadSequences } from "./actor.ts";
 import type { AdvBatch } from "./batch.ts";
 import { makeOptimizer } from "./build.ts";
 import { loadConfig } from "../config/mod.ts";
-import { actorLossOptions } from "./stages/update_actor.ts";
+import { actorLossOptions, keepLogitsBytes } from "./stages/update_actor.ts";
 import { sftEvalLoss } from "./sft_trainer.ts";
 
 const VOCAB = 151936;
@@ -127,4 +127,44 @@ gpuTest("a 151,936-token vocabulary: log-probs, the PPO update and SFT run in ch
     B,
   );
   assert.ok(sft > 0 && Number.isFinite(sft), `sft loss ${sft}`);
+});
+
+gpuTest("keep_logits_gb: the update takes the forward's logits and learns the same", async () => {
+  const weights = tinyWeights(config, { seed: 2 });
+  const runs = [];
+  for (const keep of ["0", "0.5"]) {
+    const cfg = loadConfig("ppo_trainer", {
+      overrides: [`actor_rollout_ref.actor.keep_logits_gb=${keep}`],
+      skipPathChecks: true,
+    });
+    const model = CausalLM.fromTensors(config, weights);
+    const optimizer = makeOptimizer(model.params(), {
+      lr: 1e-3,
+      betas: [0.9, 0.999],
+      weight_decay: 0,
+    });
+    const pool = gpu().pool;
+    pool.resetPeak();
+    const m = await updateActor(model, optimizer, batch(), {
+      ppoEpochs: 1,
+      miniBatchSize: B,
+      microBatchSize: B,
+      shuffle: false,
+      lr: 1e-3,
+      seed: 1,
+      step: 1,
+      gradClip: 1,
+      temperature: 0.7,
+      loss: { ...actorLossOptions(cfg), entropyCoeff: 0.01 },
+      keepLogitsBytes: keepLogitsBytes(cfg),
+    });
+    const table = await model.params().get("model.embed_tokens.weight")!.toArray();
+    runs.push({ m, table, peak: pool.peakBytes });
+  }
+  const [recomputed, kept] = runs;
+  assert.equal(kept.m["actor/grad_norm"], recomputed.m["actor/grad_norm"]);
+  assert.deepEqual(kept.table, recomputed.table, "the same weights after the step, bit for bit");
+  // the scored tokens' logits (f32) held from the forward to the backward
+  const logits = batch().responseMask.reduce((a, m) => a + m, 0) * VOCAB * 4;
+  assert.ok(kept.peak >= recomputed.peak + 0.5 * logits, `${kept.peak} vs ${recomputed.peak}`);
 });

@@ -2,7 +2,8 @@
  * The LM head fused with log-prob / entropy / Σπ² (shaders/lm_head_logprob.wgsl): from final
  * hidden states and the head matrix straight to per-token statistics, one vocabulary chunk at a
  * time, so the [N, V] logits never exist (a 151,936-token vocabulary fits any adapter). The
- * backward recomputes each chunk's logits and accumulates d hidden and d weight chunk by chunk.
+ * backward recomputes each chunk's logits (or takes the forward's, within `keepBytes`) and
+ * accumulates d hidden and d weight chunk by chunk.
  */
 import { gpu, packParams } from "../../gpu/mod.ts";
 import { isGradEnabled, record, registerOp } from "../autograd.ts";
@@ -22,7 +23,8 @@ registerOp(
   "lm_head_logprob",
   "hidden [..., C] f32, head W [V, C] (f32, or f16 without gradient), targets i32 [N] -> " +
     "stacked [K, N] (log softmax(h W^T / T) at the target, then entropy, then Σπ² as asked), " +
-    "over vocabulary chunks; backward recomputes each chunk's logits -> d hidden, d W",
+    "over vocabulary chunks; backward recomputes each chunk's logits (or keeps them within a " +
+    "budget) -> d hidden, d W",
 );
 
 export interface LmHeadLogprobOptions {
@@ -34,6 +36,12 @@ export interface LmHeadLogprobOptions {
   withSumPiSquared?: boolean;
   /** Bytes of one chunk's logits; capped by maxStorageBufferBindingSize. [LM_HEAD_CHUNK_BYTES] */
   chunkBytes?: number;
+  /**
+   * Under the tape, the forward keeps every chunk's logits for the backward when together they
+   * take at most this many bytes (N x V x 4): the backward then skips one LM-head product per
+   * chunk, for that much memory held from the forward to the backward. [0: recompute]
+   */
+  keepBytes?: number;
   /**
    * Mixed precision: an f16 copy of `weight` to multiply with, as `linear`'s `half`: the logits
    * come from f16 hidden and weight with f32 accumulation, the backward casts each chunk's logit
@@ -142,18 +150,24 @@ export function lmHeadLogprob(
   const chunks: [number, number][] = [];
   for (let v0 = 0; v0 < V; v0 += cols) chunks.push([v0, Math.min(cols, V - v0)]);
 
-  // One chunk (a small vocabulary): the weight itself, and its logits kept for the backward.
+  // One chunk (a small vocabulary): the weight itself. Its logits are kept for the backward, and
+  // so are several chunks' within `keepBytes`: one [N, w] tensor per chunk.
   const single = chunks.length === 1;
   const taped = isGradEnabled() && (hidden.requiresGrad || weight.requiresGrad);
+  const keepAll = taped && (single || N * V * 4 <= (options.keepBytes ?? 0));
   const out = Tensor.empty(K === 1 ? targets.shape : [K, N], "f32", "lm_head_logprob");
   const saved = Tensor.empty([2, N], "f32", "lm_head_logprob.saved"); // lse, entropy
-  let kept: Tensor | null = null;
+  let kept: Tensor[] | null = null;
   if (N > 0) {
     const state = Tensor.empty([5, N], "f32", "lm_head_logprob.state");
-    const z = Tensor.empty([N, cols], "f32", "lm_head_logprob.logits");
+    const logits = (w: number) => Tensor.empty([N, w], "f32", "lm_head_logprob.logits");
+    const shared = keepAll ? null : logits(cols);
+    const zs: Tensor[] = [];
     const slice = single ? wt : Tensor.empty([cols, C], wt.dtype, "lm_head_logprob.weight");
     for (const [v0, w] of chunks) {
       if (!single) sliceRows(wt, slice, v0, w);
+      const z = shared ?? logits(w);
+      if (!shared) zs.push(z);
       gemm(h, slice, z, flat(N, w, C, false, true)); // [N, w] = h @ W[v0:v0+w]^T
       gpu().dispatch(
         {
@@ -176,8 +190,8 @@ export function lmHeadLogprob(
     // the queue runs these dispatches before any reuse of the buffers
     state.dispose();
     if (!single) slice.dispose();
-    if (single && taped) kept = z;
-    else z.dispose();
+    shared?.dispose();
+    if (keepAll) kept = zs;
   }
   record("lm_head_logprob", [hidden, weight], out, (g) => {
     const dh = hidden.requiresGrad ? Tensor.empty(hidden.shape, "f32", "lm_head.dhidden") : null;
@@ -205,7 +219,7 @@ export function lmHeadLogprob(
   });
   if (!out.node) {
     saved.dispose();
-    kept?.dispose();
+    kept?.forEach((z) => z.dispose());
     if (h !== hidden) h.dispose();
   }
   if (K === 1) return { logProbs: out, entropy: null, sumPiSquared: null };
@@ -236,8 +250,8 @@ interface BackwardParts {
   chunks: [number, number][];
   cols: number;
   withEntropy: boolean;
-  /** The forward's logits when there was one chunk (used up here); null: recompute per chunk. */
-  logits: Tensor | null;
+  /** The forward's logits, one [N, w] per chunk (used up here); null: recompute per chunk. */
+  logits: Tensor[] | null;
   params: (v0: number, w: number, first: boolean) => ArrayBuffer;
 }
 
@@ -246,13 +260,14 @@ function chunkedBackward(b: BackwardParts): void {
   const { hidden, weight, dh, dw, cols } = b;
   const C = weight.shape[1], N = b.targets.size;
   const single = b.chunks.length === 1;
-  const z = b.logits ?? Tensor.empty([N, cols], "f32", "lm_head_logprob.dlogits");
+  const scratch = b.logits ? null : Tensor.empty([N, cols], "f32", "lm_head_logprob.dlogits");
   const slice = single ? weight : Tensor.empty([cols, C], weight.dtype, "lm_head_logprob.weight");
   const part = dh && b.chunks.length > 1 ? Tensor.empty([N, C], "f32", "lm_head.dh_part") : null;
   const dwc = dw && !single ? Tensor.empty([cols, C], "f32", "lm_head.dw_chunk") : dw;
   const defines = { WITH_ENTROPY: b.withEntropy, WITH_SPP: false, WG };
   b.chunks.forEach(([v0, w], i) => {
     if (!single) sliceRows(weight, slice, v0, w);
+    const z = b.logits?.[i] ?? scratch!;
     if (!b.logits) gemm(hidden, slice, z, flat(N, w, C, false, true));
     gpu().dispatch({ shader: "lm_head_logprob", entry: "chunk_backward", defines }, {
       params: b.params(v0, w, false),
@@ -272,6 +287,7 @@ function chunkedBackward(b: BackwardParts): void {
       if (!single) gpu().copy(dwc.buffer, 0, dw.buffer, v0 * C * 4, w * C * 4);
     }
     if (dz !== z) dz.dispose();
+    if (b.logits) z.dispose();
   });
-  for (const t of single ? [z] : [z, slice, part, dwc]) t?.dispose();
+  for (const t of single ? [scratch] : [scratch, slice, part, dwc]) t?.dispose();
 }

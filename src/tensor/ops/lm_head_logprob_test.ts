@@ -147,6 +147,40 @@ gpuTest("lmHeadLogprob backward: d hidden and d weight over chunks", async () =>
   }
 });
 
+gpuTest(
+  "keepBytes: kept logits give the recomputed gradients bit for bit, then are freed",
+  async () => {
+    for (const [i, [N, C, V, cols]] of CASES.slice(1).entries()) {
+      const h = randomArray(N * C, 140 + i, -1, 1), w = randomArray(V * C, 150 + i, -1, 1);
+      const ts = Tensor.from(targetsFor(N, V, 160 + i), [N], "i32");
+      const gLp = Tensor.from(randomArray(N, 170 + i), [N]);
+      const gEnt = Tensor.from(randomArray(N, 180 + i), [N]);
+      const run = async (keepBytes: number) => {
+        const ht = Tensor.from(h, [N, C]), wt = Tensor.from(w, [V, C]);
+        ht.requiresGrad = wt.requiresGrad = true;
+        const before = gpu().pool.inUseBytes;
+        const out = lmHeadLogprob(ht, wt, ts, {
+          withEntropy: true,
+          chunkBytes: bytesFor(cols, N, C),
+          keepBytes,
+        });
+        const held = gpu().pool.inUseBytes - before;
+        backward([out.logProbs, out.entropy!], [gLp, gEnt]);
+        const grads = [await ht.grad!.toArray(), await wt.grad!.toArray()];
+        for (const t of [ht, wt, ht.grad!, wt.grad!, out.logProbs, out.entropy!]) t.dispose();
+        return { grads, held, left: gpu().pool.inUseBytes - before };
+      };
+      const label = `N=${N} C=${C} V=${V} cols=${cols}`;
+      const recomputed = await run(0), kept = await run(N * V * 4), over = await run(N * V * 4 - 4);
+      assert.deepEqual(kept.grads, recomputed.grads, `bit for bit ${label}`);
+      assert.deepEqual(over.grads, recomputed.grads, label);
+      assert.ok(kept.held >= recomputed.held + N * V * 4, `the forward holds the logits ${label}`);
+      assert.equal(over.held, recomputed.held, `over the budget nothing is kept ${label}`);
+      assert.equal(kept.left, recomputed.left, `the backward frees what it kept ${label}`);
+    }
+  },
+);
+
 gpuTest("lmHeadLogprob backward reference agrees with finite differences", () => {
   const N = 3, C = 4, V = 9, temperature = 0.8;
   const h = randomArray(N * C, 90, -1, 1), w = randomArray(V * C, 91, -1, 1);

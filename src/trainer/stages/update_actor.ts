@@ -39,6 +39,11 @@ export function actorLossOptions(config: PpoConfig): ActorUpdateOptions["loss"] 
   };
 }
 
+/** keep_logits_gb in bytes: the LM-head logits a micro-batch's backward may take from its forward. */
+export function keepLogitsBytes(config: PpoConfig): number {
+  return config.actor_rollout_ref.actor.keep_logits_gb * 1e9;
+}
+
 export function updateActorStage(
   parts: TrainerParts,
   batch: AdvBatch,
@@ -59,5 +64,6 @@ export function updateActorStage(
     gradClip: a.grad_clip,
     temperature: logProbTemperature(parts.config.actor_rollout_ref.rollout.temperature),
     loss: actorLossOptions(parts.config),
+    keepLogitsBytes: keepLogitsBytes(parts.config),
   });
 }

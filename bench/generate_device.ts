@@ -21,6 +21,8 @@
  * (before/after).
  * --attn-min-chunk N / --attn-max-chunk N / --attn-target N: the fewest and most keys per split of
  *   the decode attention kernel and the workgroups it aims at (`decodePolicy`).
+ * --linear-norm 0: o_proj and down_proj without their norms fused into the split sum (before/after).
+ * `responses_fnv`: a hash of the last run's tokens (equal hashes: the same tokens).
  * `dispatches_per_step`: compute dispatches recorded per decode step (prefill and the first sample
  * subtracted as for the time); any adapter, though a CPU adapter takes other kernels (no skinny
  * matmul, no split K), so the count on a GPU differs.
@@ -33,12 +35,20 @@ import { SampleBuffers, sampleStep } from "../src/rollout/mod.ts";
 import { noGrad } from "../src/tensor/mod.ts";
 import {
   decodePolicy,
+  linearNormPolicy,
   qkvLinearPolicy,
   skinnyPolicy,
   swigluLinearPolicy,
 } from "../src/tensor/mod.ts";
 import { scope } from "../src/tensor/mod.ts";
 import { Tensor } from "../src/tensor/mod.ts";
+
+/** FNV-1a of the sampled ids: runs that drew the same tokens print the same value. */
+function fnv1a(ids: Int32Array): string {
+  let h = 0x811c9dc5;
+  for (const v of ids) h = Math.imul(h ^ v, 0x01000193) >>> 0;
+  return h.toString(16);
+}
 
 async function timed(fn: () => Promise<unknown>): Promise<number> {
   const t0 = performance.now();
@@ -109,7 +119,8 @@ for (const dtype of arg("dtype", "f32,f16").split(",") as ("f32" | "f16")[]) {
     const first = Math.min(await timed(() => run(1)), await timed(() => run(1)));
     const dispatchesFirst = (g.recorder.dispatches - d0) / 2;
     const submitsBefore = g.recorder.submits, d1 = g.recorder.dispatches;
-    const full = await timed(() => run(R));
+    let responses: Int32Array = new Int32Array();
+    const full = await timed(async () => void ({ responses } = await run(R)));
     const dispatchesPerStep = (g.recorder.dispatches - d1 - dispatchesFirst) / (R - 1);
     const decode = B * (R - 1) / (full - first);
     console.log(JSON.stringify({
@@ -131,6 +142,7 @@ for (const dtype of arg("dtype", "f32,f16").split(",") as ("f32" | "f16")[]) {
       decode_policy: decodePolicy,
       fused_mlp: swigluLinearPolicy.enabled,
       fused_qkv: qkvLinearPolicy.enabled,
+      linear_norm: linearNormPolicy.enabled,
       qkv_split: qkvLinearPolicy.splitK,
       mlp_split: swigluLinearPolicy.splitK,
       prefill_plus_first_s: +first.toFixed(4),
@@ -141,6 +153,7 @@ for (const dtype of arg("dtype", "f32,f16").split(",") as ("f32" | "f16")[]) {
       submits: g.recorder.submits - submitsBefore,
       dispatches_per_step: +dispatchesPerStep.toFixed(1),
       peak_gib: +(g.pool.peakBytes / 2 ** 30).toFixed(2),
+      responses_fnv: fnv1a(responses),
     }));
   }
   if (arg("profile", "0") === "1") await profile(model, dtype);

@@ -4,6 +4,7 @@
 // the splits are summed in order, so the result does not depend on scheduling.
 
 #include "grid.wgsl"
+#include "split_total.wgsl"
 
 #const WG: u32
 alias BIAS_T = f32;
@@ -21,20 +22,8 @@ struct Params {
 @group(0) @binding(3) var<storage, read> bias: array<BIAS_T>; // [N]
 @group(0) @binding(4) var<storage, read> resid: array<f32>; // [M, N]
 
-// Four splits per round, loaded before they are added: with tens of splits a one-at-a-time loop
-// waits on each load in turn. The adds keep split order, so the sum is the plain loop's.
 fn total(i: u32) -> f32 {
-  var s = 0.0;
-  var k = 0u;
-  for (; k + 4u <= p.splits; k += 4u) {
-    let a = part[k * p.size + i];
-    let b = part[(k + 1u) * p.size + i];
-    let c = part[(k + 2u) * p.size + i];
-    let d = part[(k + 3u) * p.size + i];
-    s = (((s + a) + b) + c) + d;
-  }
-  for (; k < p.splits; k++) { s += part[k * p.size + i]; }
-  return s;
+  return split_total(i, p.size, p.splits);
 }
 
 @compute @workgroup_size(WG)

@@ -4,6 +4,7 @@
 // [M, Nq], k [M, Nk] or v [M, Nv]. One invocation per element of [M, Nq + Nk + Nv] (grid.wgsl).
 
 #include "grid.wgsl"
+#include "split_total.wgsl"
 
 #const WG: u32
 alias BIAS_T = f32;
@@ -28,21 +29,6 @@ struct Params {
 @group(0) @binding(6) var<storage, read> bias_k: array<BIAS_T>;
 @group(0) @binding(7) var<storage, read> bias_v: array<BIAS_T>;
 
-// Four splits loaded per round, then added in split order (as matmul_splitk.wgsl).
-fn total(i: u32, size: u32) -> f32 {
-  var s = 0.0;
-  var z = 0u;
-  for (; z + 4u <= p.splits; z += 4u) {
-    let a = part[z * size + i];
-    let b = part[(z + 1u) * size + i];
-    let c = part[(z + 2u) * size + i];
-    let d = part[(z + 3u) * size + i];
-    s = (((s + a) + b) + c) + d;
-  }
-  for (; z < p.splits; z++) { s += part[z * size + i]; }
-  return s;
-}
-
 fn width() -> u32 {
   return p.nq + p.nk + p.nv;
 }
@@ -51,7 +37,7 @@ fn width() -> u32 {
 fn put(i: u32, b: f32) {
   let m = i / width();
   let j = i % width();
-  let s = total(i, p.m * width()) + b;
+  let s = split_total(i, p.m * width(), p.splits) + b;
   if (j < p.nq) {
     yq[m * p.nq + j] = s;
   } else if (j < p.nq + p.nk) {

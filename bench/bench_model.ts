@@ -5,7 +5,7 @@
  */
 import type { ModelConfig } from "../src/io/mod.ts";
 import { weightShapes } from "../src/nn/mod.ts";
-import { decodePolicy, linearNormPolicy } from "../src/tensor/mod.ts";
+import { decodePolicy } from "../src/tensor/mod.ts";
 import { isQwen25Shape, qwen25Config } from "./grpo_setup.ts";
 
 export function arg(name: string, fallback: string): string {
@@ -16,11 +16,8 @@ export function arg(name: string, fallback: string): string {
 /**
  * --attn-min-chunk N / --attn-max-chunk N / --attn-target N: the fewest and most keys per split of
  * the decode attention kernel and the workgroups it aims at (`decodePolicy`), for tuning runs.
- * --linear-norm 0: o_proj and down_proj leave their norms to rmsNorm's own dispatch
- * (`linearNormPolicy`, before/after runs).
  */
 export function applyDecodeFlags(): void {
-  linearNormPolicy.enabled = arg("linear-norm", "1") !== "0";
   decodePolicy.minChunk = Number(arg("attn-min-chunk", `${decodePolicy.minChunk}`));
   decodePolicy.maxChunk = Number(arg("attn-max-chunk", `${decodePolicy.maxChunk}`));
   decodePolicy.targetWorkgroups = Number(arg("attn-target", `${decodePolicy.targetWorkgroups}`));

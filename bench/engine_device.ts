@@ -34,7 +34,8 @@
  * block (default 16). --mode: a comma list of engine, engine-noshare, engine-nocache, generate;
  * both (the default) is engine,generate, or engine,engine-nocache with --turns. --sample greedy | topp. --in-flight N: engine steps recorded
  * between reads (default 16). --profile N: GPU time per kernel of N requests through each mode.
- * --linear-norm 0 and the decode attention flags as in generate_device.ts (bench_model.ts).
+ * The decode attention flags (--attn-min-chunk, --attn-max-chunk, --attn-target) as in
+ * generate_device.ts (bench_model.ts).
  */
 import { gpu, initGpu } from "../src/gpu/mod.ts";
 import { CausalLM, type KvDtype } from "../src/nn/mod.ts";
@@ -43,7 +44,7 @@ import { applyDecodeFlags, arg, benchConfig, randomArrays } from "./bench_model.
 import { lcg } from "./grpo_setup.ts";
 
 await initGpu();
-applyDecodeFlags(); // --linear-norm, --attn-*
+applyDecodeFlags(); // --attn-*
 const g = gpu();
 const config = benchConfig(arg("config", "qwen2.5-0.5b"));
 const N = Number(arg("requests", "256")), B = Number(arg("max-seqs", "64"));

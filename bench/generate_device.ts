@@ -21,7 +21,6 @@
  * (before/after).
  * --attn-min-chunk N / --attn-max-chunk N / --attn-target N: the fewest and most keys per split of
  *   the decode attention kernel and the workgroups it aims at (`decodePolicy`).
- * --linear-norm 0: o_proj and down_proj without their norms fused into the split sum (before/after).
  * `responses_fnv`: a hash of the last run's tokens (equal hashes: the same tokens).
  * `dispatches_per_step`: compute dispatches recorded per decode step (prefill and the first sample
  * subtracted as for the time); any adapter, though a CPU adapter takes other kernels (no skinny
@@ -35,7 +34,6 @@ import { SampleBuffers, sampleStep } from "../src/rollout/mod.ts";
 import { noGrad } from "../src/tensor/mod.ts";
 import {
   decodePolicy,
-  linearNormPolicy,
   qkvLinearPolicy,
   skinnyPolicy,
   swigluLinearPolicy,
@@ -142,7 +140,6 @@ for (const dtype of arg("dtype", "f32,f16").split(",") as ("f32" | "f16")[]) {
       decode_policy: decodePolicy,
       fused_mlp: swigluLinearPolicy.enabled,
       fused_qkv: qkvLinearPolicy.enabled,
-      linear_norm: linearNormPolicy.enabled,
       qkv_split: qkvLinearPolicy.splitK,
       mlp_split: swigluLinearPolicy.splitK,
       prefill_plus_first_s: +first.toFixed(4),

@@ -34,12 +34,6 @@ export { type CacheWrite, ropeQKIntoCache } from "./ops/rope_cache.ts";
 export { ropeDynamicInvFreqRef } from "./ref/rope.ts";
 export { swiglu } from "./ops/swiglu.ts";
 export {
-  linearNorm,
-  linearNormApplies,
-  type LinearNormOptions,
-  linearNormPolicy,
-} from "./ops/linear_norm.ts";
-export {
   swigluLinear,
   swigluLinearApplies,
   type SwigluLinearConfig,

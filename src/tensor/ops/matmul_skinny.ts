@@ -68,11 +68,6 @@ export interface SkinnyOptions {
   config?: SkinnyConfig;
   /** Number of K splits; default from `skinnyPolicy`. */
   splits?: number;
-  /**
-   * When K is split, the second pass in place of `sumSplits`: part [splits, M, N] into `out`
-   * with the bias and residual (a caller fuses it with what reads the output; linear_norm.ts).
-   */
-  sum?: (part: Tensor, splits: number) => void;
 }
 
 /** The register tile for M rows: just enough thread rows to cover M (at most 64 per block). */
@@ -191,8 +186,7 @@ export function gemmSkinny(
     buffers: [x.buffer, w.buffer, part.buffer],
     workgroups,
   });
-  if (options.sum) options.sum(part, splits);
-  else sumSplits(part, out, { m, n, splits, bias, residual });
+  sumSplits(part, out, { m, n, splits, bias, residual });
   part.dispose();
 }
 

@@ -33,13 +33,13 @@
  * fewer blocks cap its KV memory, and it preempts when they run out. --block N: positions per
  * block (default 16). --mode: a comma list of engine, engine-noshare, engine-nocache, generate;
  * both (the default) is engine,generate, or engine,engine-nocache with --turns. --sample greedy | topp. --in-flight N: engine steps recorded
- * between reads (default 16). --profile N: GPU time per kernel of N requests through each mode.
+ * between reads (default ENGINE_STEPS_IN_FLIGHT, 64). --profile N: GPU time per kernel of N requests through each mode.
  * The decode attention flags (--attn-min-chunk, --attn-max-chunk, --attn-target) as in
  * generate_device.ts (bench_model.ts).
  */
 import { gpu, initGpu } from "../src/gpu/mod.ts";
 import { CausalLM, type KvDtype } from "../src/nn/mod.ts";
-import { Engine, generate } from "../src/rollout/mod.ts";
+import { Engine, ENGINE_STEPS_IN_FLIGHT, generate } from "../src/rollout/mod.ts";
 import { applyDecodeFlags, arg, benchConfig, randomArrays } from "./bench_model.ts";
 import { lcg } from "./grpo_setup.ts";
 
@@ -117,7 +117,7 @@ async function runEngine(n: number, share: boolean, caching = true) {
     eosTokenIds: [],
     padTokenId: 0,
     sampling,
-    stepsInFlight: Number(arg("in-flight", "16")),
+    stepsInFlight: Number(arg("in-flight", `${ENGINE_STEPS_IN_FLIGHT}`)),
   });
   await Promise.all(
     prompts.slice(0, n).map(async (p, r) => {
@@ -208,7 +208,7 @@ for (const m of modes) {
         preemptions: stats.preemptions,
         dropped: stats.dropped,
         peak_blocks: stats.peakBlocks,
-        steps_in_flight: Number(arg("in-flight", "16")),
+        steps_in_flight: Number(arg("in-flight", `${ENGINE_STEPS_IN_FLIGHT}`)),
         record_s: +stats.recordSeconds.toFixed(3),
         wait_s: +stats.waitSeconds.toFixed(3),
       }

@@ -31,6 +31,7 @@ import {
 } from "./engine_step.ts";
 import {
   ENGINE_BLOCK_SIZE,
+  ENGINE_STEPS_IN_FLIGHT,
   type EngineOptions,
   enginePool,
   type EngineRequest,
@@ -42,7 +43,7 @@ import {
 } from "./engine_types.ts";
 import type { SamplerConfig } from "./sampler.ts";
 
-export { ENGINE_BLOCK_SIZE };
+export { ENGINE_BLOCK_SIZE, ENGINE_STEPS_IN_FLIGHT };
 export type { EngineOptions, EngineRequest, EngineResult, EngineStats };
 
 interface Sequence extends StepSequence {
@@ -138,7 +139,7 @@ export class Engine {
   }
 
   async #run(): Promise<void> {
-    const depth = this.options.stepsInFlight ?? 16;
+    const depth = this.options.stepsInFlight ?? ENGINE_STEPS_IN_FLIGHT;
     const inFlight: InFlightStep[] = [];
     const stride = this.options.maxSeqs;
     const ring = Tensor.empty([depth * 2 * stride], "i32", "engine.readback").keep();

@@ -5,6 +5,15 @@ import { MAX_EOS_IDS, type SamplerConfig, type SamplingOptions } from "./sampler
 /** Positions per KV block of the engine's pool (vLLM's default) unless EngineOptions.blockSize says otherwise. */
 export const ENGINE_BLOCK_SIZE = 16;
 
+/**
+ * Engine steps between reads of their tokens. On one H100 (2026-11-27, 0.5B shape, f16 weights
+ * and KV cache, `engine_device.ts --mode engine --in-flight N`) 64 requests of 128 + 256 tokens
+ * (8 prompts x 8 samples, the trainer's GRPO shape) took 2.11 / 1.99 s with 16, 1.95 / 2.02 with
+ * 32 and 1.81 / 1.75 with 64; 256 ragged requests (32..256 tokens, 64 slots) took 9.29, 7.39 and
+ * 7.56 s: each read empties the queue and idles the GPU, and fewer reads outweigh the later EOS.
+ */
+export const ENGINE_STEPS_IN_FLIGHT = 64;
+
 export interface EngineOptions {
   /** Sequences decoded together at most (verl's rollout.max_num_seqs). */
   maxSeqs: number;
@@ -17,10 +26,10 @@ export interface EngineOptions {
   eosTokenIds: number[];
   padTokenId: number;
   /**
-   * Steps recorded before their tokens are read, together (default 16): Deno answers a read
-   * only once the GPU queue is idle, so the GPU runs each step while the host records the next
-   * and waits once per this many steps; an EOS is seen up to this many steps late, and the
-   * tokens sampled meanwhile are dropped.
+   * Steps recorded before their tokens are read, together (default ENGINE_STEPS_IN_FLIGHT): Deno
+   * answers a read only once the GPU queue is idle, so the GPU runs each step while the host
+   * records the next and waits once per this many steps; an EOS is seen up to this many steps
+   * late, and the tokens sampled meanwhile are dropped.
    */
   stepsInFlight?: number;
   /** One setting for every request (default: temperature 1, no top-k / top-p, sampling on). */

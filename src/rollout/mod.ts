@@ -3,6 +3,7 @@ export { generate } from "./generate.ts";
 export {
   Engine,
   ENGINE_BLOCK_SIZE,
+  ENGINE_STEPS_IN_FLIGHT,
   type EngineOptions,
   type EngineRequest,
   type EngineResult,

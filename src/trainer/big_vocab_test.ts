@@ -12,7 +12,7 @@ import { logprobEntropy, noGrad, scope } from "../tensor/mod.ts";
 import { computeLogProbs, updateActor, uploadSequences } from "./actor.ts";
 import type { AdvBatch } from "./batch.ts";
 import { makeOptimizer } from "./build.ts";
-import { loadConfig } from "../config/mod.ts";
+import { loadConfig, type PpoConfig } from "../config/mod.ts";
 import { actorLossOptions, keepLogitsBytes } from "./stages/update_actor.ts";
 import { sftEvalLoss } from "./sft_trainer.ts";
 
@@ -65,6 +65,28 @@ function batch(): AdvBatch {
   };
 }
 
+/** One PPO step of the whole batch as one micro-batch: the config's loss, an entropy bonus. */
+function updateOnce(model: CausalLM, b: AdvBatch, cfg: PpoConfig, keepLogitsBytes = 0) {
+  const optimizer = makeOptimizer(model.params(), {
+    lr: 1e-3,
+    betas: [0.9, 0.999],
+    weight_decay: 0,
+  });
+  return updateActor(model, optimizer, b, {
+    ppoEpochs: 1,
+    miniBatchSize: B,
+    microBatchSize: B,
+    shuffle: false,
+    lr: 1e-3,
+    seed: 1,
+    step: 1,
+    gradClip: 1,
+    temperature: 0.7,
+    loss: { ...actorLossOptions(cfg), entropyCoeff: 0.01, klLossCoef: 0, tauNeg: 1 },
+    keepLogitsBytes,
+  });
+}
+
 gpuTest("a 151,936-token vocabulary: log-probs, the PPO update and SFT run in chunks", async () => {
   const logitsBytes = B * T * VOCAB * 4;
   assert.ok(logitsBytes > gpu().limits.maxStorageBufferBindingSize || !gpu().isCpuAdapter);
@@ -91,29 +113,8 @@ gpuTest("a 151,936-token vocabulary: log-probs, the PPO update and SFT run in ch
   assertClose(pick(entropys!, R), pick(whole[1], P - 1), { atol: 1e-4, label: "entropy" });
 
   b.oldLogProbs = logProbs;
-  const optimizer = makeOptimizer(model.params(), {
-    lr: 1e-3,
-    betas: [0.9, 0.999],
-    weight_decay: 0,
-  });
   const before = await model.params().get("model.embed_tokens.weight")!.toArray();
-  const m = await updateActor(model, optimizer, b, {
-    ppoEpochs: 1,
-    miniBatchSize: B,
-    microBatchSize: B,
-    shuffle: false,
-    lr: 1e-3,
-    seed: 1,
-    step: 1,
-    gradClip: 1,
-    temperature: 0.7,
-    loss: {
-      ...actorLossOptions(loadConfig("ppo_trainer", { skipPathChecks: true })),
-      entropyCoeff: 0.01,
-      klLossCoef: 0,
-      tauNeg: 1,
-    },
-  });
+  const m = await updateOnce(model, b, loadConfig("ppo_trainer", { skipPathChecks: true }));
   assert.ok(Number.isFinite(m["actor/grad_norm"]) && m["actor/grad_norm"] > 0, JSON.stringify(m));
   const after = await model.params().get("model.embed_tokens.weight")!.toArray();
   assert.ok(after.some((v, i) => v !== before[i]), "the tied table moved");
@@ -138,26 +139,9 @@ gpuTest("keep_logits_gb: the update takes the forward's logits and learns the sa
       skipPathChecks: true,
     });
     const model = CausalLM.fromTensors(config, weights);
-    const optimizer = makeOptimizer(model.params(), {
-      lr: 1e-3,
-      betas: [0.9, 0.999],
-      weight_decay: 0,
-    });
     const pool = gpu().pool;
     pool.resetPeak();
-    const m = await updateActor(model, optimizer, batch(), {
-      ppoEpochs: 1,
-      miniBatchSize: B,
-      microBatchSize: B,
-      shuffle: false,
-      lr: 1e-3,
-      seed: 1,
-      step: 1,
-      gradClip: 1,
-      temperature: 0.7,
-      loss: { ...actorLossOptions(cfg), entropyCoeff: 0.01 },
-      keepLogitsBytes: keepLogitsBytes(cfg),
-    });
+    const m = await updateOnce(model, batch(), cfg, keepLogitsBytes(cfg));
     const table = await model.params().get("model.embed_tokens.weight")!.toArray();
     runs.push({ m, table, peak: pool.peakBytes });
   }

@@ -32,6 +32,7 @@ import {
 import {
   ENGINE_BLOCK_SIZE,
   ENGINE_STEPS_IN_FLIGHT,
+  ENGINE_TURN_STEPS_IN_FLIGHT,
   type EngineOptions,
   enginePool,
   type EngineRequest,
@@ -43,7 +44,7 @@ import {
 } from "./engine_types.ts";
 import type { SamplerConfig } from "./sampler.ts";
 
-export { ENGINE_BLOCK_SIZE, ENGINE_STEPS_IN_FLIGHT };
+export { ENGINE_BLOCK_SIZE, ENGINE_STEPS_IN_FLIGHT, ENGINE_TURN_STEPS_IN_FLIGHT };
 export type { EngineOptions, EngineRequest, EngineResult, EngineStats };
 
 interface Sequence extends StepSequence {

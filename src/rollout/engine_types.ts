@@ -14,6 +14,14 @@ export const ENGINE_BLOCK_SIZE = 16;
  */
 export const ENGINE_STEPS_IN_FLIGHT = 64;
 
+/**
+ * Steps between reads for an engine serving conversation turns (the agent loop): a turn ends at
+ * an EOS that only a read sees, and the conversation's next turn waits for it, so these engines
+ * read as often as every engine did before ENGINE_STEPS_IN_FLIGHT went to 64 (the turn-latency
+ * trade was not measured apart).
+ */
+export const ENGINE_TURN_STEPS_IN_FLIGHT = 16;
+
 export interface EngineOptions {
   /** Sequences decoded together at most (verl's rollout.max_num_seqs). */
   maxSeqs: number;

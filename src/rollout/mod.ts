@@ -4,6 +4,7 @@ export {
   Engine,
   ENGINE_BLOCK_SIZE,
   ENGINE_STEPS_IN_FLIGHT,
+  ENGINE_TURN_STEPS_IN_FLIGHT,
   type EngineOptions,
   type EngineRequest,
   type EngineResult,

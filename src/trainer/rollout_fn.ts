@@ -23,6 +23,7 @@ import {
 } from "../config/mod.ts";
 import {
   Engine,
+  ENGINE_TURN_STEPS_IN_FLIGHT,
   engineTurns,
   generate,
   prefixCacheMetrics,
@@ -166,10 +167,10 @@ export function turnRolloutFor(
   return (o, use) =>
     withRolloutModel(model, options, async (m) => {
       const need = { sequences: o.conversations, longest: o.longest };
-      const engine = new Engine(
-        m,
-        engineOptions({ tokenizer, eosTokenIds, options, pool }, o, need),
-      );
+      const engine = new Engine(m, {
+        ...engineOptions({ tokenizer, eosTokenIds, options, pool }, o, need),
+        stepsInFlight: ENGINE_TURN_STEPS_IN_FLIGHT,
+      });
       try {
         const turns = engineTurns(engine, { seed: o.seed, returnLogProbs: o.returnLogProbs });
         return await use(turns, () => prefixCacheMetrics(engine));

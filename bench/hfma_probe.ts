@@ -51,7 +51,10 @@ function storage(bytes: ArrayBufferView | number): GPUBuffer {
     size,
     usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST,
   });
-  if (typeof bytes !== "number") g.device.queue.writeBuffer(buf, 0, bytes);
+  if (typeof bytes !== "number") {
+    const view = new Uint8Array(bytes.buffer as ArrayBuffer, bytes.byteOffset, bytes.byteLength);
+    g.device.queue.writeBuffer(buf, 0, view);
+  }
   return buf;
 }
 

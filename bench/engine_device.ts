@@ -32,8 +32,9 @@
  * engine's pool (default: --max-seqs sequences of prompt + max-new positions, no preemption);
  * fewer blocks cap its KV memory, and it preempts when they run out. --block N: positions per
  * block (default 16). --mode: a comma list of engine, engine-noshare, engine-nocache, generate;
- * both (the default) is engine,generate, or engine,engine-nocache with --turns. --sample greedy | topp. --in-flight N: engine steps recorded
- * between reads (default ENGINE_STEPS_IN_FLIGHT, 64). --profile N: GPU time per kernel of N requests through each mode.
+ * both (the default) is engine,generate, or engine,engine-nocache with --turns. --sample greedy |
+ * topp. --in-flight N: engine steps recorded between reads (default ENGINE_STEPS_IN_FLIGHT, 64).
+ * --profile N: GPU time per kernel of N requests through each mode.
  * The decode attention flags (--attn-min-chunk, --attn-max-chunk, --attn-target) as in
  * generate_device.ts (bench_model.ts).
  */
@@ -48,6 +49,7 @@ applyDecodeFlags(); // --attn-*
 const g = gpu();
 const config = benchConfig(arg("config", "qwen2.5-0.5b"));
 const N = Number(arg("requests", "256")), B = Number(arg("max-seqs", "64"));
+const stepsInFlight = Number(arg("in-flight", `${ENGINE_STEPS_IN_FLIGHT}`));
 const P = Number(arg("prompt", "128"));
 const minNew = Number(arg("min-new", "32")), maxNew = Number(arg("max-new", "256"));
 const blockSize = Number(arg("block", "16"));
@@ -117,7 +119,7 @@ async function runEngine(n: number, share: boolean, caching = true) {
     eosTokenIds: [],
     padTokenId: 0,
     sampling,
-    stepsInFlight: Number(arg("in-flight", `${ENGINE_STEPS_IN_FLIGHT}`)),
+    stepsInFlight,
   });
   await Promise.all(
     prompts.slice(0, n).map(async (p, r) => {
@@ -208,7 +210,7 @@ for (const m of modes) {
         preemptions: stats.preemptions,
         dropped: stats.dropped,
         peak_blocks: stats.peakBlocks,
-        steps_in_flight: Number(arg("in-flight", `${ENGINE_STEPS_IN_FLIGHT}`)),
+        steps_in_flight: stepsInFlight,
         record_s: +stats.recordSeconds.toFixed(3),
         wait_s: +stats.waitSeconds.toFixed(3),
       }

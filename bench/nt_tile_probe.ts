@@ -13,7 +13,14 @@
  */
 import { initGpu } from "../src/gpu/mod.ts";
 import { gemm, Tensor } from "../src/tensor/mod.ts";
-import { randomData, readF32, timeRaw } from "./raw_kernel.ts";
+import {
+  bestProfiledMs,
+  bestRawMs,
+  gemmBuffers,
+  randomData,
+  rawDispatch,
+  readF32,
+} from "./raw_kernel.ts";
 
 const args = new Map(Deno.args.map((a) => a.replace(/^--/, "").split("=") as [string, string]));
 const reps = Number(args.get("reps") ?? 10);
@@ -117,7 +124,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
 }
 
 const g = await initGpu();
-const dev = g.device;
 
 for (const [M, N, K] of shapes) {
   if (K % 4 !== 0) throw new Error(`--shapes: K = ${K} must be a multiple of 4`);
@@ -135,52 +141,19 @@ for (const [M, N, K] of shapes) {
   const ref = base();
   const want = await readF32(ref.buffer, M * N);
   ref.dispose();
-  const times: number[] = [];
-  for (let rep = 0; rep < 3; rep++) {
-    const prof = await g.profile(() => {
-      for (let r = 0; r < reps; r++) base().dispose();
-    });
-    times.push(prof.reduce((s, x) => s + x.ms, 0) / reps);
-  }
-  const baseMs = Math.min(...times);
+  const baseMs = await bestProfiledMs(() => base().dispose(), reps);
   const shape = `${M}x${N}x${K}`;
   console.log(
     JSON.stringify({ shape, cfg: "matmul.wgsl large", ms: baseMs, tflops: flops / baseMs / 1e9 }),
   );
-  const out = dev.createBuffer({
-    size: M * N * 4,
-    usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC,
-  });
-  const params = dev.createBuffer({
-    size: 16,
-    usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST,
-  });
-  dev.queue.writeBuffer(params, 0, new Uint32Array([M, N, K, 0]));
+  const { out, params } = gemmBuffers(M, N, K);
   for (const bk of bks) {
-    const module = dev.createShaderModule({ code: tileCode(bk) });
-    const pipe = dev.createComputePipeline({
-      layout: "auto",
-      compute: { module, entryPoint: "main" },
-    });
-    const bind = dev.createBindGroup({
-      layout: pipe.getBindGroupLayout(0),
-      entries: [params, A.buffer, B.buffer, out].map((buffer, binding) => ({
-        binding,
-        resource: { buffer },
-      })),
-    });
-    const run = (pass: GPUComputePassEncoder) => {
-      pass.setPipeline(pipe);
-      pass.setBindGroup(0, bind);
-      pass.dispatchWorkgroups(Math.ceil(N / 128), Math.ceil(M / 128));
-    };
-    await timeRaw(run, 3);
+    const bindings: [number, GPUBuffer][] = [[0, params], [1, A.buffer], [2, B.buffer], [3, out]];
+    const run = rawDispatch(tileCode(bk), bindings, [Math.ceil(N / 128), Math.ceil(M / 128)]);
+    const ms = await bestRawMs(run, reps);
     const got = await readF32(out, M * N);
     let worst = 0;
     for (let i = 0; i < M * N; i++) worst = Math.max(worst, Math.abs(got[i] - want[i]));
-    const t: number[] = [];
-    for (let rep = 0; rep < 3; rep++) t.push(await timeRaw(run, reps));
-    const ms = Math.min(...t);
     console.log(
       JSON.stringify({
         shape,

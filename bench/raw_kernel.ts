@@ -1,7 +1,8 @@
 /**
  * What the probes that run their own WGSL beside the op layer share (register_tile_probe.ts,
- * nt_tile_probe.ts): random operands, a buffer read back, and the time of one kernel's
- * back-to-back dispatches from timestamps written around them.
+ * nt_tile_probe.ts): random operands, a buffer read back, a GEMM's output and parameters, one
+ * kernel's dispatch, the time of its back-to-back dispatches from timestamps written around them,
+ * and the profiled time of the op layer's baseline.
  */
 import { gpu } from "../src/gpu/mod.ts";
 import { rng } from "../src/testing/mod.ts";
@@ -58,4 +59,72 @@ export async function timeRaw(
   const [bytes] = await g.read([{ buffer, size: 16 }]);
   const t = new BigUint64Array(bytes);
   return Number(t[1] - t[0]) / 1e6 / n;
+}
+
+/**
+ * A dispatch of `code`'s `main` with `bindings` (binding number -> buffer) over `workgroups`, for
+ * `timeRaw`. Throws what pipeline creation throws.
+ */
+export function rawDispatch(
+  code: string,
+  bindings: [number, GPUBuffer][],
+  workgroups: [number, number],
+): (pass: GPUComputePassEncoder) => void {
+  const dev = gpu().device;
+  const module = dev.createShaderModule({ code });
+  const pipe = dev.createComputePipeline({
+    layout: "auto",
+    compute: { module, entryPoint: "main" },
+  });
+  const bind = dev.createBindGroup({
+    layout: pipe.getBindGroupLayout(0),
+    entries: bindings.map(([binding, buffer]) => ({ binding, resource: { buffer } })),
+  });
+  return (pass) => {
+    pass.setPipeline(pipe);
+    pass.setBindGroup(0, bind);
+    pass.dispatchWorkgroups(...workgroups);
+  };
+}
+
+/** The fastest of three `timeRaw` runs of `reps` dispatches each, after three to warm up. */
+export async function bestRawMs(
+  dispatch: (pass: GPUComputePassEncoder) => void,
+  reps: number,
+): Promise<number> {
+  await timeRaw(dispatch, 3);
+  const t: number[] = [];
+  for (let rep = 0; rep < 3; rep++) t.push(await timeRaw(dispatch, reps));
+  return Math.min(...t);
+}
+
+/** The fastest of three profiled runs of `reps` calls of `fn` (op-layer work), ms per call. */
+export async function bestProfiledMs(fn: () => void, reps: number): Promise<number> {
+  const times: number[] = [];
+  for (let rep = 0; rep < 3; rep++) {
+    const prof = await gpu().profile(() => {
+      for (let r = 0; r < reps; r++) fn();
+    });
+    times.push(prof.reduce((s, p) => s + p.ms, 0) / reps);
+  }
+  return Math.min(...times);
+}
+
+/** An f32 [m, n] output and a uniform [m, n, k, 0] for a probe's GEMM. */
+export function gemmBuffers(
+  m: number,
+  n: number,
+  k: number,
+): { out: GPUBuffer; params: GPUBuffer } {
+  const dev = gpu().device;
+  const out = dev.createBuffer({
+    size: m * n * 4,
+    usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC,
+  });
+  const params = dev.createBuffer({
+    size: 16,
+    usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST,
+  });
+  dev.queue.writeBuffer(params, 0, new Uint32Array([m, n, k, 0]));
+  return { out, params };
 }

@@ -11,7 +11,14 @@
  */
 import { initGpu } from "../src/gpu/mod.ts";
 import { matmulTiled, Tensor } from "../src/tensor/mod.ts";
-import { randomData, readF32, timeRaw } from "./raw_kernel.ts";
+import {
+  bestProfiledMs,
+  bestRawMs,
+  gemmBuffers,
+  randomData,
+  rawDispatch,
+  readF32,
+} from "./raw_kernel.ts";
 
 interface Cfg {
   rg: number;
@@ -32,6 +39,28 @@ interface Cfg {
   ahead?: boolean;
   /** Operands contiguous along k (x W^T) read as one vec4 of 4 k per slot, stored as 4 scalars. */
   vecLoad?: boolean;
+}
+
+/**
+ * The vec4 variant's reads and stores of operand `x` (a or b, bound as `x`4, contiguous along k,
+ * `rows` its row count): slot s is row s / KC of the tile at k (s % KC) * 4, 0 past the rows and
+ * K (K % 4 == 0); its four k go to four k rows of the k-major tile `tile`, one component each.
+ */
+function vecOperand(x: string, rows: string, tile: string, stride: string): string {
+  return `fn fetch_${x}4(r0: u32, k0: u32, s: u32) -> vec4<f32> {
+  let r = r0 + s / KC;
+  let k = k0 + (s % KC) * 4u;
+  let ok = r < p.${rows} && k < p.k;
+  return select(vec4<f32>(0.0), ${x}4[select(0u, (r * p.k + k) / 4u, ok)], ok);
+}
+fn put4${x}(base: u32, s: u32, v: vec4<f32>) {
+  let r = s / KC;
+  let at = base + (s % KC) * 4u * ${stride} + r / 4u;
+  ${tile}[at][r % 4u] = v.x;
+  ${tile}[at + ${stride}][r % 4u] = v.y;
+  ${tile}[at + 2u * ${stride}][r % 4u] = v.z;
+  ${tile}[at + 3u * ${stride}][r % 4u] = v.w;
+}`;
 }
 
 function gen(c: Cfg): string {
@@ -189,37 +218,8 @@ ${
       ? `@group(0) @binding(4) var<storage, read> a4: array<vec4<f32>>;
 @group(0) @binding(5) var<storage, read> b4: array<vec4<f32>>;
 const KC: u32 = BK / 4u; // vec4s of k per tile row
-// Slot s: row s / KC of the tile, k from (s % KC) * 4; 0 past M (or N) and K (K % 4 == 0).
-fn fetch_a4(m0: u32, k0: u32, s: u32) -> vec4<f32> {
-  let i = m0 + s / KC;
-  let k = k0 + (s % KC) * 4u;
-  let ok = i < p.m && k < p.k;
-  return select(vec4<f32>(0.0), a4[select(0u, (i * p.k + k) / 4u, ok)], ok);
-}
-fn fetch_b4(n0: u32, k0: u32, s: u32) -> vec4<f32> {
-  let j = n0 + s / KC;
-  let k = k0 + (s % KC) * 4u;
-  let ok = j < p.n && k < p.k;
-  return select(vec4<f32>(0.0), b4[select(0u, (j * p.k + k) / 4u, ok)], ok);
-}
-fn put4a(base: u32, s: u32, v: vec4<f32>) {
-  let r = s / KC;
-  let k = (s % KC) * 4u;
-  let at = base + k * AS_STRIDE + r / 4u;
-  As[at][r % 4u] = v.x;
-  As[at + AS_STRIDE][r % 4u] = v.y;
-  As[at + 2u * AS_STRIDE][r % 4u] = v.z;
-  As[at + 3u * AS_STRIDE][r % 4u] = v.w;
-}
-fn put4b(base: u32, s: u32, v: vec4<f32>) {
-  let r = s / KC;
-  let k = (s % KC) * 4u;
-  let at = base + k * BS_STRIDE + r / 4u;
-  Bs[at][r % 4u] = v.x;
-  Bs[at + BS_STRIDE][r % 4u] = v.y;
-  Bs[at + 2u * BS_STRIDE][r % 4u] = v.z;
-  Bs[at + 3u * BS_STRIDE][r % 4u] = v.w;
-}`
+${vecOperand("a", "m", "As", "AS_STRIDE")}
+${vecOperand("b", "n", "Bs", "BS_STRIDE")}`
       : ""
   }
 fn store4(i: u32, j: u32, v: vec4<f32>) {
@@ -287,7 +287,6 @@ const reps = Number(args.get("reps") ?? 10);
 const shapes = (args.get("shapes") ?? "4096x4096x4096,6144x4864x896,6144x896x4864,4864x896x6144")
   .split(",").map((s) => s.split("x").map(Number));
 const g = await initGpu();
-const dev = g.device;
 
 const T = { transA: false, transB: true };
 const cfgs: Record<string, Cfg> = {
@@ -343,14 +342,7 @@ for (const [M, N, K] of shapes) {
       await g.sync();
       const wall = (performance.now() - t0) / reps;
       outs.forEach((o) => o.dispose());
-      const times: number[] = [];
-      for (let rep = 0; rep < 3; rep++) {
-        const prof = await g.profile(() => {
-          for (let r = 0; r < reps; r++) base().dispose();
-        });
-        times.push(prof.reduce((s, p) => s + p.ms, 0) / reps);
-      }
-      const ms = Math.min(...times);
+      const ms = await bestProfiledMs(() => base().dispose(), reps);
       console.log(
         JSON.stringify({
           shape: `${M}x${N}x${K}`,
@@ -362,15 +354,7 @@ for (const [M, N, K] of shapes) {
         }),
       );
     }
-    const cbuf = dev.createBuffer({
-      size: M * N * 4,
-      usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC,
-    });
-    const pbuf = dev.createBuffer({
-      size: 16,
-      usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST,
-    });
-    dev.queue.writeBuffer(pbuf, 0, new Uint32Array([M, N, K, 0]));
+    const { out: cbuf, params: pbuf } = gemmBuffers(M, N, K);
     for (const [name, c0] of Object.entries(cfgs)) {
       if (only && !only.includes(name)) continue;
       const c = { ...c0, transA, transB };
@@ -381,43 +365,27 @@ for (const [M, N, K] of shapes) {
         (bm * c.bk / 4) % nt !== 0 || (bn * c.bk / 4) % nt !== 0 || bm * c.bk / 4 < nt ||
         bn * c.bk / 4 < nt
       ) continue;
-      let pipe: GPUComputePipeline;
+      // The vec4 variant reads its operands through bindings 4 and 5 alone.
+      const bindings: [number, GPUBuffer][] = [
+        [0, pbuf],
+        [3, cbuf],
+        [c.vecLoad ? 4 : 1, ta.buffer],
+        [c.vecLoad ? 5 : 2, tb.buffer],
+      ];
+      let run: (pass: GPUComputePassEncoder) => void;
       try {
-        const mod = dev.createShaderModule({ code: gen(c) });
-        pipe = dev.createComputePipeline({
-          layout: "auto",
-          compute: { module: mod, entryPoint: "main" },
-        });
+        run = rawDispatch(gen(c), bindings, [Math.ceil(N / bn), Math.ceil(M / bm)]);
       } catch (e) {
         console.log(JSON.stringify({ cfg: name, error: String(e) }));
         continue;
       }
-      const bg = dev.createBindGroup({
-        layout: pipe.getBindGroupLayout(0),
-        entries: [
-          { binding: 0, resource: { buffer: pbuf } },
-          { binding: 3, resource: { buffer: cbuf } },
-          // The vec4 variant reads its operands through bindings 4 and 5 alone.
-          { binding: c.vecLoad ? 4 : 1, resource: { buffer: ta.buffer } },
-          { binding: c.vecLoad ? 5 : 2, resource: { buffer: tb.buffer } },
-        ],
-      });
-      const wg: [number, number] = [Math.ceil(N / bn), Math.ceil(M / bm)];
-      const run = (pass: GPUComputePassEncoder) => {
-        pass.setPipeline(pipe);
-        pass.setBindGroup(0, bg);
-        pass.dispatchWorkgroups(wg[0], wg[1]);
-      };
-      await timeRaw(run, 3);
+      const ms = await bestRawMs(run, reps);
       const C = await readF32(cbuf, M * N);
       let err = 0, mag = 0;
       for (let i = 0; i < M * N; i += 997) {
         err = Math.max(err, Math.abs(C[i] - refC[i]));
         mag = Math.max(mag, Math.abs(refC[i]));
       }
-      const ts: number[] = [];
-      for (let rep = 0; rep < 3; rep++) ts.push(await timeRaw(run, reps));
-      const ms = Math.min(...ts);
       console.log(
         JSON.stringify({
           shape: `${M}x${N}x${K}`,
@@ -432,6 +400,7 @@ for (const [M, N, K] of shapes) {
       );
     }
     cbuf.destroy();
+    pbuf.destroy();
     ta.dispose();
     tb.dispose();
   }

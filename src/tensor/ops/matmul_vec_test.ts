@@ -106,8 +106,7 @@ gpuTest(
   },
 );
 
-gpuTest("vec4 reads of f16 operands (only where the GPU has shader-f16)", async () => {
-  if (!gpu().hasF16) return;
+gpuTest("vec4 reads of f16 operands", async () => {
   const [m, n, k] = [28, 44, 36];
   for (const [transA, transB] of TRANSPOSES) {
     const d = { batch: 1, m, n, k, transA, transB };
@@ -122,7 +121,7 @@ gpuTest("vec4 reads of f16 operands (only where the GPU has shader-f16)", async 
     A.dispose();
     B.dispose();
   }
-});
+}, { f16: true });
 
 gpuTest(
   "vec4 reads of a K-joined product equal its scalar reads (LoRA's layouts, split seam)",

@@ -123,7 +123,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
 `;
 }
 
-const g = await initGpu();
+await initGpu();
 
 for (const [M, N, K] of shapes) {
   if (K % 4 !== 0) throw new Error(`--shapes: K = ${K} must be a multiple of 4`);

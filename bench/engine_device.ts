@@ -33,7 +33,8 @@
  * fewer blocks cap its KV memory, and it preempts when they run out. --block N: positions per
  * block (default 16). --mode: a comma list of engine, engine-noshare, engine-nocache, generate;
  * both (the default) is engine,generate, or engine,engine-nocache with --turns. --sample greedy |
- * topp. --in-flight N: engine steps recorded between reads (default ENGINE_STEPS_IN_FLIGHT, 64).
+ * topp. --in-flight N: engine steps recorded between reads (default ENGINE_STEPS_IN_FLIGHT, 16;
+ * the trainer's rollout takes ENGINE_BATCH_STEPS_IN_FLIGHT, 64).
  * --profile N: GPU time per kernel of N requests through each mode.
  * The decode attention flags (--attn-min-chunk, --attn-max-chunk, --attn-target) as in
  * generate_device.ts (bench_model.ts).

@@ -30,9 +30,9 @@ import {
   type StepSequence,
 } from "./engine_step.ts";
 import {
+  ENGINE_BATCH_STEPS_IN_FLIGHT,
   ENGINE_BLOCK_SIZE,
   ENGINE_STEPS_IN_FLIGHT,
-  ENGINE_TURN_STEPS_IN_FLIGHT,
   type EngineOptions,
   enginePool,
   type EngineRequest,
@@ -44,7 +44,7 @@ import {
 } from "./engine_types.ts";
 import type { SamplerConfig } from "./sampler.ts";
 
-export { ENGINE_BLOCK_SIZE, ENGINE_STEPS_IN_FLIGHT, ENGINE_TURN_STEPS_IN_FLIGHT };
+export { ENGINE_BATCH_STEPS_IN_FLIGHT, ENGINE_BLOCK_SIZE, ENGINE_STEPS_IN_FLIGHT };
 export type { EngineOptions, EngineRequest, EngineResult, EngineStats };
 
 interface Sequence extends StepSequence {

@@ -6,21 +6,20 @@ import { MAX_EOS_IDS, type SamplerConfig, type SamplingOptions } from "./sampler
 export const ENGINE_BLOCK_SIZE = 16;
 
 /**
- * Engine steps between reads of their tokens. On one H100 (2026-11-27, 0.5B shape, f16 weights
- * and KV cache, `engine_device.ts --mode engine --in-flight N`) 64 requests of 128 + 256 tokens
- * (8 prompts x 8 samples, the trainer's GRPO shape) took 2.11 / 1.99 s with 16, 1.95 / 2.02 with
- * 32 and 1.81 / 1.75 with 64; 256 ragged requests (32..256 tokens, 64 slots) took 9.29, 7.39 and
- * 7.56 s: each read empties the queue and idles the GPU, and fewer reads outweigh the later EOS.
+ * Engine steps between reads of their tokens by default: a request resolves within this many
+ * steps of its end, which callers that wait on single requests need (the agent loop's next turn,
+ * a rollout worker publishing each job as soon as its samples are done).
  */
-export const ENGINE_STEPS_IN_FLIGHT = 64;
+export const ENGINE_STEPS_IN_FLIGHT = 16;
 
 /**
- * Steps between reads for an engine serving conversation turns (the agent loop): a turn ends at
- * an EOS that only a read sees, and the conversation's next turn waits for it, so these engines
- * read as often as every engine did before ENGINE_STEPS_IN_FLIGHT went to 64 (the turn-latency
- * trade was not measured apart).
+ * Steps between reads for a batch whose requests are all submitted at once and awaited together
+ * (the trainer's single-turn rollout): each read empties the GPU queue and idles the GPU, and no
+ * one waits on a request alone. On one H100 (2026-11-27, 0.5B shape, f16 weights and KV cache,
+ * `engine_device.ts --mode engine --in-flight N`) 64 requests of 128 + 256 tokens (8 prompts x 8
+ * samples) took 2.11 / 1.99 s with 16, 1.95 / 2.02 with 32 and 1.81 / 1.75 with 64.
  */
-export const ENGINE_TURN_STEPS_IN_FLIGHT = 16;
+export const ENGINE_BATCH_STEPS_IN_FLIGHT = 64;
 
 export interface EngineOptions {
   /** Sequences decoded together at most (verl's rollout.max_num_seqs). */

@@ -2,9 +2,9 @@
 export { generate } from "./generate.ts";
 export {
   Engine,
+  ENGINE_BATCH_STEPS_IN_FLIGHT,
   ENGINE_BLOCK_SIZE,
   ENGINE_STEPS_IN_FLIGHT,
-  ENGINE_TURN_STEPS_IN_FLIGHT,
   type EngineOptions,
   type EngineRequest,
   type EngineResult,

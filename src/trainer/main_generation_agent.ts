@@ -10,13 +10,7 @@
 import { enginePoolOptions, engineSettings, type GenerationConfig } from "../config/mod.ts";
 import type { ChatMessage, Tokenizer } from "../io/mod.ts";
 import { DataError, parseChatMessages, renderPrompt, type Row } from "../data/mod.ts";
-import {
-  Engine,
-  ENGINE_TURN_STEPS_IN_FLIGHT,
-  engineTurns,
-  prefixCacheMetrics,
-  runAgentLoop,
-} from "../rollout/mod.ts";
+import { Engine, engineTurns, prefixCacheMetrics, runAgentLoop } from "../rollout/mod.ts";
 import {
   agentLoopOptions,
   agentSample,
@@ -119,7 +113,6 @@ export async function generateConversations(
       eosTokenIds: m.eosTokenIds,
       padTokenId: m.tokenizer.padTokenId,
       kvDtype: o.kvDtype,
-      turns: true,
     });
     try {
       for (let at = 0, batch = 0; at < rows.length; at += cfg.data.batch_size, batch++) {
@@ -170,13 +163,10 @@ export function generatorEngine(
     eosTokenIds: number[];
     padTokenId: number;
     kvDtype?: KvDtype;
-    /** It serves the agent loop's turns (ENGINE_TURN_STEPS_IN_FLIGHT between reads). */
-    turns?: boolean;
   },
 ): Engine {
   const r = cfg.rollout;
   return new Engine(model, {
-    stepsInFlight: o.turns ? ENGINE_TURN_STEPS_IN_FLIGHT : undefined,
     ...enginePoolOptions({ ...engineSettings(r), key: "rollout.kv_cache_tokens" }, o),
     kvDtype: o.kvDtype,
     eosTokenIds: r.ignore_eos ? [] : o.eosTokenIds,

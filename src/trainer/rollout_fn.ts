@@ -23,7 +23,7 @@ import {
 } from "../config/mod.ts";
 import {
   Engine,
-  ENGINE_TURN_STEPS_IN_FLIGHT,
+  ENGINE_BATCH_STEPS_IN_FLIGHT,
   engineTurns,
   generate,
   prefixCacheMetrics,
@@ -167,10 +167,10 @@ export function turnRolloutFor(
   return (o, use) =>
     withRolloutModel(model, options, async (m) => {
       const need = { sequences: o.conversations, longest: o.longest };
-      const engine = new Engine(m, {
-        ...engineOptions({ tokenizer, eosTokenIds, options, pool }, o, need),
-        stepsInFlight: ENGINE_TURN_STEPS_IN_FLIGHT,
-      });
+      const engine = new Engine(
+        m,
+        engineOptions({ tokenizer, eosTokenIds, options, pool }, o, need),
+      );
       try {
         const turns = engineTurns(engine, { seed: o.seed, returnLogProbs: o.returnLogProbs });
         return await use(turns, () => prefixCacheMetrics(engine));
@@ -229,7 +229,11 @@ async function engineRollout(
   const rows = promptRows(prompts);
   const n = o.n, R = o.responseLength;
   const longest = Math.max(...rows.map((r) => r.length)) + R;
-  const engine = new Engine(model, engineOptions(c, o, { sequences: prompts.batch * n, longest }));
+  // The batch is awaited whole: fewer reads, each of which idles the GPU.
+  const engine = new Engine(model, {
+    ...engineOptions(c, o, { sequences: prompts.batch * n, longest }),
+    stepsInFlight: ENGINE_BATCH_STEPS_IN_FLIGHT,
+  });
   let results;
   try {
     results = await submitPrompts(engine, rows, {

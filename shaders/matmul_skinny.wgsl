@@ -52,7 +52,7 @@ struct Params {
 @group(0) @binding(4) var<storage, read> bias: array<BIAS_T>;
 @group(0) @binding(5) var<storage, read> resid: array<f32>;
 
-var<workgroup> ws: array<vec4<f32>, 2u * WS_SIZE>;
+var<workgroup> ws: WTile;
 
 fn fetch_w(n0: u32, kb: u32, kend: u32, s: u32) -> vec4<f32> {
   let j = n0 + s / K4;
@@ -62,7 +62,8 @@ fn fetch_w(n0: u32, kb: u32, kend: u32, s: u32) -> vec4<f32> {
 }
 
 fn put_w(buf: u32, s: u32, v: vec4<f32>) {
-  if (s < BN * K4) { ws[buf * WS_SIZE + (s / K4) * RS + s % K4] = v; }
+  let r = s / K4;
+  if (s < BN * K4) { ws[buf][r / WG_X][r % WG_X][s % K4] = v; }
 }
 
 // This thread's TM x TN partial sums over the workgroup's K range: acc[i] holds row
@@ -84,27 +85,23 @@ fn block(wid: vec3<u32>, lid: vec3<u32>) -> array<vec4<f32>, 8> {
     let cur = t % 2u;
     let more = t + 1u < stages;
     if (more) { staged = fetch(m0, n0, kb0 + (t + 1u) * K4, kend, tid); }
-    let xo = cur * XS_SIZE + lid.y * RS;
-    let wo = cur * WS_SIZE + lid.x * RS;
     // The stage's K4 vec4s of K, written out (skinny_tile.wgsl), into named sums.
     {
 #unroll c 4
       if ($c < K4) {
-        let xc = xo + $c;
-        let wc = wo + $c;
-        let x0 = xs[xc];
+        let x0 = xs[cur][0][lid.y][$c % K4];
         var x1 = vec4<f32>(0.0);
         var x2 = vec4<f32>(0.0);
         var x3 = vec4<f32>(0.0);
         if (TM > 1u) {
-          x1 = xs[xc + WG_Y * RS];
-          x2 = xs[xc + 2u * WG_Y * RS];
-          x3 = xs[xc + 3u * WG_Y * RS];
+          x1 = xs[cur][1u % TM][lid.y][$c % K4];
+          x2 = xs[cur][2u % TM][lid.y][$c % K4];
+          x3 = xs[cur][3u % TM][lid.y][$c % K4];
         }
-        let w0 = ws[wc];
-        let w1 = ws[wc + WG_X * RS];
-        let w2 = ws[wc + 2u * WG_X * RS];
-        let w3 = ws[wc + 3u * WG_X * RS];
+        let w0 = ws[cur][0][lid.x][$c % K4];
+        let w1 = ws[cur][1][lid.x][$c % K4];
+        let w2 = ws[cur][2][lid.x][$c % K4];
+        let w3 = ws[cur][3][lid.x][$c % K4];
         acc0 = mac(acc0, x0, w0, w1, w2, w3);
         if (TM > 1u) {
           acc1 = mac(acc1, x1, w0, w1, w2, w3);
@@ -112,10 +109,10 @@ fn block(wid: vec3<u32>, lid: vec3<u32>) -> array<vec4<f32>, 8> {
           acc3 = mac(acc3, x3, w0, w1, w2, w3);
         }
         if (TN > 4u) {
-          let w4 = ws[wc + 4u * WG_X * RS];
-          let w5 = ws[wc + 5u * WG_X * RS];
-          let w6 = ws[wc + 6u * WG_X * RS];
-          let w7 = ws[wc + 7u * WG_X * RS];
+          let w4 = ws[cur][4u % WJ][lid.x][$c % K4];
+          let w5 = ws[cur][5u % WJ][lid.x][$c % K4];
+          let w6 = ws[cur][6u % WJ][lid.x][$c % K4];
+          let w7 = ws[cur][7u % WJ][lid.x][$c % K4];
           acc4 = mac(acc4, x0, w4, w5, w6, w7);
           if (TM > 1u) {
             acc5 = mac(acc5, x1, w4, w5, w6, w7);

@@ -52,7 +52,7 @@ struct Params {
 @group(0) @binding(9) var<storage, read> bias_k: array<BIAS_T>;
 @group(0) @binding(10) var<storage, read> bias_v: array<BIAS_T>;
 
-var<workgroup> ws: array<vec4<f32>, 2u * WS_SIZE>;
+var<workgroup> ws: WTile;
 
 // This workgroup's matrix (0 q, 1 k, 2 v), its row count and its first weight row.
 struct Block {
@@ -84,7 +84,8 @@ fn fetch_w(b: Block, kb: u32, kend: u32, s: u32) -> vec4<f32> {
 }
 
 fn put_w(buf: u32, s: u32, v: vec4<f32>) {
-  if (s < BN * K4) { ws[buf * WS_SIZE + (s / K4) * RS + s % K4] = v; }
+  let r = s / K4;
+  if (s < BN * K4) { ws[buf][r / WG_X][r % WG_X][s % K4] = v; }
 }
 
 // This thread's sums over all of K: acc[i] holds row m0 + ty + i * WG_Y at weight rows
@@ -105,23 +106,19 @@ fn block(b: Block, wid: vec3<u32>, lid: vec3<u32>) -> array<vec4<f32>, 4> {
     let cur = t % 2u;
     let more = t + 1u < stages;
     if (more) { staged = fetch(m0, b, k_lo + (t + 1u) * K4, k_hi, tid); }
-    let xo = cur * XS_SIZE + lid.y * RS;
-    let wo = cur * WS_SIZE + lid.x * RS;
     // The stage's K4 vec4s of K, written out (skinny_tile.wgsl), into named sums.
     {
 #unroll c 4
       if ($c < K4) {
-        let xc = xo + $c;
-        let wc = wo + $c;
-        let w0 = ws[wc];
-        let w1 = ws[wc + WG_X * RS];
-        let w2 = ws[wc + 2u * WG_X * RS];
-        let w3 = ws[wc + 3u * WG_X * RS];
-        acc0 = mac(acc0, xs[xc], w0, w1, w2, w3);
+        let w0 = ws[cur][0][lid.x][$c % K4];
+        let w1 = ws[cur][1][lid.x][$c % K4];
+        let w2 = ws[cur][2][lid.x][$c % K4];
+        let w3 = ws[cur][3][lid.x][$c % K4];
+        acc0 = mac(acc0, xs[cur][0][lid.y][$c % K4], w0, w1, w2, w3);
         if (TM > 1u) {
-          acc1 = mac(acc1, xs[xc + WG_Y * RS], w0, w1, w2, w3);
-          acc2 = mac(acc2, xs[xc + 2u * WG_Y * RS], w0, w1, w2, w3);
-          acc3 = mac(acc3, xs[xc + 3u * WG_Y * RS], w0, w1, w2, w3);
+          acc1 = mac(acc1, xs[cur][1u % TM][lid.y][$c % K4], w0, w1, w2, w3);
+          acc2 = mac(acc2, xs[cur][2u % TM][lid.y][$c % K4], w0, w1, w2, w3);
+          acc3 = mac(acc3, xs[cur][3u % TM][lid.y][$c % K4], w0, w1, w2, w3);
         }
       }
 #end

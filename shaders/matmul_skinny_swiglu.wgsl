@@ -44,8 +44,8 @@ struct Params {
 @group(0) @binding(5) var<storage, read> bias_g: array<BIAS_T>;
 @group(0) @binding(6) var<storage, read> bias_u: array<BIAS_T>;
 
-var<workgroup> gs: array<vec4<f32>, 2u * WS_SIZE>;
-var<workgroup> us: array<vec4<f32>, 2u * WS_SIZE>;
+var<workgroup> gs: WTile;
+var<workgroup> us: WTile;
 
 fn fetch_w(n0: u32, kb: u32, kend: u32, s: u32) -> array<vec4<f32>, 2> {
   let j = n0 + s / K4;
@@ -58,9 +58,9 @@ fn fetch_w(n0: u32, kb: u32, kend: u32, s: u32) -> array<vec4<f32>, 2> {
 
 fn put_w(buf: u32, s: u32, v: array<vec4<f32>, 2>) {
   if (s < BN * K4) {
-    let at = buf * WS_SIZE + (s / K4) * RS + s % K4;
-    gs[at] = v[0];
-    us[at] = v[1];
+    let r = s / K4;
+    gs[buf][r / WG_X][r % WG_X][s % K4] = v[0];
+    us[buf][r / WG_X][r % WG_X][s % K4] = v[1];
   }
 }
 
@@ -83,29 +83,25 @@ fn block(wid: vec3<u32>, lid: vec3<u32>) -> array<vec4<f32>, 8> {
     let cur = t % 2u;
     let more = t + 1u < stages;
     if (more) { staged = fetch(m0, n0, k_lo + (t + 1u) * K4, k_hi, tid); }
-    let xo = cur * XS_SIZE + lid.y * RS;
-    let wo = cur * WS_SIZE + lid.x * RS;
     // The stage's K4 vec4s of K, written out (skinny_tile.wgsl), into named sums.
     {
 #unroll c 4
       if ($c < K4) {
-        let xc = xo + $c;
-        let wc = wo + $c;
-        let x0 = xs[xc];
-        let g0 = gs[wc];
-        let g1 = gs[wc + WG_X * RS];
-        let g2 = gs[wc + 2u * WG_X * RS];
-        let g3 = gs[wc + 3u * WG_X * RS];
-        let u0 = us[wc];
-        let u1 = us[wc + WG_X * RS];
-        let u2 = us[wc + 2u * WG_X * RS];
-        let u3 = us[wc + 3u * WG_X * RS];
+        let x0 = xs[cur][0][lid.y][$c % K4];
+        let g0 = gs[cur][0][lid.x][$c % K4];
+        let g1 = gs[cur][1][lid.x][$c % K4];
+        let g2 = gs[cur][2][lid.x][$c % K4];
+        let g3 = gs[cur][3][lid.x][$c % K4];
+        let u0 = us[cur][0][lid.x][$c % K4];
+        let u1 = us[cur][1][lid.x][$c % K4];
+        let u2 = us[cur][2][lid.x][$c % K4];
+        let u3 = us[cur][3][lid.x][$c % K4];
         acc0 = mac(acc0, x0, g0, g1, g2, g3);
         acc4 = mac(acc4, x0, u0, u1, u2, u3);
         if (TM > 1u) {
-          let x1 = xs[xc + WG_Y * RS];
-          let x2 = xs[xc + 2u * WG_Y * RS];
-          let x3 = xs[xc + 3u * WG_Y * RS];
+          let x1 = xs[cur][1u % TM][lid.y][$c % K4];
+          let x2 = xs[cur][2u % TM][lid.y][$c % K4];
+          let x3 = xs[cur][3u % TM][lid.y][$c % K4];
           acc1 = mac(acc1, x1, g0, g1, g2, g3);
           acc2 = mac(acc2, x2, g0, g1, g2, g3);
           acc3 = mac(acc3, x3, g0, g1, g2, g3);

@@ -30,8 +30,6 @@ const BM: u32 = WG_Y * TM;
 const BN: u32 = WG_X * TN;
 const AS_STRIDE: u32 = BM / 4u + 1u; // vec4s per k row of As, padded
 const BS_STRIDE: u32 = BN / 4u + 1u;
-const AS_SIZE: u32 = BK * AS_STRIDE;
-const BS_SIZE: u32 = BK * BS_STRIDE;
 const LA: u32 = BM * BK / 4u / NT; // vec4 slots of the A tile each thread loads (at most 4)
 const LB: u32 = BN * BK / 4u / NT;
 const KC: u32 = BK / 4u; // vec4s along k of one tile row, for operands read along k
@@ -50,8 +48,12 @@ fn b_at(e: u32) -> vec4<f32> {
   return vec4<f32>(vec4<B_T>(b[e]));
 }
 
-var<workgroup> As: array<vec4<f32>, 2u * AS_SIZE>;
-var<workgroup> Bs: array<vec4<f32>, 2u * BS_SIZE>;
+// [buffer][k][m/4 + pad] and [buffer][k][n/4 + pad]. Indexed by three levels, not one flat index:
+// WebGPU clamps each runtime array index into range, and here the k level is a constant in the
+// written-out steps and the buffer level one value per K step, so the inner loop's shared reads
+// share one clamped column per thread and take their k offsets as constants.
+var<workgroup> As: array<array<array<vec4<f32>, AS_STRIDE>, BK>, 2>;
+var<workgroup> Bs: array<array<array<vec4<f32>, BS_STRIDE>, BK>, 2>;
 
 // Slot s of a tile with `groups` vec4 groups per k row. When the matrix is contiguous along
 // m (or n) consecutive threads take consecutive groups of one k row; when it is contiguous
@@ -88,29 +90,29 @@ fn fetch_b(base: u32, n0: u32, k0: u32, s: u32, ke: u32) -> vec4<f32> {
 fn put_a(buf: u32, s: u32, v: vec4<f32>) {
   if (VEC_A && !TRANS_A) {
     let r = s / KC;
-    let at = buf * AS_SIZE + (s % KC) * 4u * AS_STRIDE + r / 4u;
-    As[at][r % 4u] = v.x;
-    As[at + AS_STRIDE][r % 4u] = v.y;
-    As[at + 2u * AS_STRIDE][r % 4u] = v.z;
-    As[at + 3u * AS_STRIDE][r % 4u] = v.w;
+    let k = (s % KC) * 4u;
+    As[buf][k][r / 4u][r % 4u] = v.x;
+    As[buf][k + 1u][r / 4u][r % 4u] = v.y;
+    As[buf][k + 2u][r / 4u][r % 4u] = v.z;
+    As[buf][k + 3u][r / 4u][r % 4u] = v.w;
     return;
   }
   let g = slot(s, BM / 4u, !TRANS_A);
-  As[buf * AS_SIZE + g.y * AS_STRIDE + g.x] = v;
+  As[buf][g.y][g.x] = v;
 }
 
 fn put_b(buf: u32, s: u32, v: vec4<f32>) {
   if (VEC_B && TRANS_B) {
     let r = s / KC;
-    let at = buf * BS_SIZE + (s % KC) * 4u * BS_STRIDE + r / 4u;
-    Bs[at][r % 4u] = v.x;
-    Bs[at + BS_STRIDE][r % 4u] = v.y;
-    Bs[at + 2u * BS_STRIDE][r % 4u] = v.z;
-    Bs[at + 3u * BS_STRIDE][r % 4u] = v.w;
+    let k = (s % KC) * 4u;
+    Bs[buf][k][r / 4u][r % 4u] = v.x;
+    Bs[buf][k + 1u][r / 4u][r % 4u] = v.y;
+    Bs[buf][k + 2u][r / 4u][r % 4u] = v.z;
+    Bs[buf][k + 3u][r / 4u][r % 4u] = v.w;
     return;
   }
   let g = slot(s, BN / 4u, TRANS_B);
-  Bs[buf * BS_SIZE + g.y * BS_STRIDE + g.x] = v;
+  Bs[buf][g.y][g.x] = v;
 }
 
 // The BM x BN block (wid.x, wid.y) of batch entry wid.z, as this thread's register tile:
@@ -155,21 +157,17 @@ fn block(wid: vec3<u32>, lid: vec3<u32>) -> array<vec4<f32>, 16> {
       if ($l < LB) { pb$l = fetch_b(b_base, n0, k0, tid + $l * NT, k_hi); }
 #end
     }
-    let ao = cur * AS_SIZE + lid.y;
-    let bo = cur * BS_SIZE + lid.x;
     // The stage's 8 k steps as straight-line code: inside even a loop of one trip NVIDIA's
     // Vulkan compiler scheduled them worse (28.4 against 31.3 TFLOP/s at 4096^3 on an H100).
     {
 #unroll s 8
       {
-        let a = ao + $s * AS_STRIDE;
-        let b = bo + $s * BS_STRIDE;
-        let a0 = As[a];
-        let b0 = Bs[b];
+        let a0 = As[cur][$s][lid.y];
+        let b0 = Bs[cur][$s][lid.x];
         var a1 = vec4<f32>(0.0);
         var b1 = vec4<f32>(0.0);
-        if (RG > 1u) { a1 = As[a + WG_Y]; }
-        if (CG > 1u) { b1 = Bs[b + WG_X]; }
+        if (RG > 1u) { a1 = As[cur][$s][lid.y + WG_Y]; }
+        if (CG > 1u) { b1 = Bs[cur][$s][lid.x + WG_X]; }
         acc0 = fma(vec4<f32>(a0.x), b0, acc0);
         acc2 = fma(vec4<f32>(a0.y), b0, acc2);
         acc4 = fma(vec4<f32>(a0.z), b0, acc4);

@@ -14,12 +14,19 @@ const K4: u32 = BK / 4u; // vec4s per tile row
 // compile away): NVIDIA's Vulkan compiler keeps a loop over them as a loop, even of one trip, as it
 // did matmul_tile.wgsl's loop over k (bench/README.md).
 const RS: u32 = K4 + 1u; // padded tile row stride, in vec4s
-const XS_SIZE: u32 = BM * RS;
-const WS_SIZE: u32 = BN * RS;
+const WJ: u32 = BN / WG_X; // weight rows per thread, strided by WG_X
 const LX: u32 = (BM * K4 + NT - 1u) / NT; // x tile slots per thread (at most 4)
 const LW: u32 = (BN * K4 + NT - 1u) / NT; // slots per thread of each weight tile (at most 4)
 
-var<workgroup> xs: array<vec4<f32>, 2u * XS_SIZE>;
+// Shared tiles are indexed [buffer][i][thread][k]: row i * WG_Y + ty of x (i * WG_X + tx of a
+// weight), vec4 k of the stage. The same memory as one [buffer][row][k] array, but WebGPU clamps
+// every runtime array index into range: split this way the written-out k and the register index
+// i are constants, so a thread's shared reads share one clamped index (its ty or tx) and their
+// offsets fold into the loads, where one flat index needed its own clamp per read. Reads of
+// registers or k a tile lacks (i >= TM, TN = 4's i >= 4, k >= K4) sit in dead branches but must
+// still index in range: they take i % TM, i % WJ or k % K4.
+var<workgroup> xs: array<array<array<array<vec4<f32>, RS>, WG_Y>, TM>, 2>;
+alias WTile = array<array<array<array<vec4<f32>, RS>, WG_X>, WJ>, 2>;
 
 // Slot s of a tile of x: consecutive slots walk along K, so K4 threads read one row's contiguous
 // 16 * K4 bytes. Rows past the matrix, K past kend and slots past the tile read as zero (from a
@@ -58,7 +65,8 @@ fn fetch(m0: u32, sel: W_SEL, kb: u32, kend: u32, tid: u32) -> Staged {
 }
 
 fn put_x(buf: u32, s: u32, v: vec4<f32>) {
-  if (s < BM * K4) { xs[buf * XS_SIZE + (s / K4) * RS + s % K4] = v; }
+  let r = s / K4;
+  if (s < BM * K4) { xs[buf][r / WG_Y][r % WG_Y][s % K4] = v; }
 }
 
 fn put(buf: u32, tid: u32, r: Staged) {

@@ -214,6 +214,7 @@ for (const m of modes) {
         steps_in_flight: stepsInFlight,
         record_s: +stats.recordSeconds.toFixed(3),
         wait_s: +stats.waitSeconds.toFixed(3),
+        steps_while_reading: stats.stepsWhileReading,
       }
       : { batches: Math.ceil(N / B) }),
     dispatches: r.dispatches - rec0.dispatches,

@@ -24,6 +24,21 @@ export interface DispatchOptions {
   workgroups: [number, number?, number?];
 }
 
+/** The limits the device is asked for at the adapter's values, and which kernels read. */
+const LIMITS = [
+  "maxBufferSize",
+  "maxStorageBufferBindingSize",
+  "maxComputeWorkgroupStorageSize",
+  "maxComputeInvocationsPerWorkgroup",
+  "maxComputeWorkgroupSizeX",
+  "maxComputeWorkgroupSizeY",
+  "maxComputeWorkgroupSizeZ",
+  "maxComputeWorkgroupsPerDimension",
+  "maxStorageBuffersPerShaderStage",
+] as const;
+type LimitName = typeof LIMITS[number];
+export type DeviceLimits = Readonly<Record<LimitName, number>>;
+
 /**
  * One GPU device with everything the kernels share: the adapter's limits, a buffer pool, the
  * pipeline cache and a recorder that batches dispatches into one command encoder. Readbacks cost
@@ -37,7 +52,8 @@ export class Gpu {
   readonly isCpuAdapter: boolean;
   /** Multiprocessors of a GPU known by name (`multiprocessors.ts`); null when unknown. */
   readonly multiprocessors: number | null;
-  readonly limits: GPUSupportedLimits;
+  /** The device's limits that kernels read, copied once (each read of `device.limits` is a call). */
+  readonly limits: DeviceLimits;
   readonly pool: BufferPool;
   readonly pipelines: PipelineCache;
   readonly recorder: Recorder;
@@ -55,8 +71,10 @@ export class Gpu {
     this.isCpuAdapter = !!(info?.isFallbackAdapter) ||
       /llvmpipe|swiftshader|lavapipe|software/i.test(`${info?.description} ${info?.device}`);
     this.multiprocessors = this.isCpuAdapter ? null : multiprocessorCount(adapterName);
-    this.limits = device.limits;
-    this.pool = new BufferPool(device, device.limits.maxBufferSize);
+    const limits = {} as Record<LimitName, number>;
+    for (const k of LIMITS) limits[k] = device.limits[k];
+    this.limits = Object.freeze(limits);
+    this.pool = new BufferPool(device, limits.maxBufferSize);
     this.pipelines = new PipelineCache(device);
     this.recorder = new Recorder(device, () => this.throwIfFailed());
     device.lost.then((info) => {
@@ -88,19 +106,7 @@ export class Gpu {
     if (adapter.features.has("timestamp-query")) features.push("timestamp-query");
     // The defaults are far below what server GPUs offer; ask for the adapter's own limits.
     const requiredLimits: Record<string, number> = {};
-    for (
-      const k of [
-        "maxBufferSize",
-        "maxStorageBufferBindingSize",
-        "maxComputeWorkgroupStorageSize",
-        "maxComputeInvocationsPerWorkgroup",
-        "maxComputeWorkgroupSizeX",
-        "maxComputeWorkgroupSizeY",
-        "maxComputeWorkgroupSizeZ",
-        "maxComputeWorkgroupsPerDimension",
-        "maxStorageBuffersPerShaderStage",
-      ] as const
-    ) requiredLimits[k] = adapter.limits[k];
+    for (const k of LIMITS) requiredLimits[k] = adapter.limits[k];
     const device = await adapter.requestDevice({ requiredFeatures: features, requiredLimits });
     const info = adapter.info;
     const name = [info?.vendor, info?.architecture, info?.device, info?.description]
@@ -113,12 +119,16 @@ export class Gpu {
     if (this.#failure) throw this.#failure;
   }
 
-  /** Checks a storage binding against the device limit, naming the limit and the size. */
-  checkBinding(bytes: number, label: string): void {
+  /**
+   * Checks a storage binding against the device limit, naming the limit and the size; `label`
+   * names what was bound (a function: made only for the error, not on every allocation).
+   */
+  checkBinding(bytes: number, label: string | (() => string)): void {
     const max = this.limits.maxStorageBufferBindingSize;
     if (bytes > max) {
+      const what = typeof label === "string" ? label : label();
       throw new GpuError(
-        `${label}: ${formatBytes(bytes)} exceeds maxStorageBufferBindingSize (${formatBytes(max)})`,
+        `${what}: ${formatBytes(bytes)} exceeds maxStorageBufferBindingSize (${formatBytes(max)})`,
       );
     }
   }

@@ -23,7 +23,8 @@ export class Recorder {
   #uploadsCpu = new Uint8Array(UPLOAD_BYTES);
   #uploadsUsed = 0;
   #staging: GPUBuffer[] = [];
-  #bindGroups = new Map<string, GPUBindGroup>();
+  #bindGroups = new Map<string, { group: GPUBindGroup; used: number }>();
+  #uses = 0;
   #ids = new WeakMap<object, number>();
   #nextId = 1;
   #failure: Error | null = null;
@@ -36,9 +37,9 @@ export class Recorder {
   /** Bind groups made so far (a dispatch whose pipeline, uniforms slot and buffers are new). */
   bindGroups = 0;
   /**
-   * Bind groups kept for reuse; past this the least recently used goes. A batch whose shape
-   * changes every step (the engine's) binds new buffers often, and clearing the whole cache when
-   * full also dropped the groups every step still uses.
+   * Bind groups kept for reuse; past this the least recently used quarter goes. A batch whose
+   * shape changes every step (the engine's) binds new buffers often, and clearing the whole cache
+   * when full also dropped the groups every step still uses.
    */
   bindGroupCap = 8192;
   /** Host milliseconds spent making them (benchmarks: how much of recording they cost). */
@@ -76,6 +77,14 @@ export class Recorder {
     return id;
   }
 
+  /** Drops the least recently used quarter of the bind groups (the cache is full). */
+  #evict(): void {
+    const byUse = [...this.#bindGroups].sort((x, y) => x[1].used - y[1].used);
+    for (const [key] of byUse.slice(0, Math.max(1, byUse.length >> 2))) {
+      this.#bindGroups.delete(key);
+    }
+  }
+
   #encoderNow(): GPUCommandEncoder {
     return this.#encoder ??= this.device.createCommandEncoder();
   }
@@ -93,43 +102,46 @@ export class Recorder {
   ): void {
     const d0 = this.timeHost ? performance.now() : 0;
     if (params && this.#arenaUsed + SLOT > ARENA_BYTES) this.flush();
-    const entries: GPUBindGroupEntry[] = [];
+    // The bind group's key first; its entries are only made when the cache misses.
     let key = `${this.#id(pipeline)}`;
-    let binding = 0;
+    const offset = this.#arenaUsed;
+    const size = params ? Math.ceil(params.byteLength / 16) * 16 : 0;
     if (params) {
       if (params.byteLength > SLOT) throw new GpuError(`uniform params over ${SLOT} bytes`);
-      const offset = this.#arenaUsed;
       this.#arenaCpu.set(new Uint8Array(params), offset);
       this.#arenaUsed += SLOT;
-      const size = Math.ceil(params.byteLength / 16) * 16;
-      entries.push({ binding: binding++, resource: { buffer: this.#arena, offset, size } });
       key += `|u${offset}:${size}`;
     }
     for (const b of buffers) {
-      if (b === null) {
-        binding++;
-        key += "|-";
-        continue;
-      }
-      const r = b instanceof GPUBuffer ? { buffer: b } : b;
-      entries.push({ binding: binding++, resource: r });
-      key += `|${this.#id(r.buffer)}:${r.offset ?? 0}:${r.size ?? -1}`;
+      if (b === null) key += "|-";
+      else if (b instanceof GPUBuffer) key += `|${this.#id(b)}:0:-1`;
+      else key += `|${this.#id(b.buffer)}:${b.offset ?? 0}:${b.size ?? -1}`;
     }
-    let group = this.#bindGroups.get(key);
-    if (group) {
-      // Least recently used first: a hit moves to the end of the map's order.
-      this.#bindGroups.delete(key);
-      this.#bindGroups.set(key, group);
-    } else {
-      if (this.#bindGroups.size >= this.bindGroupCap) {
-        this.#bindGroups.delete(this.#bindGroups.keys().next().value!);
+    let cached = this.#bindGroups.get(key);
+    if (!cached) {
+      if (this.#bindGroups.size >= this.bindGroupCap) this.#evict();
+      const entries: GPUBindGroupEntry[] = [];
+      let binding = 0;
+      if (params) {
+        entries.push({ binding: binding++, resource: { buffer: this.#arena, offset, size } });
+      }
+      for (const b of buffers) {
+        if (b !== null) {
+          entries.push({ binding, resource: b instanceof GPUBuffer ? { buffer: b } : b });
+        }
+        binding++;
       }
       const b0 = performance.now();
-      group = this.device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries });
+      const group = this.device.createBindGroup({
+        layout: pipeline.getBindGroupLayout(0),
+        entries,
+      });
       this.bindGroupMs += performance.now() - b0;
       this.bindGroups++;
-      this.#bindGroups.set(key, group);
+      this.#bindGroups.set(key, cached = { group, used: 0 });
     }
+    cached.used = ++this.#uses;
+    const group = cached.group;
     const timed = this.profiler?.slot(pipeline.label);
     if (timed) {
       this.#endPass();

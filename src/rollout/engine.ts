@@ -7,9 +7,10 @@
  * waiting requests are admitted into free slots while blocks allow (unless this step preempted),
  * then one GPU step (engine_step.ts) prefills the admitted, decodes the running and samples a
  * token for each; sequences that sample EOS or reach maxTokens finish, their slot and blocks
- * free for the next step. The sampled tokens come back in one small read per `stepsInFlight`
- * steps (a read costs about a decode step's GPU time of latency in Deno, and waits for the queue
- * to empty), so the GPU runs each step while the host records the next. Lengths and maxTokens
+ * free for the next step. The sampled tokens come back in one small read per `stepsInFlight` / 2
+ * steps, made while the next steps are recorded (a read costs about a decode step's GPU time of
+ * latency in Deno, and waits for the queue to empty), so the GPU runs each step while the host
+ * records the next and at most `stepsInFlight` steps are unread. Lengths and maxTokens
  * are known without the tokens, so only an EOS is seen late: that sequence's tokens of the steps
  * already recorded are dropped (stats.dropped) and its blocks are freed once the EOS is read.
  * Requests with identical prompt ids (the n samples of a prompt) share one prefill of it and its
@@ -141,25 +142,54 @@ export class Engine {
 
   async #run(): Promise<void> {
     const depth = this.options.stepsInFlight ?? ENGINE_STEPS_IN_FLIGHT;
-    const inFlight: InFlightStep[] = [];
     const stride = this.options.maxSeqs;
     const ring = Tensor.empty([depth * 2 * stride], "i32", "engine.readback").keep();
+    // The newest step (its sampled tokens feed the next one), the steps recorded since the last
+    // read began, and that read. A window's tokens are read while the next window is recorded:
+    // a read in Deno waits for the queue to empty, so a read awaited before recording more left
+    // the GPU idle until the host had recorded the next step. Windows of half the depth keep at
+    // most `depth` steps unread; a depth of 1 reads each step before recording the next.
+    const overlap = depth > 1;
+    const span = overlap ? Math.floor(depth / 2) : 1;
+    let previous: InFlightStep | null = null;
+    const window: InFlightStep[] = [];
+    let reading: Promise<void> | null = null;
     try {
       await null; // requests submitted in the same tick start together
-      while (this.#waiting.length > 0 || this.#running.length > 0) {
-        const readback = { ring, slot: inFlight.length, stride };
-        const next = this.#record(inFlight.at(-1) ?? null, readback);
-        if (next) {
-          const last = inFlight.at(-1);
-          if (last) releaseSamples(last);
-          inFlight.push(next);
-        } else if (inFlight.length === 0) {
-          throw new Error("Engine: no step can run (a scheduling fault)");
+      while (this.#waiting.length > 0 || this.#running.length > 0 || reading) {
+        if (this.#waiting.length === 0 && this.#running.length === 0) {
+          // Only a read is left; requests submitted meanwhile are taken by this loop.
+          const r = reading;
+          reading = null;
+          await this.#waitFor(r);
+          continue;
         }
-        if (!next || inFlight.length >= depth) await this.#collect(inFlight.splice(0), readback);
+        const readback = { ring, slot: window.length, stride };
+        const next = this.#record(previous, readback);
+        if (next) {
+          if (reading) this.#stats.stepsWhileReading++;
+          if (previous) releaseSamples(previous);
+          previous = next;
+          window.push(next);
+          if (window.length < span) continue;
+        }
+        // The window is full, or no step can run until tokens come back.
+        const before = reading;
+        reading = null;
+        if (before) await this.#waitFor(before);
+        // The read's copy is recorded now, ahead of the next window's writes to the ring.
+        if (window.length > 0) reading = this.#collect(window.splice(0), readback);
+        if (!next || !overlap) {
+          if (!before && !reading) throw new Error("Engine: no step can run (a scheduling fault)");
+          const r = reading;
+          reading = null;
+          await this.#waitFor(r);
+        }
       }
     } catch (e) {
-      for (const step of inFlight) releaseSamples(step);
+      await reading?.catch(() => {});
+      if (previous) releaseSamples(previous);
+      for (const step of window) releaseSamples(step);
       for (const s of [...this.#running, ...this.#waiting]) {
         this.#cache.release(s.cache);
         s.prefix = null;
@@ -173,6 +203,13 @@ export class Engine {
       ring.dispose();
       this.#loop = null;
     }
+  }
+
+  /** Awaits a read, counting the host's wait. */
+  async #waitFor(read: Promise<void> | null): Promise<void> {
+    const t0 = performance.now();
+    await read;
+    this.#stats.waitSeconds += (performance.now() - t0) / 1000;
   }
 
   /** Frees the newest running sequence's blocks and puts it first in the queue. */
@@ -267,9 +304,7 @@ export class Engine {
     const words = 2 * readback.stride;
     let data;
     try {
-      const t0 = performance.now();
       [data] = await gpu().read([{ buffer: readback.ring.buffer, size: 4 * words * steps.length }]);
-      this.#stats.waitSeconds += (performance.now() - t0) / 1000;
     } finally {
       for (const step of steps) releaseSamples(step);
     }

@@ -116,6 +116,10 @@ gpuTest("engine: requests submitted while others run; EOS stops one", async () =
     const { dropped, freeBlocks, numBlocks } = e2.stats();
     if (stepsInFlight === 1) assert.equal(dropped, 0);
     else assert.ok(dropped >= 1 && dropped <= stops * (stepsInFlight - 1), `dropped ${dropped}`);
+    // Past one step in flight, later steps are recorded while earlier tokens are read.
+    const overlapped = e2.stats().stepsWhileReading;
+    if (stepsInFlight === 1) assert.equal(overlapped, 0);
+    else assert.ok(overlapped > 0, `steps recorded during reads: ${overlapped}`);
     assert.equal(freeBlocks, numBlocks);
     assert.ok(res[3].tokens.length <= 3);
     await e2.close();

@@ -81,7 +81,7 @@ export class Tensor {
   static empty(shape: readonly number[], dtype: DType = "f32", label = "tensor"): Tensor {
     const bytes = shapeSize(shape) * DTYPE_BYTES[dtype];
     const g = gpu();
-    g.checkBinding(bytes, `tensor "${label}" ${fmtShape(shape)} ${dtype}`);
+    g.checkBinding(bytes, () => `tensor "${label}" ${fmtShape(shape)} ${dtype}`);
     return new Tensor([...shape], dtype, new Storage(g.pool.acquire(bytes, label), bytes), label);
   }
 

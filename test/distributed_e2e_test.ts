@@ -161,6 +161,31 @@ if (enabled) {
 
 if (enabled) {
   Deno.test({
+    name: "distributed: a step whose every job a forger answered is skipped, not fatal",
+    sanitizeOps: false,
+    sanitizeResources: false,
+    fn: async () => {
+      const prefix = "webrl.e2e.allforged";
+      // The forger is the only worker: every group of every step is rejected.
+      const logged = await distributedRun(prefix, [], (url, _ws, seed, signal) => [
+        forger(prefix, { scores: true })(url, seed, signal),
+      ]);
+      let steps = 0;
+      for (const [step, m] of logged) {
+        if (!("timing_s/step" in m)) continue; // validation records
+        steps++;
+        assert.equal(m["distributed/empty_steps"], 1, `step ${step}`);
+        assert.ok(m["distributed/rejected_groups"] > 0, `step ${step}`);
+        assert.equal(m["distributed/rejected/forger"], m["distributed/rejected_groups"]);
+        assert.ok(!("actor/pg_loss" in m), `step ${step}: no update ran`);
+      }
+      assert.equal(steps, 3);
+    },
+  });
+}
+
+if (enabled) {
+  Deno.test({
     name: "distributed, bypass mode: forged log-probs are caught inside the update and counted",
     sanitizeOps: false,
     sanitizeResources: false,

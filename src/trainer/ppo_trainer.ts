@@ -109,6 +109,22 @@ export async function trainStep(
     : await time("old_log_prob", () => oldLogProb(parts, scored.batch));
   const verified = parts.remote?.verify(parts, withLogProbs) ??
     { batch: withLogProbs, metrics: {} };
+  if (!verified.batch.responseMask.includes(1)) {
+    // Every group was rejected (distributed.*: an untrusted worker took all of this step's jobs):
+    // no token to learn from, so the step skips its advantages and updates; the weights are
+    // published again so that the workers go on.
+    const remote = parts.remote;
+    if (remote) await time("publish_weights", () => remote.publish(parts, step));
+    progress.done();
+    return {
+      ...scored.batch.rolloutMetrics,
+      ...scored.metrics,
+      ...verified.metrics,
+      "distributed/empty_steps": 1,
+      ...timer.timings,
+      ...perfMetrics(parts, verified.batch, (performance.now() - t0) / 1000),
+    };
+  }
   // ... so a worker's log-probs are checked inside the actor update instead
   const audit = bypass ? parts.remote?.audit(parts, verified.batch) : undefined;
   const withRef = await time("ref", () => ref(parts, verified.batch), parts.ref !== null);

@@ -229,7 +229,7 @@ async function engineRollout(
   const rows = promptRows(prompts);
   const n = o.n, R = o.responseLength;
   const longest = Math.max(...rows.map((r) => r.length)) + R;
-  // The batch is awaited whole: fewer reads, each of which idles the GPU.
+  // The batch is awaited whole, so no request waits on a read: fewer, larger ones.
   const engine = new Engine(model, {
     ...engineOptions(c, o, { sequences: prompts.batch * n, longest }),
     stepsInFlight: ENGINE_BATCH_STEPS_IN_FLIGHT,

@@ -57,7 +57,7 @@ export function dataMetrics(
 /** Throughput and memory of a step that took `seconds` (verl's perf/*). */
 export function perfMetrics(
   parts: TrainerParts,
-  batch: AdvBatch,
+  batch: Pick<AdvBatch, "promptMask" | "responseMask">,
   seconds: number,
 ): Record<string, number> {
   let tokens = 0;

@@ -143,14 +143,17 @@ export class Engine {
   async #run(): Promise<void> {
     const depth = this.options.stepsInFlight ?? ENGINE_STEPS_IN_FLIGHT;
     const stride = this.options.maxSeqs;
-    const ring = Tensor.empty([depth * 2 * stride], "i32", "engine.readback").keep();
-    // The newest step (its sampled tokens feed the next one), the steps recorded since the last
-    // read began, and that read. A window's tokens are read while the next window is recorded:
-    // a read in Deno waits for the queue to empty, so a read awaited before recording more left
-    // the GPU idle until the host had recorded the next step. Windows of half the depth keep at
-    // most `depth` steps unread; a depth of 1 reads each step before recording the next.
+    // A window's tokens are read while the next window is recorded: a read in Deno waits for the
+    // queue to empty, so a read awaited before recording more left the GPU idle until the host had
+    // recorded the next step. Windows of half the depth keep at most `depth` steps unread; a
+    // depth of 1 reads each step before recording the next.
     const overlap = depth > 1;
     const span = overlap ? Math.floor(depth / 2) : 1;
+    // One window's tokens and log-probs: its read's copy is recorded before the next window's
+    // writes, so every window takes the same slots.
+    const ring = Tensor.empty([span * 2 * stride], "i32", "engine.readback").keep();
+    // The newest step (its sampled tokens feed the next one), the steps recorded since the last
+    // read began, and that read.
     let previous: InFlightStep | null = null;
     const window: InFlightStep[] = [];
     let reading: Promise<void> | null = null;

@@ -33,8 +33,9 @@
  * fewer blocks cap its KV memory, and it preempts when they run out. --block N: positions per
  * block (default 16). --mode: a comma list of engine, engine-noshare, engine-nocache, generate;
  * both (the default) is engine,generate, or engine,engine-nocache with --turns. --sample greedy |
- * topp. --in-flight N: engine steps recorded between reads (default ENGINE_STEPS_IN_FLIGHT, 16;
- * the trainer's rollout takes ENGINE_BATCH_STEPS_IN_FLIGHT, 64).
+ * topp. --in-flight N: most engine steps left unread, read half at a time while the other half is
+ * recorded (default ENGINE_STEPS_IN_FLIGHT, 16; the trainer's rollout takes
+ * ENGINE_BATCH_STEPS_IN_FLIGHT, 64); `steps_while_reading` counts steps recorded during a read.
  * --profile N: GPU time per kernel of N requests through each mode.
  * The decode attention flags (--attn-min-chunk, --attn-max-chunk, --attn-target) as in
  * generate_device.ts (bench_model.ts).

@@ -3,7 +3,8 @@
  * and vec2<f16> fma (packed halves), and halves summed over eight steps into an f32 total (the
  * shape an f16-math GEMM with f32 sums between k chunks would have). Each invocation runs eight
  * independent chains, eight steps written out per loop trip; one dispatch is timed by wall clock
- * around a full sync, long enough (tens of ms) that the sync's cost is small. Prints one JSON line per kind with TFLOP/s (2 per lane).
+ * around a full sync, long enough (tens of ms) that the sync's cost is small. Prints one JSON line
+ * per kind with TFLOP/s (2 per lane).
  *
  *   deno run -A bench/fma_rate_probe.ts [--iters=4096] [--groups=8192]
  */

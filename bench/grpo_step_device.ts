@@ -6,9 +6,9 @@
  * `deno run -A bench/grpo_step_device.ts [--shape=0.5b|1.5b] [--prompts=8] [--n=8]
  * [--prompt-len=128] [--response-len=256] [--micro=8] [--layers=N] [--vocab=151936]
  * [--checkpointing=1] [--max-tokens=N] [--rmpad=1] [--ragged=1] [--rollout=engine|generate]
- * [--vec4=0] [--keep-logits-gb=G]`: --keep-logits-gb sets actor.keep_logits_gb (the update's
+ * [--vec4=0] [--exact=0] [--keep-logits-gb=G]`: --keep-logits-gb sets actor.keep_logits_gb (the update's
  * LM-head logits kept from forward to backward within G GB); --vec4=0 keeps the tiled GEMM on
- * scalar reads (before/after runs);
+ * scalar reads and --exact=0 keeps its bounds checks on whole blocks (before/after runs);
  * --rollout picks gen's decoding: the continuous-batching engine (the trainer's default) or
  * `generate`'s lock-step batch; --checkpointing turns on
  * enable_gradient_checkpointing, --max-tokens turns on use_dynamic_bsz with that token budget
@@ -55,8 +55,10 @@ const steps = arg("steps", 2),
   hidden = arg("hidden", shape.hiddenSize);
 const checkpointing = arg("checkpointing", 0) !== 0, maxTokens = arg("max-tokens", 0);
 const rmpad = arg("rmpad", 0) !== 0, ragged = arg("ragged", 0) !== 0;
-// --vec4=0: the tiled GEMM reads its operands one element at a time (before/after runs).
+// --vec4=0: the tiled GEMM reads its operands one element at a time; --exact=0: it checks bounds
+// on whole blocks too (before/after runs).
 if (arg("vec4", 1) === 0) loadPolicy.vec4 = false;
+if (arg("exact", 1) === 0) loadPolicy.exact = false;
 const rolloutMode = raw("rollout") ?? "engine";
 if (rolloutMode !== "engine" && rolloutMode !== "generate") {
   throw new Error(`--rollout=${rolloutMode}: use engine or generate`);

@@ -108,8 +108,10 @@ async function child(shape: string, rank: number): Promise<void> {
   if (num("splitk", 1) === 0) splitPolicy.minStages = Infinity;
   // --waves=0: the split rule that ignores the GPU's multiprocessor count (before/after runs).
   if (num("waves", 1) === 0) splitPolicy.waves = false;
-  // --vec4=0: the tiled GEMM reads its operands one element at a time (before/after runs).
+  // --vec4=0: the tiled GEMM reads its operands one element at a time; --exact=0: it checks
+  // bounds on whole blocks too (before/after runs).
   if (num("vec4", 1) === 0) loadPolicy.vec4 = false;
+  if (num("exact", 1) === 0) loadPolicy.exact = false;
   for (let step = 1; step <= steps; step++) {
     const run = () => trainStep(parts, step, parts.trainLoader.next()!);
     let m: Record<string, number> = {};

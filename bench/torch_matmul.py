@@ -1,7 +1,7 @@
 """PyTorch (cuBLAS) matmul throughput for comparison with bench/matmul_device.ts.
 
 Prints one JSON line per measurement: fp32 with TF32 disabled (true fp32, like our kernel) and
-fp16 (tensor cores) at the same square sizes, timed with CUDA events over several products.
+fp16 (tensor cores) at the same square sizes, the linear layer's other layouts at 4096, timed with CUDA events over several products.
 
     python3 bench/torch_matmul.py [--sizes 2048,4096,8192] [--reps 10]
 """
@@ -12,10 +12,11 @@ import json
 import torch
 
 
-def measure(n: int, dtype: torch.dtype, reps: int, weight_t: bool) -> dict:
+def measure(n: int, dtype: torch.dtype, reps: int, layout: str = "") -> dict:
     a = torch.randn(n, n, device="cuda", dtype=dtype)
     b = torch.randn(n, n, device="cuda", dtype=dtype)
-    op = (lambda: a @ b.t()) if weight_t else (lambda: a @ b)
+    ops = {"": lambda: a @ b, "wT": lambda: a @ b.t(), "tA": lambda: a.t() @ b}
+    op = ops[layout]
     for _ in range(3):
         op()
     torch.cuda.synchronize()
@@ -31,7 +32,7 @@ def measure(n: int, dtype: torch.dtype, reps: int, weight_t: bool) -> dict:
         times.append(start.elapsed_time(end) / reps)
     ms = sorted(times)[len(times) // 2]
     return {
-        "name": f"torch_matmul_{str(dtype).removeprefix('torch.')}" + ("_wT" if weight_t else ""),
+        "name": f"torch_matmul_{str(dtype).removeprefix('torch.')}" + (f"_{layout}" if layout else ""),
         "n": n,
         "ms": round(ms, 4),
         "tflops": round(2 * n**3 / (ms * 1e9), 3),
@@ -49,10 +50,13 @@ def main() -> None:
     torch.backends.cudnn.allow_tf32 = False
     for n in [int(s) for s in args.sizes.split(",")]:
         reps = max(1, round(args.reps * (4096 / n) ** 3))
-        print(json.dumps(measure(n, torch.float32, reps, False)), flush=True)
-        print(json.dumps(measure(n, torch.float16, reps, False)), flush=True)
-    # The linear-layer layout (x @ W^T) in fp16, the counterpart of our f16-weight path.
-    print(json.dumps(measure(4096, torch.float16, args.reps, True)), flush=True)
+        print(json.dumps(measure(n, torch.float32, reps)), flush=True)
+        print(json.dumps(measure(n, torch.float16, reps)), flush=True)
+    # The linear layer's other layouts in fp32 (x @ W^T forward, g^T @ x weight gradient), the
+    # counterparts of matmul_device.ts's matmul_f32_wT / _tA, and x @ W^T in fp16.
+    print(json.dumps(measure(4096, torch.float32, args.reps, "wT")), flush=True)
+    print(json.dumps(measure(4096, torch.float32, args.reps, "tA")), flush=True)
+    print(json.dumps(measure(4096, torch.float16, args.reps, "wT")), flush=True)
 
 
 if __name__ == "__main__":

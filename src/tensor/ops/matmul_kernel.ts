@@ -180,9 +180,20 @@ export function waveSplits(
 
 /**
  * Whether the tiled GEMM reads an operand four elements at a time (one 16-byte load, 8 in f16)
- * where its layout allows. Mutable for tests and before/after benches.
+ * where its layout allows (`vec4`), and whether a product of whole blocks loads without bounds
+ * checks (`exact`, see `exactBlocks`). Mutable for tests and before/after benches.
  */
-export const loadPolicy = { vec4: true };
+export const loadPolicy = { vec4: true, exact: true };
+
+/**
+ * Whether every block and K step of a product is whole: M, N and the K loop (both products of a
+ * K-joined one) multiples of the block's. Split K needs nothing more, since each split's share is
+ * a whole number of K steps.
+ */
+export function exactBlocks(d: { m: number; n: number }, k: number, tile: TileConfig): boolean {
+  const { bm, bn } = tileShape(tile);
+  return loadPolicy.exact && d.m % bm === 0 && d.n % bn === 0 && k % tile.bk === 0;
+}
 
 /**
  * Which operands the tile reads as vec4s: those whose contiguous dimension (K when stored along
@@ -238,6 +249,7 @@ export function gemm(a: Tensor, b: Tensor, out: Tensor, d: Gemm, options: GemmOp
       B_T: b.dtype,
       VEC_A: vec.a,
       VEC_B: vec.b,
+      EXACT: exactBlocks(d, k, tile),
       A_V: elem(a, vec.a),
       B_V: elem(b, vec.b),
       BIAS_T: bias?.dtype ?? "f32",

@@ -6,22 +6,32 @@ import { roundToF16 } from "../half.ts";
 import { Tensor } from "../tensor.ts";
 import { matmulCat } from "./matmul_cat.ts";
 import { product } from "./test_matmul_cat.ts";
-import { gemmNew, loadPolicy, type TileName, vecReads } from "./matmul_kernel.ts";
+import {
+  exactBlocks,
+  gemmNew,
+  loadPolicy,
+  type TileName,
+  TILES,
+  vecReads,
+} from "./matmul_kernel.ts";
 
 const TRANSPOSES = [[false, false], [true, false], [false, true], [true, true]] as const;
 const TOL = { atol: 1e-4, rtol: 1e-4 };
 
-/** Runs `make` with vec4 reads on and off; returns both outputs. */
-async function bothWays(make: () => Tensor): Promise<[Float32Array, Float32Array]> {
+/** Runs `make` with one of the tile's read policies on and off; returns both outputs. */
+async function bothWays(
+  make: () => Tensor,
+  policy: keyof typeof loadPolicy = "vec4",
+): Promise<[Float32Array, Float32Array]> {
   const out: Float32Array[] = [];
   for (const on of [true, false]) {
-    loadPolicy.vec4 = on;
+    loadPolicy[policy] = on;
     try {
       const t = make();
       out.push(Float32Array.from(await t.toArray()));
       t.dispose();
     } finally {
-      loadPolicy.vec4 = true;
+      loadPolicy[policy] = true;
     }
   }
   return [out[0], out[1]];
@@ -149,3 +159,75 @@ gpuTest(
     }
   },
 );
+
+gpuTest("exactBlocks holds only where M, N and the whole K are multiples of the block's", () => {
+  const small = TILES.small; // 32 x 32 blocks, K step 8
+  assert.equal(exactBlocks({ m: 64, n: 32 }, 48, small), true);
+  assert.equal(exactBlocks({ m: 64, n: 36 }, 48, small), false);
+  assert.equal(exactBlocks({ m: 60, n: 32 }, 48, small), false);
+  assert.equal(exactBlocks({ m: 64, n: 32 }, 44, small), false);
+  loadPolicy.exact = false;
+  try {
+    assert.equal(exactBlocks({ m: 64, n: 32 }, 48, small), false);
+  } finally {
+    loadPolicy.exact = true;
+  }
+});
+
+gpuTest(
+  "whole blocks without bounds checks give the checked products bit for bit",
+  async () => {
+    // [batch, m, n, k, splits, tile, f16 B]: every transpose, a split K, a batch, f16 weights.
+    const cases: [number, number, number, number, number, TileName, boolean][] = [
+      [1, 64, 32, 48, 1, "small", false],
+      [1, 32, 64, 64, 3, "small", false],
+      [2, 32, 32, 24, 1, "small", false],
+      [1, 64, 64, 40, 1, "medium", false],
+    ];
+    if (gpu().hasF16) cases.push([1, 32, 64, 32, 1, "small", true]);
+    let seed = 700;
+    for (const [batch, m, n, k, splits, tile, half] of cases) {
+      assert.ok(exactBlocks({ m, n }, k, TILES[tile]));
+      for (const [transA, transB] of TRANSPOSES) {
+        const d = { batch, m, n, k, transA, transB };
+        const a = randomArray(batch * m * k, seed += 2);
+        let b = randomArray(batch * n * k, seed + 1);
+        if (half) b = Float32Array.from(b, roundToF16);
+        const A = Tensor.from(a, [batch, ...(transA ? [k, m] : [m, k])]);
+        const B = Tensor.from(b, [batch, ...(transB ? [n, k] : [k, n])], half ? "f16" : "f32");
+        const gemm = { ...d, strideA: m * k, strideB: n * k };
+        const label = JSON.stringify({ ...d, splits, tile, half });
+        const [on, off] = await bothWays(
+          () => gemmNew(A, B, [batch, m, n], gemm, { tile, ...(batch === 1 ? { splits } : {}) }),
+          "exact",
+        );
+        assert.deepEqual(on, off, label);
+        assertClose(on, ref.matmul(a, b, d), { ...TOL, label });
+        A.dispose();
+        B.dispose();
+      }
+    }
+  },
+);
+
+gpuTest("whole blocks of a K-joined product without bounds checks (LoRA's layouts)", async () => {
+  // [m, n, k1, k2, transA, transB, splits]: the seam inside a K step, and a split across it.
+  const cases: [number, number, number, number, boolean, boolean, number][] = [
+    [32, 64, 40, 8, false, true, 1],
+    [64, 32, 36, 12, false, false, 2],
+    [32, 32, 16, 16, true, false, 1],
+  ];
+  let seed = 900;
+  for (const [m, n, k1, k2, transA, transB, splits] of cases) {
+    assert.ok(exactBlocks({ m, n }, k1 + k2, TILES.small));
+    const p1 = product(m, n, k1, transA, transB, seed += 2);
+    const p2 = product(m, n, k2, transA, transB, seed += 2);
+    const label = JSON.stringify({ m, n, k1, k2, transA, transB, splits });
+    const [on, off] = await bothWays(
+      () => matmulCat(p1.tensors, p2.tensors, { scale: 0.5, tile: "small", splits }),
+      "exact",
+    );
+    assert.deepEqual(on, off, label);
+    assertClose(on, ref.matmulCat(p1.arrays, p2.arrays, { m, n, scale: 0.5 }), { ...TOL, label });
+  }
+});

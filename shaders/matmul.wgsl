@@ -10,7 +10,7 @@
 // along k do not all land in the same bank. Two shared buffers let the next tile's global
 // loads (held in registers) overlap the current tile's math with one barrier per K step.
 // Out-of-range elements load as 0 and are never stored, so any M, N, K is correct; a product
-// whose M, N and K are multiples of the block's (EXACT) loads without those checks.
+// whose M, N and K are multiples of the block's may load without those checks (EXACT_A / _B).
 // Split-K (a single product with k_split < k): workgroup z takes the K slice
 // [z * k_split, (z + 1) * k_split) and writes its own partial [M, N] at z * stride_c, which
 // matmul_splitk.wgsl sums; a product of few blocks and a long K then fills the GPU.
@@ -45,14 +45,14 @@ struct Params {
 // Element (row i, depth kk) of op(A), 0 outside. Branch-free: the index is clamped to 0 and
 // the value selected, which keeps the unrolled loads cheap to compile and to run.
 fn load_a(base: u32, i: u32, kk: u32, k_end: u32) -> f32 {
-  let ok = EXACT || (i < p.m && kk < k_end);
+  let ok = EXACT_A || (i < p.m && kk < k_end);
   var idx = base + i * p.k + kk;
   if (TRANS_A) { idx = base + kk * p.m + i; }
   return select(0.0, a_at(select(0u, idx, ok)).x, ok);
 }
 
 fn load_b(base: u32, kk: u32, j: u32, k_end: u32) -> f32 {
-  let ok = EXACT || (j < p.n && kk < k_end);
+  let ok = EXACT_B || (j < p.n && kk < k_end);
   var idx = base + kk * p.n + j;
   if (TRANS_B) { idx = base + j * p.k + kk; }
   return select(0.0, b_at(select(0u, idx, ok)).x, ok);
@@ -61,14 +61,14 @@ fn load_b(base: u32, kk: u32, j: u32, k_end: u32) -> f32 {
 // Four elements from (i, kk) along A's contiguous dimension (matmul_tile.wgsl); the TS side
 // makes that dimension, the batch stride and so every index here a multiple of 4.
 fn load4_a(base: u32, i: u32, kk: u32, k_end: u32) -> vec4<f32> {
-  let ok = EXACT || (i < p.m && kk < k_end);
+  let ok = EXACT_A || (i < p.m && kk < k_end);
   var idx = base + i * p.k + kk;
   if (TRANS_A) { idx = base + kk * p.m + i; }
   return select(vec4<f32>(0.0), a_at(select(0u, idx / 4u, ok)), ok);
 }
 
 fn load4_b(base: u32, kk: u32, j: u32, k_end: u32) -> vec4<f32> {
-  let ok = EXACT || (j < p.n && kk < k_end);
+  let ok = EXACT_B || (j < p.n && kk < k_end);
   var idx = base + kk * p.n + j;
   if (TRANS_B) { idx = base + j * p.k + kk; }
   return select(vec4<f32>(0.0), b_at(select(0u, idx / 4u, ok)), ok);

@@ -57,7 +57,7 @@ fn at(r: u32, kk: u32, rows: u32, depth: u32, k_major: bool) -> u32 {
 
 // Element (row i, depth kk) of [op(A) | op(A2)], 0 outside (clamped index, selected value).
 fn load_a(base: u32, i: u32, kk: u32, k_end: u32) -> f32 {
-  let ok = EXACT || (i < p.m && kk < k_end);
+  let ok = EXACT_A || (i < p.m && kk < k_end);
   if (kk < p.k1) { return select(0.0, a_at(select(0u, at(i, kk, p.m, p.k1, TRANS_A), ok)).x, ok); }
   let idx = at(i, kk - p.k1, p.m, p.k - p.k1, TRANS_A2);
   return select(0.0, a2_at(select(0u, idx, ok)).x, ok);
@@ -66,7 +66,7 @@ fn load_a(base: u32, i: u32, kk: u32, k_end: u32) -> f32 {
 // Element (depth kk, column j) of [op(B) ; scale2 op(B2)], 0 outside. B is [K, N] unless
 // transposed, so its columns are the "rows" of `at`, stored k-major when not transposed.
 fn load_b(base: u32, kk: u32, j: u32, k_end: u32) -> f32 {
-  let ok = EXACT || (j < p.n && kk < k_end);
+  let ok = EXACT_B || (j < p.n && kk < k_end);
   if (kk < p.k1) { return select(0.0, b_at(select(0u, at(j, kk, p.n, p.k1, !TRANS_B), ok)).x, ok); }
   let idx = at(j, kk - p.k1, p.n, p.k - p.k1, !TRANS_B2);
   return select(0.0, p.scale2 * b2_at(select(0u, idx, ok)).x, ok);
@@ -75,7 +75,7 @@ fn load_b(base: u32, kk: u32, j: u32, k_end: u32) -> f32 {
 // Four elements from (i, kk) along the contiguous dimension of A and A2 (matmul_tile.wgsl). The
 // TS side makes K1, K2 (read along k) or M multiples of 4, so four k never straddle the seam.
 fn load4_a(base: u32, i: u32, kk: u32, k_end: u32) -> vec4<f32> {
-  let ok = EXACT || (i < p.m && kk < k_end);
+  let ok = EXACT_A || (i < p.m && kk < k_end);
   if (kk < p.k1) {
     return select(vec4<f32>(0.0), a_at(select(0u, at(i, kk, p.m, p.k1, TRANS_A) / 4u, ok)), ok);
   }
@@ -84,7 +84,7 @@ fn load4_a(base: u32, i: u32, kk: u32, k_end: u32) -> vec4<f32> {
 }
 
 fn load4_b(base: u32, kk: u32, j: u32, k_end: u32) -> vec4<f32> {
-  let ok = EXACT || (j < p.n && kk < k_end);
+  let ok = EXACT_B || (j < p.n && kk < k_end);
   if (kk < p.k1) {
     return select(vec4<f32>(0.0), b_at(select(0u, at(j, kk, p.n, p.k1, !TRANS_B) / 4u, ok)), ok);
   }

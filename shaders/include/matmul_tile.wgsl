@@ -21,10 +21,16 @@
 // block ran 4096^3 at 37.4 TFLOP/s with them against 32.5 with scalar reads (bench/README.md).
 const VEC_A: bool = false;
 const VEC_B: bool = false;
-// M, N and K multiples of BM, BN and BK (the TS side sets it): every block and K step is whole,
-// so the includer's loads drop their bounds checks. On an H100 at 4096^3 x @ W^T ran 43.0 TFLOP/s
-// with them dropped against 38.1 (bench/README.md); dropping the stores' checks too was slower.
-const EXACT: bool = false;
+// M, N and K multiples of BM, BN and BK: every block and K step is whole, so the includer's loads
+// of A / B may drop their bounds checks (the TS side sets each per layout, by measurement: on an
+// H100 at 4096^3 x @ W^T ran 43.0 TFLOP/s with both dropped against 38.1, bench/README.md).
+const EXACT_A: bool = false;
+const EXACT_B: bool = false;
+// Where the next K step's global reads are issued: before k step FETCH_AT of the current one,
+// B's before A's when B_FIRST. Same values either way; NVIDIA's compiler schedules each layout
+// best with its own (the TS side's `tileVariants`, measured).
+const FETCH_AT: u32 = 0u;
+const B_FIRST: bool = false;
 alias BIAS_T = f32;
 
 const NT: u32 = WG_X * WG_Y;
@@ -154,17 +160,18 @@ fn block(wid: vec3<u32>, lid: vec3<u32>) -> array<vec4<f32>, 16> {
   for (var t = 0u; t < tiles; t++) {
     let cur = t % 2u;
     let more = t + 1u < tiles;
-    if (more) {
-      let k0 = k_lo + (t + 1u) * BK;
-#unroll l 4
-      if ($l < LA) { pa$l = fetch_a(a_base, m0, k0, tid + $l * NT, k_hi); }
-      if ($l < LB) { pb$l = fetch_b(b_base, n0, k0, tid + $l * NT, k_hi); }
-#end
-    }
+    let k0 = k_lo + (t + 1u) * BK;
     // The stage's 8 k steps as straight-line code: inside even a loop of one trip NVIDIA's
     // Vulkan compiler scheduled them worse (28.4 against 31.3 TFLOP/s at 4096^3 on an H100).
     {
 #unroll s 8
+      if ($s == FETCH_AT && more) {
+#unroll l 4
+        if (!B_FIRST && $l < LA) { pa$l = fetch_a(a_base, m0, k0, tid + $l * NT, k_hi); }
+        if ($l < LB) { pb$l = fetch_b(b_base, n0, k0, tid + $l * NT, k_hi); }
+        if (B_FIRST && $l < LA) { pa$l = fetch_a(a_base, m0, k0, tid + $l * NT, k_hi); }
+#end
+      }
       {
         let a0 = As[cur][$s][lid.y];
         let b0 = Bs[cur][$s][lid.x];

@@ -19,7 +19,15 @@ export { add, cast, mul, mulScalar } from "./ops/elementwise.ts";
 export { dropout, dropoutMasked } from "./ops/dropout.ts";
 export { dropoutRef } from "./ref/dropout.ts";
 export { linear, type LinearOptions, matmul, matmulTiled } from "./ops/matmul.ts";
-export { loadPolicy, splitPolicy, tiledSplits } from "./ops/matmul_kernel.ts";
+export {
+  type GemmLayout,
+  gemmLayout,
+  loadPolicy,
+  splitPolicy,
+  tiledSplits,
+  type TileVariant,
+  tileVariants,
+} from "./ops/matmul_kernel.ts";
 export { type CatProduct, matmulCat, type MatmulCatOptions } from "./ops/matmul_cat.ts";
 export { rmsNorm } from "./ops/rmsnorm.ts";
 export {

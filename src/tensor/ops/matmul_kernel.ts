@@ -186,6 +186,34 @@ export function waveSplits(
 export const loadPolicy = { vec4: true, exact: true };
 
 /**
+ * Equivalent forms of the tiled kernel's K loop (matmul_tile.wgsl): the loads of A / B without
+ * bounds checks where every block is whole (`exactA` / `exactB`), the k step of a stage before
+ * which the next stage's global reads are issued (`fetchAt`, 0..7) and B's reads before A's
+ * (`bFirst`). Results are the same bit for bit; NVIDIA's compiler schedules each layout best with
+ * its own form, so the forms are picked per layout (op(A) transposed, op(B) transposed) by
+ * measurement (`bench/gemm_variants_device.ts`). Mutable for that bench.
+ */
+export interface TileVariant {
+  exactA: boolean;
+  exactB: boolean;
+  fetchAt: number;
+  bFirst: boolean;
+}
+
+export type GemmLayout = "nn" | "nt" | "tn" | "tt";
+
+export const tileVariants: Record<GemmLayout, TileVariant> = {
+  nn: { exactA: true, exactB: true, fetchAt: 0, bFirst: false },
+  nt: { exactA: true, exactB: true, fetchAt: 0, bFirst: false },
+  tn: { exactA: true, exactB: true, fetchAt: 0, bFirst: false },
+  tt: { exactA: true, exactB: true, fetchAt: 0, bFirst: false },
+};
+
+export function gemmLayout(d: { transA: boolean; transB: boolean }): GemmLayout {
+  return `${d.transA ? "t" : "n"}${d.transB ? "t" : "n"}` as GemmLayout;
+}
+
+/**
  * Whether every block and K step of a product is whole: M, N and the K loop (both products of a
  * K-joined one) multiples of the block's. Split K needs nothing more, since each split's share is
  * a whole number of K steps.
@@ -233,6 +261,8 @@ export function gemm(a: Tensor, b: Tensor, out: Tensor, d: Gemm, options: GemmOp
   const f16 = [a, b, bias, cat?.a, cat?.b].some((t) => t?.dtype === "f16");
   const k = d.k + (cat?.k ?? 0); // the whole K loop, both products of a K-joined one
   const vec = vecReads(d, cat);
+  const exact = exactBlocks(d, k, tile);
+  const variant = tileVariants[gemmLayout(d)];
   const elem = (t: Tensor, v: boolean) => v ? `vec4<${t.dtype}>` : t.dtype;
   const kernel: Omit<KernelSpec, "shader"> = {
     entry: epilogueEntry(bias, residual),
@@ -249,7 +279,10 @@ export function gemm(a: Tensor, b: Tensor, out: Tensor, d: Gemm, options: GemmOp
       B_T: b.dtype,
       VEC_A: vec.a,
       VEC_B: vec.b,
-      EXACT: exactBlocks(d, k, tile),
+      EXACT_A: exact && variant.exactA,
+      EXACT_B: exact && variant.exactB,
+      FETCH_AT: variant.fetchAt,
+      B_FIRST: variant.bFirst,
       A_V: elem(a, vec.a),
       B_V: elem(b, vec.b),
       BIAS_T: bias?.dtype ?? "f32",

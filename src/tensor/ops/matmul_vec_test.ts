@@ -12,6 +12,8 @@ import {
   loadPolicy,
   type TileName,
   TILES,
+  type TileVariant,
+  tileVariants,
   vecReads,
 } from "./matmul_kernel.ts";
 
@@ -229,5 +231,44 @@ gpuTest("whole blocks of a K-joined product without bounds checks (LoRA's layout
     );
     assert.deepEqual(on, off, label);
     assertClose(on, ref.matmulCat(p1.arrays, p2.arrays, { m, n, scale: 0.5 }), { ...TOL, label });
+  }
+});
+
+gpuTest("every form of the K loop gives the default form's products bit for bit", async () => {
+  // Forms far from the default; whole blocks (unchecked loads may apply) and ragged edges, with a
+  // K of 5 stages and one of a partial stage.
+  const forms: TileVariant[] = [
+    { exactA: false, exactB: true, fetchAt: 3, bFirst: true },
+    { exactA: true, exactB: false, fetchAt: 7, bFirst: false },
+  ];
+  const shapes: [number, number, number][] = [[64, 64, 40], [20, 36, 44]];
+  let seed = 1100;
+  for (const [m, n, k] of shapes) {
+    for (const [transA, transB] of TRANSPOSES) {
+      const layout = `${transA ? "t" : "n"}${transB ? "t" : "n"}` as const;
+      const a = randomArray(m * k, seed += 2), b = randomArray(n * k, seed + 1);
+      const A = Tensor.from(a, transA ? [k, m] : [m, k]);
+      const B = Tensor.from(b, transB ? [n, k] : [k, n]);
+      const d = { batch: 1, m, n, k, transA, transB, strideA: 0, strideB: 0 };
+      const run = async () => {
+        const c = gemmNew(A, B, [m, n], d, { tile: "medium" });
+        const out = Float32Array.from(await c.toArray());
+        c.dispose();
+        return out;
+      };
+      const base = await run();
+      const saved = tileVariants[layout];
+      try {
+        for (const form of forms) {
+          tileVariants[layout] = form;
+          assert.deepEqual(await run(), base, JSON.stringify({ m, n, k, layout, form }));
+        }
+      } finally {
+        tileVariants[layout] = saved;
+      }
+      assertClose(base, ref.matmul(a, b, { ...d }), { ...TOL, label: layout });
+      A.dispose();
+      B.dispose();
+    }
   }
 });

@@ -1,0 +1,102 @@
+/**
+ * The tiled kernel's equivalent K-loop forms (`tileVariants`: loads unchecked on whole blocks,
+ * where the next stage's reads are issued, which operand first) timed per layout, for picking
+ * each layout's form on a GPU. One JSON line per (layout, shape, form) with TFLOP/s, then one
+ * `"fig":"best"` line per layout and shape (ranked by the median of `--rounds` rounds, the forms
+ * interleaved within each round):
+ *   deno run -A bench/gemm_variants_device.ts [--shapes=4096x4096x4096,6144x896x4864]
+ *     [--layouts=nn,nt,tn] [--fetch-at=0,2,4,6] [--rounds=2] [--reps=10]
+ * A shape is MxNxK of op(A) @ op(B) with the large tile; every form's output is compared bit for
+ * bit with the default form's (the forms differ in schedule only).
+ */
+import { gpu, initGpu } from "../src/gpu/mod.ts";
+import {
+  type GemmLayout,
+  matmulTiled,
+  Tensor,
+  TILES,
+  type TileVariant,
+  tileVariants,
+} from "../src/tensor/mod.ts";
+import { randomArray } from "../src/testing/mod.ts";
+import { timeGpu } from "./gpu_timer.ts";
+
+const args = new Map(Deno.args.map((a) => a.replace(/^--/, "").split("=") as [string, string]));
+const list = (key: string, fallback: string) => (args.get(key) ?? fallback).split(",");
+const shapes = list("shapes", "4096x4096x4096,6144x896x4864,6144x4864x896")
+  .map((s) => s.split("x").map(Number) as [number, number, number]);
+const layouts = list("layouts", "nn,nt,tn") as GemmLayout[];
+const fetchAts = list("fetch-at", "0,2,4,6").map(Number);
+const rounds = Number(args.get("rounds") ?? 2);
+const reps = Number(args.get("reps") ?? 10);
+const g = await initGpu();
+
+function forms(): TileVariant[] {
+  const out: TileVariant[] = [];
+  for (const exactA of [true, false]) {
+    for (const exactB of [true, false]) {
+      for (const fetchAt of fetchAts) {
+        for (const bFirst of [false, true]) out.push({ exactA, exactB, fetchAt, bFirst });
+      }
+    }
+  }
+  return out;
+}
+
+const name = (v: TileVariant) =>
+  `${v.exactA ? "A" : "a"}${v.exactB ? "B" : "b"}${v.fetchAt}${v.bFirst ? "b" : "a"}`;
+
+for (const [m, n, k] of shapes) {
+  for (const layout of layouts) {
+    const [transA, transB] = [layout[0] === "t", layout[1] === "t"];
+    const A = Tensor.from(randomArray(m * k, 1), transA ? [k, m] : [m, k]);
+    const B = Tensor.from(randomArray(n * k, 2), transB ? [n, k] : [k, n]);
+    const opts = { transA, transB, tile: TILES.large };
+    const saved = { ...tileVariants[layout] };
+    const run = async (v: TileVariant) => {
+      tileVariants[layout] = v;
+      const c = matmulTiled(A, B, opts);
+      const out = new Float32Array(await c.toArray());
+      c.dispose();
+      return out;
+    };
+    const reference = await run(saved);
+    const times = new Map<string, number[]>();
+    for (let round = 0; round < rounds; round++) {
+      for (const v of forms()) {
+        const out = await run(v);
+        const same = out.every((x, i) => Object.is(x, reference[i]));
+        const perSpan = Math.max(1, Math.round(reps * 4096 ** 3 / (m * n * k)));
+        const t = await timeGpu(() => matmulTiled(A, B, opts).dispose(), { reps: 5, perSpan });
+        const tflops = 2 * m * n * k / (t.medianMs * 1e9);
+        times.set(name(v), [...(times.get(name(v)) ?? []), tflops]);
+        console.log(JSON.stringify({
+          layout,
+          shape: `${m}x${n}x${k}`,
+          form: name(v),
+          ...v,
+          round,
+          tflops: +tflops.toFixed(2),
+          same,
+        }));
+        if (!same) throw new Error(`form ${name(v)} of ${layout} changed the product`);
+      }
+    }
+    tileVariants[layout] = saved;
+    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+    const ranked = [...times].map(([form, xs]) => ({ form, tflops: median(xs) }))
+      .sort((a, b) => b.tflops - a.tflops);
+    console.log(JSON.stringify({
+      fig: "best",
+      layout,
+      shape: `${m}x${n}x${k}`,
+      adapter: g.adapterName,
+      current: ranked.find((r) => r.form === name(saved)),
+      top: ranked.slice(0, 5),
+    }));
+    A.dispose();
+    B.dispose();
+    g.pool.trim();
+  }
+}
+await gpu().sync();

@@ -5,18 +5,21 @@
  * `"fig":"best"` line per layout and shape (ranked by the median of `--rounds` rounds, the forms
  * interleaved within each round):
  *   deno run -A bench/gemm_variants_device.ts [--shapes=4096x4096x4096,6144x896x4864]
- *     [--layouts=nn,nt,tn] [--fetch-at=0,2,4,6] [--rounds=2] [--reps=10]
+ *     [--layouts=nn,nt,tn] [--fetch-at=0,2,4,6] [--rounds=2] [--reps=10] [--b-f16]
  * A shape is MxNxK of op(A) @ op(B) with the large tile; every form's output is compared bit for
- * bit with the default form's (the forms differ in schedule only).
+ * bit with the default form's (the forms differ in schedule only). `--b-f16` stores B in f16 (the
+ * frozen LoRA base's products; their forms are `tileVariants`' `*_f16` entries).
  */
 import { gpu, initGpu } from "../src/gpu/mod.ts";
 import {
   type GemmLayout,
   matmulTiled,
+  roundToF16,
   Tensor,
   TILES,
   type TileVariant,
   tileVariants,
+  variantKey,
 } from "../src/tensor/mod.ts";
 import { randomArray } from "../src/testing/mod.ts";
 import { timeGpu } from "./gpu_timer.ts";
@@ -29,6 +32,7 @@ const layouts = list("layouts", "nn,nt,tn") as GemmLayout[];
 const fetchAts = list("fetch-at", "0,2,4,6").map(Number);
 const rounds = Number(args.get("rounds") ?? 2);
 const reps = Number(args.get("reps") ?? 10);
+const bF16 = args.has("b-f16");
 const g = await initGpu();
 
 function forms(): TileVariant[] {
@@ -50,11 +54,13 @@ for (const [m, n, k] of shapes) {
   for (const layout of layouts) {
     const [transA, transB] = [layout[0] === "t", layout[1] === "t"];
     const A = Tensor.from(randomArray(m * k, 1), transA ? [k, m] : [m, k]);
-    const B = Tensor.from(randomArray(n * k, 2), transB ? [n, k] : [k, n]);
+    const bData = randomArray(n * k, 2).map(roundToF16);
+    const B = Tensor.from(bData, transB ? [n, k] : [k, n], bF16 ? "f16" : "f32");
     const opts = { transA, transB, tile: TILES.large };
-    const saved = { ...tileVariants[layout] };
+    const key = variantKey(layout, bF16);
+    const saved = { ...tileVariants[key] };
     const run = async (v: TileVariant) => {
-      tileVariants[layout] = v;
+      tileVariants[key] = v;
       const c = matmulTiled(A, B, opts);
       const out = new Float32Array(await c.toArray());
       c.dispose();
@@ -71,7 +77,7 @@ for (const [m, n, k] of shapes) {
         const tflops = 2 * m * n * k / (t.medianMs * 1e9);
         times.set(name(v), [...(times.get(name(v)) ?? []), tflops]);
         console.log(JSON.stringify({
-          layout,
+          layout: key,
           shape: `${m}x${n}x${k}`,
           form: name(v),
           ...v,
@@ -82,13 +88,13 @@ for (const [m, n, k] of shapes) {
         if (!same) throw new Error(`form ${name(v)} of ${layout} changed the product`);
       }
     }
-    tileVariants[layout] = saved;
+    tileVariants[key] = saved;
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
     const ranked = [...times].map(([form, xs]) => ({ form, tflops: median(xs) }))
       .sort((a, b) => b.tflops - a.tflops);
     console.log(JSON.stringify({
       fig: "best",
-      layout,
+      layout: key,
       shape: `${m}x${n}x${k}`,
       adapter: g.adapterName,
       current: ranked.find((r) => r.form === name(saved)),

@@ -201,22 +201,34 @@ export interface TileVariant {
 }
 
 export type GemmLayout = "nn" | "nt" | "tn" | "tt";
+/** A layout, and `_f16` where an operand is stored in f16 (the frozen LoRA base's products). */
+export type VariantKey = GemmLayout | `${GemmLayout}_f16`;
 
 /**
  * Measured on one H100 (2026-11-27, `gemm_variants_device.ts`, 32 forms, medians of two rounds):
  * A @ B ran 42.2 TFLOP/s at 4096^3 and 42.1 at 6144 x 4864 x 896 with its reads issued before k
  * step 4, against 36.7 and 37.0 before step 0; x @ W^T (42.9 / 42.6) and A^T @ B (40.1 / 40.4)
- * ran best, or within 2% of it, as they were.
+ * ran best, or within 2% of it, as they were. With B in f16 (`--b-f16`) A's loads keep their checks:
+ * A @ B 40.6 / 39.3 (from 38.2 / 37.8 with the f32 form), x @ W^T 40.0 at 4096^3 (from 37.3) and
+ * within 0.5% of the best at 6144 x 4864 x 896.
  */
-export const tileVariants: Record<GemmLayout, TileVariant> = {
+export const tileVariants: Record<VariantKey, TileVariant> = {
   nn: { exactA: true, exactB: true, fetchAt: 4, bFirst: false },
   nt: { exactA: true, exactB: true, fetchAt: 0, bFirst: false },
   tn: { exactA: true, exactB: true, fetchAt: 0, bFirst: false },
   tt: { exactA: true, exactB: true, fetchAt: 0, bFirst: false },
+  nn_f16: { exactA: false, exactB: true, fetchAt: 4, bFirst: false },
+  nt_f16: { exactA: false, exactB: true, fetchAt: 0, bFirst: false },
+  tn_f16: { exactA: true, exactB: true, fetchAt: 0, bFirst: false },
+  tt_f16: { exactA: true, exactB: true, fetchAt: 0, bFirst: false },
 };
 
 export function gemmLayout(d: { transA: boolean; transB: boolean }): GemmLayout {
   return `${d.transA ? "t" : "n"}${d.transB ? "t" : "n"}` as GemmLayout;
+}
+
+export function variantKey(layout: GemmLayout, f16: boolean): VariantKey {
+  return f16 ? `${layout}_f16` : layout;
 }
 
 /**
@@ -268,7 +280,7 @@ export function gemm(a: Tensor, b: Tensor, out: Tensor, d: Gemm, options: GemmOp
   const k = d.k + (cat?.k ?? 0); // the whole K loop, both products of a K-joined one
   const vec = vecReads(d, cat);
   const exact = exactBlocks(d, k, tile);
-  const variant = tileVariants[gemmLayout(d)];
+  const variant = tileVariants[variantKey(gemmLayout(d), f16)];
   const elem = (t: Tensor, v: boolean) => v ? `vec4<${t.dtype}>` : t.dtype;
   const kernel: Omit<KernelSpec, "shader"> = {
     entry: epilogueEntry(bias, residual),

@@ -8,6 +8,7 @@ import { matmulCat } from "./matmul_cat.ts";
 import { product } from "./test_matmul_cat.ts";
 import {
   exactBlocks,
+  gemmLayout,
   gemmNew,
   loadPolicy,
   type TileName,
@@ -245,7 +246,7 @@ gpuTest("every form of the K loop gives the default form's products bit for bit"
   let seed = 1100;
   for (const [m, n, k] of shapes) {
     for (const [transA, transB] of TRANSPOSES) {
-      const layout = `${transA ? "t" : "n"}${transB ? "t" : "n"}` as const;
+      const layout = gemmLayout({ transA, transB });
       const a = randomArray(m * k, seed += 2), b = randomArray(n * k, seed + 1);
       const A = Tensor.from(a, transA ? [k, m] : [m, k]);
       const B = Tensor.from(b, transB ? [n, k] : [k, n]);

@@ -27,8 +27,8 @@ export {
   tiledSplits,
   type TileVariant,
   tileVariants,
-  variantKey,
   type VariantKey,
+  variantKey,
 } from "./ops/matmul_kernel.ts";
 export { type CatProduct, matmulCat, type MatmulCatOptions } from "./ops/matmul_cat.ts";
 export { rmsNorm } from "./ops/rmsnorm.ts";

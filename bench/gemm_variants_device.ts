@@ -1,11 +1,11 @@
 /**
  * The tiled kernel's equivalent K-loop forms (`tileVariants`: loads unchecked on whole blocks,
- * where the next stage's reads are issued, which operand first) timed per layout, for picking
+ * where the next stage's reads are issued) timed per layout, for picking
  * each layout's form on a GPU. One JSON line per (layout, shape, form) with TFLOP/s, then one
  * `"fig":"best"` line per layout and shape (ranked by the median of `--rounds` rounds, the forms
  * interleaved within each round):
  *   deno run -A bench/gemm_variants_device.ts [--shapes=4096x4096x4096,6144x896x4864]
- *     [--layouts=nn,nt,tn] [--fetch-at=0,2,4,6] [--rounds=2] [--reps=10] [--b-f16]
+ *     [--layouts=nn,nt,tn] [--fetch-at=0,4] [--rounds=2] [--reps=10] [--b-f16]
  * A shape is MxNxK of op(A) @ op(B) with the large tile; every form's output is compared bit for
  * bit with the default form's (the forms differ in schedule only). `--b-f16` stores B in f16 (the
  * frozen LoRA base's products; their forms are `tileVariants`' `*_f16` entries).
@@ -29,7 +29,8 @@ const list = (key: string, fallback: string) => (args.get(key) ?? fallback).spli
 const shapes = list("shapes", "4096x4096x4096,6144x896x4864,6144x4864x896")
   .map((s) => s.split("x").map(Number) as [number, number, number]);
 const layouts = list("layouts", "nn,nt,tn") as GemmLayout[];
-const fetchAts = list("fetch-at", "0,2,4,6").map(Number);
+const fetchAts = list("fetch-at", "0,4").map(Number) as TileVariant["fetchAt"][];
+for (const f of fetchAts) if (f !== 0 && f !== 4) throw new Error(`--fetch-at: ${f} is not 0 or 4`);
 const rounds = Number(args.get("rounds") ?? 2);
 const reps = Number(args.get("reps") ?? 10);
 const bF16 = args.has("b-f16");
@@ -39,16 +40,13 @@ function forms(): TileVariant[] {
   const out: TileVariant[] = [];
   for (const exactA of [true, false]) {
     for (const exactB of [true, false]) {
-      for (const fetchAt of fetchAts) {
-        for (const bFirst of [false, true]) out.push({ exactA, exactB, fetchAt, bFirst });
-      }
+      for (const fetchAt of fetchAts) out.push({ exactA, exactB, fetchAt });
     }
   }
   return out;
 }
 
-const name = (v: TileVariant) =>
-  `${v.exactA ? "A" : "a"}${v.exactB ? "B" : "b"}${v.fetchAt}${v.bFirst ? "b" : "a"}`;
+const name = (v: TileVariant) => `${v.exactA ? "A" : "a"}${v.exactB ? "B" : "b"}${v.fetchAt}`;
 
 for (const [m, n, k] of shapes) {
   for (const layout of layouts) {

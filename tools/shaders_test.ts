@@ -242,7 +242,7 @@ Deno.test("#include pastes each file once per shader, recursively; errors name t
   );
   assert.throws(
     () => expandIncludes("typo", read),
-    /typo.wgsl line 1\): unknown directive "#inclde" \(only #include, #const and #unroll/,
+    /typo.wgsl line 1\): unknown directive "#inclde" \(only #include, #const, #unroll and #if/,
   );
   assert.throws(() => expandIncludes("bare", read), /write #include "file.wgsl"/);
   assert.throws(
@@ -298,6 +298,41 @@ Deno.test("#const takes its value from the defines, typed, and insists on one", 
   assert.throws(() => specialize("fn f() {}", "k", { WG: 1 }), /shader "k" has no '#const WG'/);
   // Every tensor shader declares its workgroup size this way: a spec without it cannot compile.
   assert.throws(() => specialize(shaderSource("swiglu"), "swiglu"), /needs a value for #const WG/);
+});
+
+Deno.test("#if keeps its lines where the #const has the value, after #unroll; errors", () => {
+  const read = fakeShaders({
+    "f.wgsl": "#const AT: u32\n#unroll h 2\n#if AT == $h\nfetch();\n#endif\nstep($h);\n#end\n",
+  });
+  const code = expandIncludes("f", read);
+  assert.equal(
+    specialize(code, "f", { AT: 1 }),
+    "const AT: u32 = 1u;\nstep(0);\nfetch();\nstep(1);\n",
+  );
+  assert.equal(
+    specialize(code, "f", { AT: 0 }),
+    "const AT: u32 = 0u;\nfetch();\nstep(0);\nstep(1);\n",
+  );
+  const nested =
+    "#const A: bool\n#const B: u32\n#if A == true\na;\n#if B == 2\nb;\n#endif\n#endif\nc;";
+  assert.equal(
+    specialize(nested, "k", { A: true, B: 2 }),
+    "const A: bool = true;\nconst B: u32 = 2u;\na;\nb;\nc;",
+  );
+  assert.equal(
+    specialize(nested, "k", { A: false, B: 2 }),
+    "const A: bool = false;\nconst B: u32 = 2u;\nc;",
+  );
+  assert.throws(() => specialize("#if X == 1\n#endif", "k"), /#if X names no #const of the shader/);
+  assert.throws(
+    () => specialize("#const A: u32\n#if A\n#endif", "k", { A: 1 }),
+    /write #if NAME == VALUE/,
+  );
+  assert.throws(
+    () => specialize("#const A: u32\n#if A == 1\n", "k", { A: 1 }),
+    /#if without its #endif/,
+  );
+  assert.throws(() => specialize("#endif", "k"), /#endif without an #if/);
 });
 
 Deno.test("defines are part of the pipeline cache key", () => {

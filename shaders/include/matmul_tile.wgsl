@@ -26,11 +26,11 @@ const VEC_B: bool = false;
 // H100 at 4096^3 x @ W^T ran 43.0 TFLOP/s with both dropped against 38.1, bench/README.md).
 const EXACT_A: bool = false;
 const EXACT_B: bool = false;
-// Where the next K step's global reads are issued: before k step FETCH_AT of the current one,
-// B's before A's when B_FIRST. Same values either way; NVIDIA's compiler schedules each layout
-// best with its own (the TS side's `tileVariants`, measured).
-const FETCH_AT: u32 = 0u;
-const B_FIRST: bool = false;
+// Where the next K step's global reads are issued: before the current stage's first k step (0) or
+// its fifth (1). Same values either way; NVIDIA's compiler schedules each layout best with its own
+// (the TS side's `tileVariants`, measured). Chosen by #if, so a pipeline holds one copy of the
+// reads: dead copies behind a constant test made the tests' compiles on CPU adapters 5x slower.
+#const FETCH_HALF: u32
 alias BIAS_T = f32;
 
 const NT: u32 = WG_X * WG_Y;
@@ -164,21 +164,23 @@ fn block(wid: vec3<u32>, lid: vec3<u32>) -> array<vec4<f32>, 16> {
     // The stage's 8 k steps as straight-line code: inside even a loop of one trip NVIDIA's
     // Vulkan compiler scheduled them worse (28.4 against 31.3 TFLOP/s at 4096^3 on an H100).
     {
-#unroll s 8
-      if ($s == FETCH_AT && more) {
+#unroll h 2
+#if FETCH_HALF == $h
+      if (more) {
 #unroll l 4
-        if (!B_FIRST && $l < LA) { pa$l = fetch_a(a_base, m0, k0, tid + $l * NT, k_hi); }
+        if ($l < LA) { pa$l = fetch_a(a_base, m0, k0, tid + $l * NT, k_hi); }
         if ($l < LB) { pb$l = fetch_b(b_base, n0, k0, tid + $l * NT, k_hi); }
-        if (B_FIRST && $l < LA) { pa$l = fetch_a(a_base, m0, k0, tid + $l * NT, k_hi); }
 #end
       }
+#endif
+#unroll s 4
       {
-        let a0 = As[cur][$s][lid.y];
-        let b0 = Bs[cur][$s][lid.x];
+        let a0 = As[cur][$h * 4 + $s][lid.y];
+        let b0 = Bs[cur][$h * 4 + $s][lid.x];
         var a1 = vec4<f32>(0.0);
         var b1 = vec4<f32>(0.0);
-        if (RG > 1u) { a1 = As[cur][$s][lid.y + WG_Y]; }
-        if (CG > 1u) { b1 = Bs[cur][$s][lid.x + WG_X]; }
+        if (RG > 1u) { a1 = As[cur][$h * 4 + $s][lid.y + WG_Y]; }
+        if (CG > 1u) { b1 = Bs[cur][$h * 4 + $s][lid.x + WG_X]; }
         acc0 = fma(vec4<f32>(a0.x), b0, acc0);
         acc2 = fma(vec4<f32>(a0.y), b0, acc2);
         acc4 = fma(vec4<f32>(a0.z), b0, acc4);
@@ -202,6 +204,7 @@ fn block(wid: vec3<u32>, lid: vec3<u32>) -> array<vec4<f32>, 16> {
           acc15 = fma(vec4<f32>(a1.w), b1, acc15);
         }
       }
+#end
 #end
     }
     if (more) {

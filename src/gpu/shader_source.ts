@@ -20,6 +20,10 @@
  *   `$k` replaced by 0 .. 7 (`acc$k` names acc0 .. acc7). Guard copies past a #const bound with
  *   `if ($k < N) { ... }`: the test is constant and compiles away. Leave no loop around the
  *   copies, even one of a single trip: NVIDIA's compiler then scheduled them worse.
+ * - Lines that only some specialisations want (matmul_tile.wgsl's place for the next stage's
+ *   reads) go between `#if NAME == VALUE` and `#endif`, NAME a `#const`: they are dropped where
+ *   its value differs, so no dead copy reaches the GPU's compiler (which, on CPU adapters, pays
+ *   for dead code too).
  */
 import { type Defines, expandIncludes, INCLUDE_DIR, specialize } from "./wgsl_directives.ts";
 

@@ -1,6 +1,8 @@
 /**
- * The three directives our WGSL files may carry, and nothing else: `#include "file.wgsl"`,
- * `#const NAME: type` and `#unroll NAME COUNT` ... `#end`. WGSL has no `#` or `$` token, so none
+ * The directives our WGSL files may carry, and nothing else: `#include "file.wgsl"`,
+ * `#const NAME: type`, `#unroll NAME COUNT` ... `#end` and `#if NAME == VALUE` ... `#endif` (NAME
+ * a `#const` of the shader: the lines between are kept only where its value is VALUE, so a
+ * specialisation carries no dead copies). WGSL has no `#` or `$` token, so none
  * can be mistaken for WGSL, and a shader that reaches the GPU with a directive left in it fails
  * loudly instead of compiling to something else. Pure functions over text: Deno's loader and the
  * browser bundle (web/build.ts, through `shaderSource`) run this same code, so both see the same
@@ -53,7 +55,8 @@ function expand(text: string, ctx: Expansion, firstLine = 1): string {
   for (let i = 0; i < lines.length; i++) {
     const line = lines[i];
     const m = DIRECTIVE.exec(line);
-    if (!m || m[1] === "const") {
+    // #const and #if / #endif need the defines: specialize() resolves them.
+    if (!m || m[1] === "const" || m[1] === "if" || m[1] === "endif") {
       out.push(line);
       continue;
     }
@@ -67,7 +70,7 @@ function expand(text: string, ctx: Expansion, firstLine = 1): string {
     if (m[1] === "end") throw new Error(`${where}: #end without an #unroll`);
     if (m[1] !== "include") {
       throw new Error(
-        `${where}: unknown directive "#${m[1]}" (only #include, #const and #unroll exist)`,
+        `${where}: unknown directive "#${m[1]}" (only #include, #const, #unroll and #if exist)`,
       );
     }
     const arg = INCLUDE_ARG.exec(m[2]);
@@ -171,7 +174,31 @@ export function specialize(code: string, name: string, defines: Defines = {}): s
       );
     }
   }
+  out = resolveIfs(out, name, defines, declared);
   const left = /^[ \t]*#.*$/m.exec(out);
   if (left) throw new Error(`shader "${name}": directive left after specialising: ${left[0]}`);
   return out;
+}
+
+const IF_ARGS = /^[ \t]+(\w+)[ \t]*==[ \t]*(\w+)[ \t]*(\/\/.*)?$/;
+
+/** Keeps the lines of each `#if NAME == VALUE` ... `#endif` whose #const NAME has that value. */
+function resolveIfs(code: string, name: string, defines: Defines, consts: Set<string>): string {
+  const out: string[] = [];
+  const open: boolean[] = [];
+  for (const line of code.split("\n")) {
+    const m = DIRECTIVE.exec(line);
+    if (m?.[1] === "if") {
+      const arg = IF_ARGS.exec(m[2]);
+      if (!arg) throw new Error(`shader "${name}": write #if NAME == VALUE, got: ${line.trim()}`);
+      if (!consts.has(arg[1])) {
+        throw new Error(`shader "${name}": #if ${arg[1]} names no #const of the shader`);
+      }
+      open.push(String(defines[arg[1]]) === arg[2]);
+    } else if (m?.[1] === "endif") {
+      if (open.pop() === undefined) throw new Error(`shader "${name}": #endif without an #if`);
+    } else if (open.every(Boolean)) out.push(line);
+  }
+  if (open.length) throw new Error(`shader "${name}": #if without its #endif`);
+  return out.join("\n");
 }

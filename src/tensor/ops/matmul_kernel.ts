@@ -187,17 +187,16 @@ export const loadPolicy = { vec4: true, exact: true };
 
 /**
  * Equivalent forms of the tiled kernel's K loop (matmul_tile.wgsl): the loads of A / B without
- * bounds checks where every block is whole (`exactA` / `exactB`), the k step of a stage before
- * which the next stage's global reads are issued (`fetchAt`, 0..7) and B's reads before A's
- * (`bFirst`). Results are the same bit for bit; NVIDIA's compiler schedules each layout best with
- * its own form, so the forms are picked per layout (op(A) transposed, op(B) transposed) by
- * measurement (`bench/gemm_variants_device.ts`). Mutable for that bench.
+ * bounds checks where every block is whole (`exactA` / `exactB`) and the k step of a stage before
+ * which the next stage's global reads are issued (`fetchAt`, 0 or 4). Results are the same bit for
+ * bit; NVIDIA's compiler schedules each layout best with its own form, so the forms are picked per
+ * layout (op(A) transposed, op(B) transposed) and operand type by measurement
+ * (`bench/gemm_variants_device.ts`). Mutable for that bench.
  */
 export interface TileVariant {
   exactA: boolean;
   exactB: boolean;
-  fetchAt: number;
-  bFirst: boolean;
+  fetchAt: 0 | 4;
 }
 
 export type GemmLayout = "nn" | "nt" | "tn" | "tt";
@@ -205,22 +204,24 @@ export type GemmLayout = "nn" | "nt" | "tn" | "tt";
 export type VariantKey = GemmLayout | `${GemmLayout}_f16`;
 
 /**
- * Measured on one H100 (2026-11-27, `gemm_variants_device.ts`, 32 forms, medians of two rounds):
+ * Measured on one H100 (2026-11-27, `gemm_variants_device.ts`, medians of two rounds):
  * A @ B ran 42.2 TFLOP/s at 4096^3 and 42.1 at 6144 x 4864 x 896 with its reads issued before k
  * step 4, against 36.7 and 37.0 before step 0; x @ W^T (42.9 / 42.6) and A^T @ B (40.1 / 40.4)
  * ran best, or within 2% of it, as they were. With B in f16 (`--b-f16`) A's loads keep their checks:
  * A @ B 40.6 / 39.3 (from 38.2 / 37.8 with the f32 form), x @ W^T 40.0 at 4096^3 (from 37.3) and
- * within 0.5% of the best at 6144 x 4864 x 896.
+ * within 0.5% of the best at 6144 x 4864 x 896. `tt`, `tn_f16` and `tt_f16` were not measured (the
+ * trainer's f16 products are the frozen base's forward and input gradient); they keep the first
+ * form.
  */
 export const tileVariants: Record<VariantKey, TileVariant> = {
-  nn: { exactA: true, exactB: true, fetchAt: 4, bFirst: false },
-  nt: { exactA: true, exactB: true, fetchAt: 0, bFirst: false },
-  tn: { exactA: true, exactB: true, fetchAt: 0, bFirst: false },
-  tt: { exactA: true, exactB: true, fetchAt: 0, bFirst: false },
-  nn_f16: { exactA: false, exactB: true, fetchAt: 4, bFirst: false },
-  nt_f16: { exactA: false, exactB: true, fetchAt: 0, bFirst: false },
-  tn_f16: { exactA: true, exactB: true, fetchAt: 0, bFirst: false },
-  tt_f16: { exactA: true, exactB: true, fetchAt: 0, bFirst: false },
+  nn: { exactA: true, exactB: true, fetchAt: 4 },
+  nt: { exactA: true, exactB: true, fetchAt: 0 },
+  tn: { exactA: true, exactB: true, fetchAt: 0 },
+  tt: { exactA: true, exactB: true, fetchAt: 0 },
+  nn_f16: { exactA: false, exactB: true, fetchAt: 4 },
+  nt_f16: { exactA: false, exactB: true, fetchAt: 0 },
+  tn_f16: { exactA: true, exactB: true, fetchAt: 0 },
+  tt_f16: { exactA: true, exactB: true, fetchAt: 0 },
 };
 
 export function gemmLayout(d: { transA: boolean; transB: boolean }): GemmLayout {
@@ -299,8 +300,7 @@ export function gemm(a: Tensor, b: Tensor, out: Tensor, d: Gemm, options: GemmOp
       VEC_B: vec.b,
       EXACT_A: exact && variant.exactA,
       EXACT_B: exact && variant.exactB,
-      FETCH_AT: variant.fetchAt,
-      B_FIRST: variant.bFirst,
+      FETCH_HALF: variant.fetchAt / 4,
       A_V: elem(a, vec.a),
       B_V: elem(b, vec.b),
       BIAS_T: bias?.dtype ?? "f32",

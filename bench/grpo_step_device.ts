@@ -6,9 +6,9 @@
  * `deno run -A bench/grpo_step_device.ts [--shape=0.5b|1.5b] [--prompts=8] [--n=8]
  * [--prompt-len=128] [--response-len=256] [--micro=8] [--layers=N] [--vocab=151936]
  * [--checkpointing=1] [--max-tokens=N] [--rmpad=1] [--ragged=1] [--rollout=engine|generate]
- * [--vec4=0] [--exact=0] [--keep-logits-gb=G]`: --keep-logits-gb sets actor.keep_logits_gb (the update's
- * LM-head logits kept from forward to backward within G GB); --vec4=0 keeps the tiled GEMM on
- * scalar reads and --exact=0 keeps its bounds checks on whole blocks (before/after runs);
+ * [--vec4=0] [--exact=0] [--keep-logits-gb=G]`: --keep-logits-gb sets actor.keep_logits_gb (the
+ * update's LM-head logits kept from forward to backward within G GB); --vec4=0 keeps the tiled
+ * GEMM on scalar reads and --exact=0 keeps its bounds checks on whole blocks (before/after runs);
  * --rollout picks gen's decoding: the continuous-batching engine (the trainer's default) or
  * `generate`'s lock-step batch; --checkpointing turns on
  * enable_gradient_checkpointing, --max-tokens turns on use_dynamic_bsz with that token budget

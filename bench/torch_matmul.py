@@ -1,7 +1,8 @@
 """PyTorch (cuBLAS) matmul throughput for comparison with bench/matmul_device.ts.
 
 Prints one JSON line per measurement: fp32 with TF32 disabled (true fp32, like our kernel) and
-fp16 (tensor cores) at the same square sizes, the linear layer's other layouts at 4096, timed with CUDA events over several products.
+fp16 (tensor cores) at the same square sizes, and the linear layer's other layouts at 4096, timed
+with CUDA events over several products.
 
     python3 bench/torch_matmul.py [--sizes 2048,4096,8192] [--reps 10]
 """
@@ -32,7 +33,8 @@ def measure(n: int, dtype: torch.dtype, reps: int, layout: str = "") -> dict:
         times.append(start.elapsed_time(end) / reps)
     ms = sorted(times)[len(times) // 2]
     return {
-        "name": f"torch_matmul_{str(dtype).removeprefix('torch.')}" + (f"_{layout}" if layout else ""),
+        "name": f"torch_matmul_{str(dtype).removeprefix('torch.')}"
+        + (f"_{layout}" if layout else ""),
         "n": n,
         "ms": round(ms, 4),
         "tflops": round(2 * n**3 / (ms * 1e9), 3),

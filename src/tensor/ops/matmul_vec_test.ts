@@ -236,8 +236,8 @@ gpuTest("whole blocks of a K-joined product without bounds checks (LoRA's layout
 });
 
 gpuTest("every form of the K loop gives the default form's products bit for bit", async () => {
-  // Forms unlike each layout's own in a check and in the reads' place; whole blocks (unchecked loads may apply) and ragged edges, with a
-  // K of 5 stages and one of a partial stage.
+  // Forms unlike each layout's own in a check and in the reads' place, on whole blocks (where
+  // unchecked loads apply) and ragged edges, with a K of 5 stages and one of a partial stage.
   const forms: TileVariant[] = [
     { exactA: false, exactB: true, fetchAt: 4 },
     { exactA: true, exactB: false, fetchAt: 0 },

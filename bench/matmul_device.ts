@@ -4,9 +4,10 @@
  *     [--exact=0]
  * f32 C = A @ B at each size, x @ W^T and A^T @ B in f32 at 4096, the f16-weight path (x f32 @
  * W^T, W [N, K] f16) at 4096 when the GPU has shader-f16, and with --sweep several tile
- * configurations at N (default 4096; for tuning). Each result is checked against a few output entries computed in f64 on the CPU; times come from timestamp
- * queries (wall time around a sync otherwise), `reps` products per timed span. `--exact=0` keeps
- * the bounds checks on products of whole blocks (`loadPolicy.exact`), for before/after figures.
+ * configurations at N (default 4096; for tuning). Each result is checked against a few output
+ * entries computed in f64 on the CPU; times come from timestamp queries (wall time around a sync
+ * otherwise), `reps` products per timed span. `--exact=0` keeps the bounds checks on products of
+ * whole blocks (`loadPolicy.exact`), for before/after figures.
  */
 import { gpu, initGpu } from "../src/gpu/mod.ts";
 import { loadPolicy, matmulTiled } from "../src/tensor/mod.ts";

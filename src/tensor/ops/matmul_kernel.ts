@@ -208,10 +208,10 @@ export type VariantKey = GemmLayout | `${GemmLayout}_f16`;
  * A @ B ran 42.2 TFLOP/s at 4096^3 and 42.1 at 6144 x 4864 x 896 with its reads issued before k
  * step 4, against 36.7 and 37.0 before step 0; x @ W^T (42.9 / 42.6) and A^T @ B (40.1 / 40.4)
  * ran best, or within 2% of it, as they were. With B in f16 (`--b-f16`) A's loads keep their
- * checks: A @ B 40.6 / 39.3 (from 38.2 / 37.8 with the f32 form), x @ W^T 40.0 at 4096^3 (from 37.3) and
- * within 0.5% of the best at 6144 x 4864 x 896. `tt`, `tn_f16` and `tt_f16` were not measured (the
- * trainer's f16 products are the frozen base's forward and input gradient); they keep the first
- * form.
+ * checks: A @ B 40.6 / 39.3 (from 38.2 / 37.8 with the f32 form), x @ W^T 40.0 at 4096^3 (from
+ * 37.3) and within 0.5% of the best at 6144 x 4864 x 896. `tt`, `tn_f16` and `tt_f16` were not
+ * measured (the trainer's f16 products are the frozen base's forward and input gradient); they
+ * keep the first form.
  */
 export const tileVariants: Record<VariantKey, TileVariant> = {
   nn: { exactA: true, exactB: true, fetchAt: 4 },

@@ -28,8 +28,8 @@ const EXACT_A: bool = false;
 const EXACT_B: bool = false;
 // Where the next K step's global reads are issued: before the current stage's first k step (0) or
 // its fifth (1). Same values either way; NVIDIA's compiler schedules each layout best with its own
-// (the TS side's `tileVariants`, measured). Chosen by #if, so a pipeline holds one copy of the
-// reads: dead copies behind a constant test made the tests' compiles on CPU adapters 5x slower.
+// (the TS side's `tileForms`, measured). Chosen by #if, so a pipeline holds one copy of the
+// reads: one dead copy behind a constant test made the tests' compiles on CPU adapters 4x slower.
 #const FETCH_HALF: u32
 alias BIAS_T = f32;
 

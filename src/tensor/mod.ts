@@ -20,15 +20,15 @@ export { dropout, dropoutMasked } from "./ops/dropout.ts";
 export { dropoutRef } from "./ref/dropout.ts";
 export { linear, type LinearOptions, matmul, matmulTiled } from "./ops/matmul.ts";
 export {
+  type FormKey,
+  formKey,
   type GemmLayout,
   gemmLayout,
   loadPolicy,
   splitPolicy,
   tiledSplits,
-  type TileVariant,
-  tileVariants,
-  type VariantKey,
-  variantKey,
+  type TileForm,
+  tileForms,
 } from "./ops/matmul_kernel.ts";
 export { type CatProduct, matmulCat, type MatmulCatOptions } from "./ops/matmul_cat.ts";
 export { rmsNorm } from "./ops/rmsnorm.ts";

@@ -191,9 +191,9 @@ export const loadPolicy = { vec4: true, exact: true };
  * which the next stage's global reads are issued (`fetchAt`, 0 or 4). Results are the same bit for
  * bit; NVIDIA's compiler schedules each layout best with its own form, so the forms are picked per
  * layout (op(A) transposed, op(B) transposed) and operand type by measurement
- * (`bench/gemm_variants_device.ts`). Mutable for that bench.
+ * (`bench/gemm_forms_device.ts`). Mutable for that bench.
  */
-export interface TileVariant {
+export interface TileForm {
   exactA: boolean;
   exactB: boolean;
   fetchAt: 0 | 4;
@@ -201,10 +201,10 @@ export interface TileVariant {
 
 export type GemmLayout = "nn" | "nt" | "tn" | "tt";
 /** A layout, and `_f16` where an operand is stored in f16 (the frozen LoRA base's products). */
-export type VariantKey = GemmLayout | `${GemmLayout}_f16`;
+export type FormKey = GemmLayout | `${GemmLayout}_f16`;
 
 /**
- * Measured on one H100 (2026-11-27, `gemm_variants_device.ts`, medians of two rounds):
+ * Measured on one H100 (2026-11-27, `gemm_forms_device.ts`, medians of two rounds):
  * A @ B ran 42.2 TFLOP/s at 4096^3 and 42.1 at 6144 x 4864 x 896 with its reads issued before k
  * step 4, against 36.7 and 37.0 before step 0; x @ W^T (42.9 / 42.6) and A^T @ B (40.1 / 40.4)
  * ran best, or within 2% of it, as they were. With B in f16 (`--b-f16`) A's loads keep their
@@ -213,7 +213,7 @@ export type VariantKey = GemmLayout | `${GemmLayout}_f16`;
  * measured (the trainer's f16 products are the frozen base's forward and input gradient); they
  * keep the first form.
  */
-export const tileVariants: Record<VariantKey, TileVariant> = {
+export const tileForms: Record<FormKey, TileForm> = {
   nn: { exactA: true, exactB: true, fetchAt: 4 },
   nt: { exactA: true, exactB: true, fetchAt: 0 },
   tn: { exactA: true, exactB: true, fetchAt: 0 },
@@ -228,7 +228,7 @@ export function gemmLayout(d: { transA: boolean; transB: boolean }): GemmLayout 
   return `${d.transA ? "t" : "n"}${d.transB ? "t" : "n"}` as GemmLayout;
 }
 
-export function variantKey(layout: GemmLayout, f16: boolean): VariantKey {
+export function formKey(layout: GemmLayout, f16: boolean): FormKey {
   return f16 ? `${layout}_f16` : layout;
 }
 
@@ -281,7 +281,7 @@ export function gemm(a: Tensor, b: Tensor, out: Tensor, d: Gemm, options: GemmOp
   const k = d.k + (cat?.k ?? 0); // the whole K loop, both products of a K-joined one
   const vec = vecReads(d, cat);
   const exact = exactBlocks(d, k, tile);
-  const variant = tileVariants[variantKey(gemmLayout(d), f16)];
+  const form = tileForms[formKey(gemmLayout(d), f16)];
   const elem = (t: Tensor, v: boolean) => v ? `vec4<${t.dtype}>` : t.dtype;
   const kernel: Omit<KernelSpec, "shader"> = {
     entry: epilogueEntry(bias, residual),
@@ -298,9 +298,9 @@ export function gemm(a: Tensor, b: Tensor, out: Tensor, d: Gemm, options: GemmOp
       B_T: b.dtype,
       VEC_A: vec.a,
       VEC_B: vec.b,
-      EXACT_A: exact && variant.exactA,
-      EXACT_B: exact && variant.exactB,
-      FETCH_HALF: variant.fetchAt / 4,
+      EXACT_A: exact && form.exactA,
+      EXACT_B: exact && form.exactB,
+      FETCH_HALF: form.fetchAt / 4,
       A_V: elem(a, vec.a),
       B_V: elem(b, vec.b),
       BIAS_T: bias?.dtype ?? "f32",

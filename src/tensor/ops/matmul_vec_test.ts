@@ -11,10 +11,10 @@ import {
   gemmLayout,
   gemmNew,
   loadPolicy,
+  type TileForm,
+  tileForms,
   type TileName,
   TILES,
-  type TileVariant,
-  tileVariants,
   vecReads,
 } from "./matmul_kernel.ts";
 
@@ -238,7 +238,7 @@ gpuTest("whole blocks of a K-joined product without bounds checks (LoRA's layout
 gpuTest("every form of the K loop gives the default form's products bit for bit", async () => {
   // Forms unlike each layout's own in a check and in the reads' place, on whole blocks (where
   // unchecked loads apply) and ragged edges, with a K of 5 stages and one of a partial stage.
-  const forms: TileVariant[] = [
+  const forms: TileForm[] = [
     { exactA: false, exactB: true, fetchAt: 4 },
     { exactA: true, exactB: false, fetchAt: 0 },
   ];
@@ -258,14 +258,14 @@ gpuTest("every form of the K loop gives the default form's products bit for bit"
         return out;
       };
       const base = await run();
-      const saved = tileVariants[layout];
+      const saved = tileForms[layout];
       try {
         for (const form of forms) {
-          tileVariants[layout] = form;
+          tileForms[layout] = form;
           assert.deepEqual(await run(), base, JSON.stringify({ m, n, k, layout, form }));
         }
       } finally {
-        tileVariants[layout] = saved;
+        tileForms[layout] = saved;
       }
       assertClose(base, ref.matmul(a, b, { ...d }), { ...TOL, label: layout });
       A.dispose();

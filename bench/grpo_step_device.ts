@@ -20,7 +20,8 @@
  * idle: its busy share of the step and of the update (the step's last `timing_s/update_actor`
  * seconds) and the update's N longest gaps, each named by the kernels around it (profiling
  * stretches the step: compare gaps, not times). --kernels=N (with or without --gaps) prints the N
- * kernels (whole pipeline keys) with the most GPU time in that update window. bench/README.md has
+ * kernels (whole pipeline keys) with the most GPU time in that update window, each workgroup grid
+ * apart with --by-grid=1 (which shapes of a kernel take the time). bench/README.md has
  * the commands.
  */
 import { gpuGaps, initGpu, type KernelSpan, kernelTotals } from "../src/gpu/mod.ts";
@@ -163,7 +164,8 @@ for (let step = 1; step <= steps; step++) {
       JSON.stringify({ fig: "gpu_gap", ...gap, atMs: round(gap.atMs), ms: round(gap.ms) }),
     );
   }
-  const totals = kernelTotals(spans, { lastMs: m["timing_s/update_actor"] * 1000 });
+  const byGrid = arg("by-grid", 0) !== 0;
+  const totals = kernelTotals(spans, { lastMs: m["timing_s/update_actor"] * 1000, byGrid });
   for (const t of totals.slice(0, kernels)) {
     console.log(
       JSON.stringify({ fig: "update_kernel", ms: round(t.ms), count: t.count, key: t.kernel }),

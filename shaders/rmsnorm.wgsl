@@ -1,8 +1,8 @@
 // RMSNorm over the last dimension, as Hugging Face's Qwen2/Llama RMSNorm computes it in f32:
 // y = w * (x * rsqrt(mean(x^2) + eps)). The per-row rstd is saved for the backward.
 // Row kernels run one workgroup per row (row = wid.y * nwg.x + wid.x, so the grid can fold to 2-D).
-// The weight gradient is reduced over rows in two deterministic passes: per-chunk partial sums,
-// then a sum over chunks, so the result never depends on scheduling.
+// The weight gradient is reduced over rows in two deterministic passes: per-chunk partial sums
+// here, then their column sums (matmul_bias.wgsl), so the result never depends on scheduling.
 
 #include "grid.wgsl"
 #include "workgroup_sum.wgsl"
@@ -14,8 +14,8 @@ struct Params {
   cols: u32,
   eps: f32,
   chunk: u32, // rows per partial sum (dw_partial)
-  nchunks: u32, // number of partial sums (dw_sum)
   _p0: u32,
+  _p3: u32,
   _p1: u32,
   _p2: u32,
 }
@@ -36,10 +36,6 @@ struct Params {
 // dw_partial: x at 1, gy at 2, rstd at 3 (distinct names keep each entry's bindings explicit)
 @group(0) @binding(2) var<storage, read> gy_dw: array<f32>;
 @group(0) @binding(4) var<storage, read_write> part_out: array<f32>;
-
-// dw_sum
-@group(0) @binding(1) var<storage, read> part: array<f32>;
-@group(0) @binding(2) var<storage, read_write> gw: array<f32>;
 
 @compute @workgroup_size(WG)
 fn forward(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
@@ -97,17 +93,4 @@ fn dw_partial(@builtin(global_invocation_id) gid: vec3u) {
     acc += gy_dw[r * p.cols + col] * (x[r * p.cols + col] * rstd[r]);
   }
   part_out[gid.y * p.cols + col] = acc;
-}
-
-@compute @workgroup_size(WG)
-fn dw_sum(@builtin(global_invocation_id) gid: vec3u) {
-  let col = gid.x;
-  if (col >= p.cols) {
-    return;
-  }
-  var acc = 0.0;
-  for (var k = 0u; k < p.nchunks; k++) {
-    acc += part[k * p.cols + col];
-  }
-  gw[col] = acc;
 }

@@ -78,11 +78,12 @@ export interface KernelTotal {
 
 /**
  * The summed duration of each kernel's dispatches that begin within the last `lastMs` of the span
- * (all of it when absent), longest first: where a stage's GPU time goes, by kernel.
+ * (all of it when absent), longest first: where a stage's GPU time goes, by kernel. `byGrid` keeps
+ * a kernel's workgroup grids apart (`kernel @ XxYxZ`): which of its shapes take the time.
  */
 export function kernelTotals(
   spans: readonly KernelSpan[],
-  options: { lastMs?: number } = {},
+  options: { lastMs?: number; byGrid?: boolean } = {},
 ): KernelTotal[] {
   if (spans.length === 0) return [];
   let t0 = spans[0].begin, tEnd = spans[0].end;
@@ -95,10 +96,11 @@ export function kernelTotals(
   const totals = new Map<string, KernelTotal>();
   for (const s of spans) {
     if (Number(s.begin - t0) / 1e6 < from) continue;
-    const t = totals.get(s.kernel) ?? { kernel: s.kernel, ms: 0, count: 0 };
+    const kernel = options.byGrid ? `${s.kernel} @ ${s.grid ?? "?"}` : s.kernel;
+    const t = totals.get(kernel) ?? { kernel, ms: 0, count: 0 };
     t.ms += Number(s.end - s.begin) / 1e6;
     t.count++;
-    totals.set(s.kernel, t);
+    totals.set(kernel, t);
   }
   return [...totals.values()].sort((a, b) => b.ms - a.ms);
 }

@@ -49,9 +49,15 @@ Deno.test("kernelTotals: per-kernel time of the dispatches that begin in the win
     { kernel: "norm", ms: 0.5, count: 1 },
   ]);
   assert.deepEqual(kernelTotals([]), []);
+  const gridded = [{ ...spans[0], grid: "2x1x1" }, { ...spans[2], grid: "4x1x1" }, spans[1]];
+  assert.deepEqual(kernelTotals(gridded, { byGrid: true }), [
+    { kernel: "mm @ 2x1x1", ms: 4, count: 1 },
+    { kernel: "mm @ 4x1x1", ms: 3, count: 1 },
+    { kernel: "norm @ ?", ms: 1, count: 1 },
+  ]);
 });
 
-gpuTest("profile fills spans: one per dispatch, labelled, begin <= end", async () => {
+gpuTest("profile fills spans: one per dispatch, labelled with its grid, begin <= end", async () => {
   const g = gpu();
   const buffer = g.device.createBuffer({ size: 256, usage: GPUBufferUsage.STORAGE });
   const spans: KernelSpan[] = [];
@@ -72,6 +78,7 @@ gpuTest("profile fills spans: one per dispatch, labelled, begin <= end", async (
   assert.equal(spans.length, 3);
   for (const s of spans) {
     assert.match(s.kernel, /^basic:fill/);
+    assert.equal(s.grid, "1x1x1");
     assert.ok(s.begin <= s.end);
   }
   const r = gpuGaps(spans);

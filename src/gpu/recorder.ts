@@ -142,7 +142,7 @@ export class Recorder {
     }
     cached.used = ++this.#uses;
     const group = cached.group;
-    const timed = this.profiler?.slot(pipeline.label);
+    const timed = this.profiler?.slot(pipeline.label, `${x}x${y}x${z}`);
     if (timed) {
       this.#endPass();
       this.#pass = this.#encoderNow().beginComputePass({ timestampWrites: timed });
@@ -274,6 +274,8 @@ export class Recorder {
 /** One timed dispatch: its whole pipeline label and GPU timestamps (ns, the device's clock). */
 export interface KernelSpan {
   kernel: string;
+  /** Its workgroup grid, `XxYxZ` (tells a kernel's shapes apart). */
+  grid?: string;
   begin: bigint;
   end: bigint;
 }
@@ -285,7 +287,7 @@ export interface KernelSpan {
  */
 export class KernelProfiler {
   // Query sets hold at most 4096 queries (2048 timed passes); more sets are added as needed.
-  #sets: { set: GPUQuerySet; labels: string[] }[] = [];
+  #sets: { set: GPUQuerySet; labels: string[]; grids: string[] }[] = [];
   readonly totals = new Map<string, { ns: number; count: number }>();
 
   /** `whole`: sum per whole pipeline key (tiles, transposes, dtypes), not per shader:entry. */
@@ -296,15 +298,17 @@ export class KernelProfiler {
     readonly spans: KernelSpan[] | null = null,
   ) {}
 
-  slot(label: string): GPUComputePassTimestampWrites | undefined {
+  slot(label: string, grid = ""): GPUComputePassTimestampWrites | undefined {
     let cur = this.#sets.at(-1);
     if (!cur || cur.labels.length === 2048) {
       if (this.#sets.length * 2048 >= this.maxPasses) return undefined;
-      cur = { set: this.device.createQuerySet({ type: "timestamp", count: 4096 }), labels: [] };
+      const set = this.device.createQuerySet({ type: "timestamp", count: 4096 });
+      cur = { set, labels: [], grids: [] };
       this.#sets.push(cur);
     }
     const i = cur.labels.length;
     cur.labels.push(label);
+    cur.grids.push(grid);
     return { querySet: cur.set, beginningOfPassWriteIndex: 2 * i, endOfPassWriteIndex: 2 * i + 1 };
   }
 
@@ -324,7 +328,7 @@ export class KernelProfiler {
     sets.forEach((s, k) => {
       const t = new BigUint64Array(bytes[k]);
       s.labels.forEach((label, i) => {
-        this.spans?.push({ kernel: label, begin: t[2 * i], end: t[2 * i + 1] });
+        this.spans?.push({ kernel: label, grid: s.grids[i], begin: t[2 * i], end: t[2 * i + 1] });
         const key = this.whole ? label : label.split(":").slice(0, 2).join(":");
         const e = this.totals.get(key) ?? { ns: 0, count: 0 };
         e.ns += Number(t[2 * i + 1] - t[2 * i]);

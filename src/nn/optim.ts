@@ -49,6 +49,15 @@ export class AdamW {
     });
   }
 
+  /**
+   * Takes back the count of the last `step`, whose kernels found a non-finite norm in `clip` and
+   * left everything as it was: the next step's bias correction is then the one it would have had.
+   */
+  uncountStep(): void {
+    if (this.stepCount === 0) throw new Error("AdamW.uncountStep: no step to take back");
+    this.stepCount--;
+  }
+
   zeroGrad(): void {
     zeroGrad(this.params);
   }

@@ -1,7 +1,8 @@
 /**
  * One optimizer step after gradient accumulation: global grad-norm clipping computed on the GPU,
- * one small readback of the norm (for `grad_norm` and the non-finite check), then AdamW — or no
- * update at all when the norm is not finite (the step is skipped and counted, as verl does).
+ * AdamW recorded behind it, then one small readback of the norm (for `grad_norm` and the
+ * non-finite check). A norm that is not finite makes AdamW's kernels leave the weights and moments
+ * as they were: the step is skipped and counted, as verl does.
  * Other small tensors the caller needs on the CPU (the update's summed loss statistics) ride along
  * in the same round trip, so a mini-batch costs one readback. Under mixed precision the gradients
  * hold loss-scaled values: the norm pass unscales them (norm and clip see the true gradients) and
@@ -102,8 +103,10 @@ export async function optimizerStep(
   }
   const maxNorm = options.gradClip > 0 ? options.gradClip : Infinity;
   const clip = clipGradNorm(opt.params, maxNorm, { inverseScale: opt.scaler?.inverse ?? 1 });
-  // The norm is read before AdamW is recorded, as before: the kernel skips a non-finite norm by
-  // itself (scale 0); the value is for logging and the skipped count.
+  // AdamW is recorded before the norm is read: its kernels skip a non-finite norm by themselves
+  // (scale 0), so the GPU goes on from the norm to the update without waiting for the host; the
+  // value read is for logging, the skipped count and the step count taken back.
+  opt.adamw.step({ lr: options.lr, clip });
   const [normBytes, extraBytes] = await gpu().read([
     { buffer: clip.buffer, size: 4 },
     ...extra,
@@ -111,7 +114,7 @@ export async function optimizerStep(
   const norm = new Float32Array(normBytes)[0];
   const skipped = !Number.isFinite(norm);
   const overflow = skipped && lossScaleOf(opt) > 1; // read before the scaler backs off
-  if (!skipped) opt.adamw.step({ lr: options.lr, clip });
+  if (skipped) opt.adamw.uncountStep();
   opt.scaler?.update(!skipped);
   clip.dispose();
   zeroGrad(opt.params);

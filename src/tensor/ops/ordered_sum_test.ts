@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { gpuTest, randomArray } from "../../testing/mod.ts";
 import { Tensor } from "../tensor.ts";
-import { colsum } from "./matmul_kernel.ts";
+import { colsum, colsumChunk } from "./matmul_kernel.ts";
 import { sumSplits } from "./matmul_skinny.ts";
 
 /**
@@ -57,25 +57,40 @@ gpuTest("split-K sums add the splits in order, bit for bit (1 to 9 splits)", asy
   }
 });
 
+/** Thread row r of a pass adds rows r, r + 8, ... of [r0, r1) in turn; then the thread rows. */
+function threadRowSum(p: Float32Array, cols: number, j: number, r0: number, r1: number): number {
+  const threadRows = 8; // matmul_kernel.ts's ROWS
+  let t = 0;
+  for (let r = 0; r < threadRows; r++) {
+    let s = 0;
+    for (let i = r0 + r; i < r1; i += threadRows) s = Math.fround(s + p[i * cols + j]);
+    t = Math.fround(t + s);
+  }
+  return t;
+}
+
 gpuTest(
-  "colsum adds each thread row's rows in order, then the thread rows, bit for bit",
+  "colsum adds each thread row's rows in order, then the thread rows, then the chunks, bit for bit",
   async () => {
-    // 8 thread rows (matmul_kernel.ts's ROWS): thread row r sums rows r, r + 8, ... in turn.
-    const threadRows = 8;
-    for (const rows of [1, 7, 8, 31, 32, 33, 70]) {
-      const cols = 37;
+    let chunked = 0;
+    for (const [rows, cols] of [[1, 37], [7, 37], [33, 37], [70, 37], [300, 37], [1000, 70]]) {
       const p = partials(rows, cols, rows);
       const got = await colsum(Tensor.from(p, [rows, cols]), rows, cols, [cols]).toArray();
-      const want = Float32Array.from({ length: cols }, (_, j) => {
-        let t = 0;
-        for (let r = 0; r < threadRows; r++) {
-          let s = 0;
-          for (let i = r; i < rows; i += threadRows) s = Math.fround(s + p[i * cols + j]);
-          t = Math.fround(t + s);
+      const chunk = colsumChunk(rows, cols);
+      const chunks = Math.ceil(rows / chunk);
+      if (chunks > 1) chunked++;
+      // first pass: each chunk's sums; second (with more than one chunk): the chunks' sums
+      const part = new Float32Array(chunks * cols);
+      for (let z = 0; z < chunks; z++) {
+        for (let j = 0; j < cols; j++) {
+          part[z * cols + j] = threadRowSum(p, cols, j, z * chunk, Math.min(rows, (z + 1) * chunk));
         }
-        return t;
-      });
-      assert.deepEqual(got, want, `rows ${rows}`);
+      }
+      const want = chunks === 1
+        ? part
+        : Float32Array.from({ length: cols }, (_, j) => threadRowSum(part, cols, j, 0, chunks));
+      assert.deepEqual(got, want, `rows ${rows}, cols ${cols}, chunk ${chunk}`);
     }
+    assert.equal(chunked, 2, "the two tallest shapes are summed in row chunks");
   },
 );

@@ -2,6 +2,7 @@ import { gpu, packParams } from "../../gpu/mod.ts";
 import { record, registerOp } from "../autograd.ts";
 import { fmtShape, Tensor } from "../tensor.ts";
 import { grid1d, rowDefines } from "./grid.ts";
+import { colsum } from "./matmul_kernel.ts";
 
 const WG = 256;
 const CHUNK_ROWS = 32; // rows per partial sum of the weight gradient
@@ -34,8 +35,8 @@ function check(x: Tensor, weight: Tensor): void {
   }
 }
 
-function params(rows: number, cols: number, eps: number, chunk = 0, nchunks = 0): ArrayBuffer {
-  return packParams([rows, cols, { f32: eps }, chunk, nchunks, 0, 0, 0]);
+function params(rows: number, cols: number, eps: number, chunk = 0): ArrayBuffer {
+  return packParams([rows, cols, { f32: eps }, chunk, 0, 0, 0, 0]);
 }
 
 /**
@@ -81,27 +82,23 @@ function rmsNormBackwardX(x: Tensor, w: Tensor, rstd: Tensor, gy: Tensor, eps: n
   return gx;
 }
 
-/** Sum over rows of gy * x * rstd, reduced in two deterministic passes. */
+/**
+ * Sum over rows of gy * x * rstd, in two deterministic passes: per-chunk partial sums, then their
+ * column sums (`colsum`, whose thread rows walk the chunks in parallel).
+ */
 function rmsNormBackwardWeight(x: Tensor, rstd: Tensor, gy: Tensor): Tensor {
   const C = x.shape.at(-1)!;
   const rows = rstd.size;
-  const gw = Tensor.empty([C], "f32", "rms_norm.gw");
-  if (C === 0) return gw;
+  if (C === 0) return Tensor.empty([C], "f32", "rms_norm.gw");
   const nchunks = Math.max(1, Math.min(MAX_CHUNKS, Math.ceil(rows / CHUNK_ROWS)));
   const chunk = Math.ceil(rows / nchunks);
   const part = Tensor.empty([nchunks, C], "f32", "rms_norm.gw_part");
-  const p = params(rows, C, 0, chunk, nchunks);
-  const g = gpu();
-  g.dispatch({ shader: "rmsnorm", entry: "dw_partial", defines: { WG } }, {
-    params: p,
+  gpu().dispatch({ shader: "rmsnorm", entry: "dw_partial", defines: { WG } }, {
+    params: params(rows, C, 0, chunk),
     buffers: [x.buffer, gy.buffer, rstd.buffer, part.buffer],
     workgroups: [Math.ceil(C / WG), nchunks],
   });
-  g.dispatch({ shader: "rmsnorm", entry: "dw_sum", defines: { WG } }, {
-    params: p,
-    buffers: [part.buffer, gw.buffer],
-    workgroups: [Math.ceil(C / WG)],
-  });
+  const gw = colsum(part, nchunks, C, [C]);
   part.dispose();
   return gw;
 }

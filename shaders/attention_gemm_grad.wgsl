@@ -1,7 +1,8 @@
 // Backward row kernel of the GEMM attention path (recompute): from the scores S = Qg K^T, the
 // forward's lse and dP = dOg V^T of one row it writes P = exp(scale * S - lse) (masked) over S
 // and dS = scale * P * (dP - delta) over dP, with delta = dO . O of the row's query (read in the
-// op layout [B, T, Hq, D]). A row that saw no key (lse at or below MASKED) gets P = dS = 0.
+// op layout [B, T, Hq, D]). A row that saw no key (lse at or below MASKED) gets P = dS = 0, as
+// does every masked entry.
 // With HALF (f16 precision, as torch's fp16 attention backward): delta is the dot product of O
 // and dO rounded to halves, P is rounded to a half for dV = P^T dO, and dS = round(P (dP - delta))
 // * scale for dQ and dK; P inside dS, dP and delta stay f32.
@@ -45,8 +46,13 @@ fn main(
   let seen = l > MASKED;
   for (var c = tid; c < p.l; c += WG) {
     var pr = 0.0;
-    if (seen && visible(r, c)) { pr = exp(s[r.base + c] * p.scale - l); }
-    let ds = pr * (dp[r.base + c] - delta);
+    var ds = 0.0;
+    // Masked entries are not read: a causal product leaves score blocks past its rows' reach
+    // unwritten (matmul_tile.wgsl's CAUSAL), and P and dS are 0 there.
+    if (seen && visible(r, c)) {
+      pr = exp(s[r.base + c] * p.scale - l);
+      ds = pr * (dp[r.base + c] - delta);
+    }
     if (HALF) {
       s[r.base + c] = round_half(pr);
       dp[r.base + c] = round_half(ds) * p.scale;

@@ -36,6 +36,8 @@ struct Params {
   stride_c: u32,
   batch_offset: u32, // first batch entry of this dispatch (batches over 65535 are split)
   k_split: u32, // K per split; k_split >= k is an unsplit (batched) product
+  causal_t: u32, // CAUSAL (matmul_tile.wgsl): query positions per head
+  causal_off: i32, // and the last key position 0 sees
 }
 
 @group(0) @binding(0) var<uniform> p: Params;

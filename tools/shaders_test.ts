@@ -300,7 +300,7 @@ Deno.test("#const takes its value from the defines, typed, and insists on one", 
   assert.throws(() => specialize(shaderSource("swiglu"), "swiglu"), /needs a value for #const WG/);
 });
 
-Deno.test("#if keeps its lines where the #const has the value, after #unroll; errors", () => {
+Deno.test("#if keeps its lines where the #const has the value (or not), after #unroll; errors", () => {
   const read = fakeShaders({
     "f.wgsl": "#const AT: u32\n#unroll h 2\n#if AT == $h\nfetch();\n#endif\nstep($h);\n#end\n",
   });
@@ -323,6 +323,9 @@ Deno.test("#if keeps its lines where the #const has the value, after #unroll; er
     specialize(nested, "k", { A: false, B: 2 }),
     "const A: bool = false;\nconst B: u32 = 2u;\nc;",
   );
+  const unlike = "#const A: u32\n#if A != 2\nnot2;\n#endif\nc;";
+  assert.equal(specialize(unlike, "k", { A: 1 }), "const A: u32 = 1u;\nnot2;\nc;");
+  assert.equal(specialize(unlike, "k", { A: 2 }), "const A: u32 = 2u;\nc;");
   assert.throws(() => specialize("#if X == 1\n#endif", "k"), /#if X names no #const of the shader/);
   assert.throws(
     () => specialize("#const A: u32\n#if A\n#endif", "k", { A: 1 }),

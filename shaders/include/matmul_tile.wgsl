@@ -31,6 +31,14 @@ const EXACT_B: bool = false;
 // (the TS side's `tileForms`, measured). Chosen by #if, so a pipeline holds one copy of the
 // reads: one dead copy behind a constant test made the tests' compiles on CPU adapters 4x slower.
 #const FETCH_HALF: u32
+// Causal attention's products (matmul.wgsl only, whose Params carry causal_t and causal_off): row
+// i of op(A) is query position t = i % causal_t, which sees keys up to causal_off + t. 1: C is the
+// scores [rows, keys], and a block whose every key is beyond its rows' reach is not computed (the
+// row kernels never read it); 2: K runs over keys ([rows, keys] @ [keys, D]) and stops at the
+// block rows' reach; 3: the output rows are keys and K runs over one head's T query rows
+// ([rows, keys]^T @ [rows, D]), starting at the first position that sees the block's first key.
+// Skipped terms are products with exact zeros (P and dS are 0 past a row's reach).
+#const CAUSAL: u32
 alias BIAS_T = f32;
 
 const NT: u32 = WG_X * WG_Y;
@@ -136,12 +144,20 @@ fn block(wid: vec3<u32>, lid: vec3<u32>) -> array<vec4<f32>, 16> {
   let tid = lid.y * WG_X + lid.x;
   let split = p.k_split < p.k;
   let batch = select(wid.z + p.batch_offset, 0u, split);
-  let k_lo = select(0u, wid.z * p.k_split, split);
-  let k_hi = select(p.k, min(p.k, k_lo + p.k_split), split);
+  var k_lo = select(0u, wid.z * p.k_split, split);
+  var k_hi = select(p.k, min(p.k, k_lo + p.k_split), split);
   let a_base = batch * p.stride_a;
   let b_base = batch * p.stride_b;
   let m0 = wid.y * BM;
   let n0 = wid.x * BN;
+  // A causal K range starts and ends at multiples of BK (aligned reads, whole stages).
+#if CAUSAL == 2
+  let reach = u32(max(causal_reach(m0) + 1, 0));
+  k_hi = max(k_lo, min(k_hi, (reach + BK - 1u) / BK * BK));
+#endif
+#if CAUSAL == 3
+  k_lo = min(k_hi, max(k_lo, u32(max(i32(m0) - p.causal_off, 0)) / BK * BK));
+#endif
   let tiles = (k_hi - k_lo + BK - 1u) / BK;
 #unroll i 16
   var acc$i = vec4<f32>(0.0);
@@ -252,8 +268,19 @@ fn store(wid: vec3<u32>, lid: vec3<u32>, acc: array<vec4<f32>, 16>, bias0: vec4<
   }
 }
 
+#if CAUSAL != 0
+// The last key that the query rows m0 .. m0 + BM - 1 see (they may wrap into the next head).
+fn causal_reach(m0: u32) -> i32 {
+  let t0 = m0 % p.causal_t;
+  return p.causal_off + i32(select(p.causal_t - 1u, t0 + BM - 1u, t0 + BM <= p.causal_t));
+}
+#endif
+
 @compute @workgroup_size(WG_X, WG_Y)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+#if CAUSAL == 1
+  if (i32(wid.x * BN) > causal_reach(wid.y * BM)) { return; }
+#endif
   store(wid, lid, block(wid, lid), vec4<f32>(0.0), vec4<f32>(0.0));
 }
 

@@ -21,9 +21,10 @@
  *   `if ($k < N) { ... }`: the test is constant and compiles away. Leave no loop around the
  *   copies, even one of a single trip: NVIDIA's compiler then scheduled them worse.
  * - Lines that only some specialisations want (matmul_tile.wgsl's place for the next stage's
- *   reads) go between `#if NAME == VALUE` and `#endif`, NAME a `#const`: they are dropped where
- *   its value differs, so no dead copy reaches the GPU's compiler (which, on CPU adapters, pays
- *   for dead code too).
+ *   reads, its causal block rules) go between `#if NAME == VALUE` (or `!=`) and `#endif`, NAME a
+ *   `#const`: they are dropped where its value differs (or not), so no dead copy reaches the GPU's
+ *   compiler (which, on CPU adapters, pays for dead code too), and code naming fields that only
+ *   some includers declare compiles in those only.
  */
 import { type Defines, expandIncludes, INCLUDE_DIR, specialize } from "./wgsl_directives.ts";
 

@@ -1,8 +1,8 @@
 /**
  * The directives our WGSL files may carry, and nothing else: `#include "file.wgsl"`,
- * `#const NAME: type`, `#unroll NAME COUNT` ... `#end` and `#if NAME == VALUE` ... `#endif` (NAME
- * a `#const` of the shader: the lines between are kept only where its value is VALUE, so a
- * specialisation carries no dead copies). WGSL has no `#` or `$` token, so none
+ * `#const NAME: type`, `#unroll NAME COUNT` ... `#end` and `#if NAME == VALUE` (or `!=`) ...
+ * `#endif` (NAME a `#const` of the shader: the lines between are kept only where its value is
+ * VALUE, or is not, so a specialisation carries no dead copies). WGSL has no `#` or `$` token, so none
  * can be mistaken for WGSL, and a shader that reaches the GPU with a directive left in it fails
  * loudly instead of compiling to something else. Pure functions over text: Deno's loader and the
  * browser bundle (web/build.ts, through `shaderSource`) run this same code, so both see the same
@@ -180,9 +180,12 @@ export function specialize(code: string, name: string, defines: Defines = {}): s
   return out;
 }
 
-const IF_ARGS = /^[ \t]+(\w+)[ \t]*==[ \t]*(\w+)[ \t]*(\/\/.*)?$/;
+const IF_ARGS = /^[ \t]+(\w+)[ \t]*(==|!=)[ \t]*(\w+)[ \t]*(\/\/.*)?$/;
 
-/** Keeps the lines of each `#if NAME == VALUE` ... `#endif` whose #const NAME has that value. */
+/**
+ * Keeps the lines of each `#if NAME == VALUE` ... `#endif` whose #const NAME has that value (of
+ * each `#if NAME != VALUE` whose #const has another).
+ */
 function resolveIfs(code: string, name: string, defines: Defines, consts: Set<string>): string {
   const out: string[] = [];
   const open: boolean[] = [];
@@ -190,11 +193,13 @@ function resolveIfs(code: string, name: string, defines: Defines, consts: Set<st
     const m = DIRECTIVE.exec(line);
     if (m?.[1] === "if") {
       const arg = IF_ARGS.exec(m[2]);
-      if (!arg) throw new Error(`shader "${name}": write #if NAME == VALUE, got: ${line.trim()}`);
+      if (!arg) {
+        throw new Error(`shader "${name}": write #if NAME == VALUE (or !=), got: ${line.trim()}`);
+      }
       if (!consts.has(arg[1])) {
         throw new Error(`shader "${name}": #if ${arg[1]} names no #const of the shader`);
       }
-      open.push(String(defines[arg[1]]) === arg[2]);
+      open.push((String(defines[arg[1]]) === arg[3]) === (arg[2] === "=="));
     } else if (m?.[1] === "endif") {
       if (open.pop() === undefined) throw new Error(`shader "${name}": #endif without an #if`);
     } else if (open.every(Boolean)) out.push(line);

@@ -6,7 +6,9 @@
  *   backward: S = Qg K^T, dP = dOg V^T, then P and dS = scale * P * (dP - delta) in place
  *             (delta = dO . O), dV = P^T dOg, dK = dS^T Qg, dQ = dS K.
  * P is never kept between forward and backward; the [nb, G * T, L] score buffers live only inside
- * one call. Operands are packed into and out of the GEMM layout by attention_gemm_pack.
+ * one call. Under a causal mask the products skip what meets only masked scores: score blocks
+ * beyond their rows' reach stay unwritten (the row kernels read visible entries only), and K
+ * ranges end (or start) where P and dS are 0. Operands are packed into and out of the GEMM layout by attention_gemm_pack.
  *
  * Under f16 precision (g.half) the numbers are those of torch's fp16 attention: Qg, K, V and dOg
  * are packed rounded to halves (`operands` "f16" stores them so; "f32" keeps f32 buffers holding
@@ -24,7 +26,7 @@ import {
   softmaxGrad,
   unpackHeads,
 } from "./attention_gemm_kernels.ts";
-import { type Gemm, gemm } from "./matmul_kernel.ts";
+import { type CausalBlocks, type Gemm, gemm } from "./matmul_kernel.ts";
 
 /** Bytes of the largest per-pair scratch matrix: scores, Qg or the per-head dK partials. */
 export function bytesPerPair(g: Geometry): number {
@@ -63,6 +65,10 @@ function products(g: Geometry, rows: number, nb: number, parts: number) {
   const { L, D } = g;
   const base = { batch: nb, transA: false, transB: false };
   const kr = rows / parts;
+  // Causal: the blocks and K ranges that meet only masked scores are skipped (matmul_kernel.ts's
+  // CausalBlocks); the key side only where K is one head's T rows (per-head partials).
+  const causal = (kind: CausalBlocks["kind"]) =>
+    g.causal && (kind !== "keySide" || kr === g.T) ? { kind, period: g.T, off: g.off } : null;
   const scores: Gemm = {
     ...base,
     m: rows,
@@ -71,8 +77,17 @@ function products(g: Geometry, rows: number, nb: number, parts: number) {
     transB: true,
     strideA: rows * D,
     strideB: L * D,
+    causal: causal("scores"),
   };
-  const byKeys: Gemm = { ...base, m: rows, n: D, k: L, strideA: rows * L, strideB: L * D };
+  const byKeys: Gemm = {
+    ...base,
+    m: rows,
+    n: D,
+    k: L,
+    strideA: rows * L,
+    strideB: L * D,
+    causal: causal("byKeys"),
+  };
   const keySide: Gemm = {
     ...base,
     batch: nb * parts,
@@ -82,6 +97,7 @@ function products(g: Geometry, rows: number, nb: number, parts: number) {
     transA: true,
     strideA: kr * L,
     strideB: kr * D,
+    causal: causal("keySide"),
   };
   return { scores, byKeys, keySide };
 }

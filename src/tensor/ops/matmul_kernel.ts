@@ -95,6 +95,39 @@ export interface Gemm {
   /** Elements between batch entries; 0 shares one matrix across the batch. */
   strideA: number;
   strideB: number;
+  /** Causal attention's products: the blocks and K ranges that only meet masked entries. */
+  causal?: CausalBlocks | null;
+}
+
+/**
+ * Row i of op(A) (packed query heads: position i % period) sees keys up to off + i % period.
+ * "scores": C [rows, keys], whose blocks beyond every row's reach are left unwritten (the row
+ * kernels never read them); "byKeys": K runs over keys (P V, dS K) and stops at the block rows'
+ * reach; "keySide": C's rows are keys and K runs over one head's `period` query rows (P^T dO,
+ * dS^T Q), starting at the first that sees the block's first key. The terms left out are
+ * products with P or dS entries that are exactly 0.
+ */
+export interface CausalBlocks {
+  kind: "scores" | "byKeys" | "keySide";
+  period: number;
+  off: number;
+}
+
+const CAUSAL_KINDS = { scores: 1, byKeys: 2, keySide: 3 } as const;
+
+function checkCausal(d: Gemm, cat: GemmCat | null): number {
+  const c = d.causal;
+  if (!c) return 0;
+  if (cat) throw new Error("matmul: a K-joined product takes no causal blocks");
+  if (!(Number.isInteger(c.period) && c.period > 0 && Number.isInteger(c.off))) {
+    throw new Error(
+      `matmul: causal blocks need a whole period > 0 and offset, got ${c.period}, ${c.off}`,
+    );
+  }
+  if (c.kind === "keySide" && d.k !== c.period) {
+    throw new Error(`matmul: causal keySide runs K over one head's ${c.period} rows, got K ${d.k}`);
+  }
+  return CAUSAL_KINDS[c.kind];
 }
 
 export interface GemmOptions {
@@ -267,7 +300,8 @@ export function gemm(a: Tensor, b: Tensor, out: Tensor, d: Gemm, options: GemmOp
   const cat = options.cat ?? null;
   if (cat && d.batch !== 1) throw new Error(`matmul: a K-joined product is single, got ${d.batch}`);
   if (d.batch === 0 || d.m === 0 || d.n === 0) return;
-  if (!cat && options.tile === undefined && skinnyApplies(a, b, d)) {
+  const causal = checkCausal(d, cat);
+  if (!cat && !causal && options.tile === undefined && skinnyApplies(a, b, d)) {
     gemmSkinny(a, b, out, d, { bias: options.bias, residual });
     return;
   }
@@ -304,6 +338,7 @@ export function gemm(a: Tensor, b: Tensor, out: Tensor, d: Gemm, options: GemmOp
       A_V: elem(a, vec.a),
       B_V: elem(b, vec.b),
       BIAS_T: bias?.dtype ?? "f32",
+      CAUSAL: causal,
       ...(cat ? { ...catDefines(cat), A2_V: elem(cat.a, vec.a), B2_V: elem(cat.b, vec.b) } : {}),
     },
   };
@@ -311,11 +346,16 @@ export function gemm(a: Tensor, b: Tensor, out: Tensor, d: Gemm, options: GemmOp
     ? { shader: "matmul_cat", ...kernel }
     : { shader: "matmul", ...kernel };
   const stages = Math.ceil(k / tile.bk);
-  const wanted = Math.max(1, Math.min(options.splits ?? tiledSplits({ ...d, k }, tile), stages));
+  // Causal blocks stay whole: a skipped block would leave its split partials unwritten.
+  const asked = causal ? 1 : options.splits ?? tiledSplits({ ...d, k }, tile);
+  const wanted = Math.max(1, Math.min(asked, stages));
   const kSplit = Math.ceil(stages / wanted) * tile.bk;
   const splits = Math.ceil(k / kSplit);
-  // matmul_cat.wgsl's fields after the shared eight: the seam K1 and the factor on op(B2).
-  const more = cat ? [d.k, { f32: cat.scale }] : [];
+  // The fields after the shared eight: matmul_cat.wgsl's seam K1 and factor on op(B2), or
+  // matmul.wgsl's causal period and offset.
+  const more = cat
+    ? [d.k, { f32: cat.scale }]
+    : [d.causal?.period ?? 0, { i32: d.causal?.off ?? 0 }];
   if (splits > 1) {
     if (d.batch !== 1) throw new Error(`matmul: split-K needs a single product, got ${d.batch}`);
     const part = Tensor.empty([splits, d.m, d.n], "f32", "matmul_split");

@@ -168,7 +168,7 @@ gpuTest(
   },
 );
 
-gpuTest("causal blocks: bad settings are errors", async () => {
+gpuTest("causal blocks: bad settings are errors", () => {
   const a = Tensor.from(new Float32Array(64), [64]), out = Tensor.empty([8, 8], "f32", "o");
   const d: Gemm = {
     batch: 1,

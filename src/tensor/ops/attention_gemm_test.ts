@@ -27,6 +27,10 @@ const CASES: Case[] = [
   { dims: { B: 3, T: 9, S: 9, Hq: 7, Hkv: 1, D: 7 }, pads: [0, 3, 9] }, // G 7, a fully padded row
   { dims: { B: 2, T: 5, S: 17, Hq: 4, Hkv: 2, D: 6 }, kvLength: 12, queryOffset: 3, pads: [2, 0] },
   { dims: { B: 2, T: 7, S: 11, Hq: 6, Hkv: 2, D: 9 }, causal: false, pads: [0, 5] },
+  // Long enough that causal products skip blocks and K ranges (a CPU adapter's 64-wide tiles),
+  // heads wrapping inside a block, with and without a key offset.
+  { dims: { B: 1, T: 150, S: 150, Hq: 2, Hkv: 1, D: 8 } },
+  { dims: { B: 1, T: 140, S: 180, Hq: 2, Hkv: 1, D: 8 }, queryOffset: 40, pads: [2] },
 ];
 
 gpuTest("attention GEMM path matches the reference and the flash kernels", async () => {

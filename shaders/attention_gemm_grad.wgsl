@@ -24,27 +24,22 @@ fn main(
   @builtin(num_workgroups) nwg: vec3u,
   @builtin(local_invocation_index) tid: u32,
 ) {
-  let row = flat_group(wid, nwg);
-  if (row >= p.rows) { return; }
-  let r = row_of(row);
+  let row = row_index(wid, nwg, tid);
+  let lane = tid % TPR;
+  let valid = row < p.rows;
+  let r = row_of(min(row, p.rows - 1u));
   let b = r.bh / p.hkv;
   let h = (r.bh % p.hkv) * p.g + r.g;
   let ob = ((b * p.t + r.t) * p.hkv * p.g + h) * p.d;
   var part = 0.0;
-  for (var c = tid; c < p.d; c += WG) {
+  for (var c = lane; c < select(0u, p.d, valid); c += TPR) {
     if (HALF) { part += round_half(o[ob + c]) * round_half(dout[ob + c]); }
     else { part += o[ob + c] * dout[ob + c]; }
   }
-  red_a[tid] = part;
-  for (var w = WG / 2u; w > 0u; w /= 2u) {
-    workgroupBarrier();
-    if (tid < w) { red_a[tid] += red_a[tid + w]; }
-  }
-  workgroupBarrier();
-  let delta = red_a[0];
+  let delta = row_sum(part, tid);
   let l = lse[r.lse_at];
   let seen = l > MASKED;
-  for (var c = tid; c < p.l; c += WG) {
+  for (var c = lane; c < select(0u, p.l, valid); c += TPR) {
     var pr = 0.0;
     var ds = 0.0;
     // Masked entries are not read: a causal product leaves score blocks past its rows' reach

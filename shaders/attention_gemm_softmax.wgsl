@@ -18,12 +18,14 @@ fn main(
   @builtin(num_workgroups) nwg: vec3u,
   @builtin(local_invocation_index) tid: u32,
 ) {
-  let row = flat_group(wid, nwg);
-  if (row >= p.rows) { return; }
-  let r = row_of(row);
+  let row = row_index(wid, nwg, tid);
+  let lane = tid % TPR;
+  let valid = row < p.rows;
+  let r = row_of(min(row, p.rows - 1u));
+  let cols = select(0u, p.l, valid);
   var m = NEG;
   var sum = 0.0;
-  for (var c = tid; c < p.l; c += WG) {
+  for (var c = lane; c < cols; c += TPR) {
     if (visible(r, c)) {
       let x = s[r.base + c] * p.scale;
       let mn = max(m, x);
@@ -33,9 +35,9 @@ fn main(
   }
   red_a[tid] = m;
   red_b[tid] = sum;
-  for (var w = WG / 2u; w > 0u; w /= 2u) {
+  for (var w = TPR / 2u; w > 0u; w /= 2u) {
     workgroupBarrier();
-    if (tid < w) {
+    if (lane < w) {
       let m2 = red_a[tid + w];
       let mn = max(red_a[tid], m2);
       red_b[tid] = red_b[tid] * exp(red_a[tid] - mn) + red_b[tid + w] * exp(m2 - mn);
@@ -43,13 +45,13 @@ fn main(
     }
   }
   workgroupBarrier();
-  let total = red_b[0];
-  let l = select(NEG, red_a[0] + log(total), total > 0.0);
-  for (var c = tid; c < p.l; c += WG) {
+  let total = red_b[tid - lane];
+  let l = select(NEG, red_a[tid - lane] + log(total), total > 0.0);
+  for (var c = lane; c < cols; c += TPR) {
     var pr = 0.0;
     if (total > 0.0 && visible(r, c)) { pr = exp(s[r.base + c] * p.scale - l); }
     if (HALF) { pr = round_half(pr); }
     s[r.base + c] = pr;
   }
-  if (tid == 0u) { lse[r.lse_at] = l; }
+  if (valid && lane == 0u) { lse[r.lse_at] = l; }
 }

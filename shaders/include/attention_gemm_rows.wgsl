@@ -1,13 +1,17 @@
 // What the GEMM path's row kernels (attention_gemm_softmax, attention_gemm_grad) share: the
 // uniform block src/tensor/ops/attention_gemm_kernels.ts packs, the key padding mask (binding 4)
-// and the visibility rule of the flash kernels. One workgroup owns one row of a score matrix
-// [nb, G * T, L] of the pairs bh = c0 .. c0 + nb - 1 (bh = b * Hkv + hk); row g * T + t is query
-// position t of head hk * G + g, so a pair's rows sit at bh * G * T in lse [B, Hq, T].
+// and the visibility rule of the flash kernels. TPR invocations own one row of a score matrix
+// [nb, G * T, L] of the pairs bh = c0 .. c0 + nb - 1 (bh = b * Hkv + hk), WG / TPR rows a
+// workgroup; row g * T + t is query position t of head hk * G + g, so a pair's rows sit at
+// bh * G * T in lse [B, Hq, T]. Rows of a few hundred keys took one workgroup of 128 each, most of
+// its time in its seven-level reductions; four to a workgroup, each reduction has five.
 
 #include "attention_lse.wgsl"
 #include "grid.wgsl"
 
 #const WG: u32
+#const TPR: u32 // invocations per row, a power of two dividing WG
+const RPW: u32 = WG / TPR; // rows per workgroup
 
 struct Params {
   c0: u32,
@@ -47,4 +51,24 @@ fn row_of(row: u32) -> Row {
 fn visible(r: Row, s: u32) -> bool {
   if (p.has_mask != 0u && mask[(r.bh / p.hkv) * p.mask_stride + s] == 0) { return false; }
   return p.causal == 0u || i32(s) <= p.off + i32(r.t);
+}
+
+// This invocation's row: the workgroup's rows are grid1d(rows, RPW)'s groups times RPW. A row past
+// p.rows only takes part in the barriers.
+fn row_index(wid: vec3u, nwg: vec3u, tid: u32) -> u32 {
+  return flat_group(wid, nwg) * RPW + tid / TPR;
+}
+
+// The sum of x over the TPR invocations of this invocation's row (every invocation calls it).
+fn row_sum(x: f32, tid: u32) -> f32 {
+  let lane = tid % TPR;
+  red_a[tid] = x;
+  for (var w = TPR / 2u; w > 0u; w /= 2u) {
+    workgroupBarrier();
+    if (lane < w) { red_a[tid] += red_a[tid + w]; }
+  }
+  workgroupBarrier();
+  let total = red_a[tid - lane];
+  workgroupBarrier(); // red_a is free again
+  return total;
 }

@@ -147,61 +147,66 @@ gpuTest(
     assertClose(await dst.toArray(), summed, { atol: 1e-6, rtol: 1e-6, label: "unpack parts" });
 
     // Rows of pairs 1..2 of B 2, Hkv 2, G 2, T 3 over L 5 keys, causal offset 1, left padding.
-    const B = 2, Hkv = 2, G = 2, T = 3, L = 5, D = 4;
     const mask = [0, 0, 0, 1, 1, 1, 1, 1, 1, 1]; // batch row 0 sees keys >= 3 only
-    const d: RowRefDims = {
-      c0: 1,
-      nb: 2,
-      T,
-      L,
-      Hkv,
-      G,
-      off: 1,
-      scale: 0.7,
-      causal: true,
-      keyMask: mask,
-    };
-    const k = Tensor.from(randomArray(B * L * Hkv * D, 3), [B, L, Hkv, D]);
-    const geo = validate(Tensor.empty([B, T, Hkv * G, D]), k, k, {
-      keyMask: Tensor.from(mask, [B, L], "i32"),
-      queryOffset: 1,
-      scale: 0.7,
-    });
-    const rows = d.nb * G * T;
-    const s0 = randomArray(rows * L, 4);
-    const scores = Tensor.from(s0, [rows, L]);
-    const lse = Tensor.from(new Float32Array(B * Hkv * G * T).fill(7), [B * Hkv * G * T]);
-    maskedSoftmax(geo, d, { scores, lse, dummy: k });
-    const want = maskedSoftmaxRef(d, s0);
-    assertClose(await scores.toArray(), want.p, { atol: 1e-6, rtol: 1e-5, label: "softmax" });
-    const lseGot = await lse.toArray();
-    assertClose(want.lseAt.map((i) => lseGot[i]), want.lse, {
-      atol: 1e-5,
-      rtol: 1e-6,
-      label: "lse",
-    });
-    assert.ok(lseGot.subarray(0, G * T).every((x) => x === 7), "pair 0 is outside the chunk");
+    const d = { c0: 1, nb: 2, T: 3, L: 5, Hkv: 2, G: 2, off: 1, scale: 0.7, causal: true };
+    const want = await rowKernelsMatch({ ...d, keyMask: mask }, { B: 2, D: 4 });
     assert.ok(want.lse.some((l) => l === -1e30), "the case has a row that sees no key");
-
-    const x = {
-      scores: s0,
-      dp: randomArray(rows * L, 5),
-      lse: lseGot,
-      out: randomArray(B * T * Hkv * G * D, 6),
-      dout: randomArray(B * T * Hkv * G * D, 7),
-    };
-    const t = (a: ArrayLike<number>, shape: number[]) => Tensor.from(a, shape);
-    const io = {
-      scores: t(x.scores, [rows, L]),
-      dp: t(x.dp, [rows, L]),
-      lse: t(x.lse, [x.lse.length]),
-      out: t(x.out, [x.out.length]),
-      dout: t(x.dout, [x.dout.length]),
-      dummy: k,
-    };
-    softmaxGrad(geo, d, io);
-    const g = softmaxGradRef({ ...d, D }, x);
-    assertClose(await io.scores.toArray(), g.p, { atol: 1e-6, rtol: 1e-5, label: "grad P" });
-    assertClose(await io.dp.toArray(), g.ds, { atol: 1e-6, rtol: 1e-5, label: "grad dS" });
+    // 700 keys: 64 invocations a row, two rows a workgroup, 15 rows (the last workgroup's second
+    // row is past the end).
+    const long = { c0: 0, nb: 1, T: 5, L: 700, Hkv: 1, G: 3, off: 695, scale: 0.3, causal: true };
+    await rowKernelsMatch(long, { B: 1, D: 8 });
   },
 );
+
+/** The masked softmax and its gradient on random rows against their references. */
+async function rowKernelsMatch(d: RowRefDims, o: { B: number; D: number }) {
+  const { B, D } = o, { T, L, Hkv, G } = d;
+  const k = Tensor.from(randomArray(B * L * Hkv * D, 3), [B, L, Hkv, D]);
+  const geo = validate(Tensor.empty([B, T, Hkv * G, D]), k, k, {
+    keyMask: d.keyMask ? Tensor.from(d.keyMask, [B, L], "i32") : undefined,
+    queryOffset: d.off,
+    scale: d.scale,
+  });
+  const rows = d.nb * G * T;
+  const s0 = randomArray(rows * L, 4);
+  const scores = Tensor.from(s0, [rows, L]);
+  const lse = Tensor.from(new Float32Array(B * Hkv * G * T).fill(7), [B * Hkv * G * T]);
+  maskedSoftmax(geo, d, { scores, lse, dummy: k });
+  const want = maskedSoftmaxRef(d, s0);
+  const label = `L ${L}`;
+  assertClose(await scores.toArray(), want.p, {
+    atol: 1e-6,
+    rtol: 1e-5,
+    label: `softmax ${label}`,
+  });
+  const lseGot = await lse.toArray();
+  assertClose(want.lseAt.map((i) => lseGot[i]), want.lse, {
+    atol: 1e-5,
+    rtol: 1e-6,
+    label: `lse ${label}`,
+  });
+  const inChunk = new Set(want.lseAt);
+  assert.ok(lseGot.every((x, i) => inChunk.has(i) || x === 7), `pairs outside the chunk ${label}`);
+
+  const x = {
+    scores: s0,
+    dp: randomArray(rows * L, 5),
+    lse: lseGot,
+    out: randomArray(B * T * Hkv * G * D, 6),
+    dout: randomArray(B * T * Hkv * G * D, 7),
+  };
+  const t = (a: ArrayLike<number>, shape: number[]) => Tensor.from(a, shape);
+  const io = {
+    scores: t(x.scores, [rows, L]),
+    dp: t(x.dp, [rows, L]),
+    lse: t(x.lse, [x.lse.length]),
+    out: t(x.out, [x.out.length]),
+    dout: t(x.dout, [x.dout.length]),
+    dummy: k,
+  };
+  softmaxGrad(geo, d, io);
+  const g = softmaxGradRef({ ...d, D }, x);
+  assertClose(await io.scores.toArray(), g.p, { atol: 1e-6, rtol: 1e-5, label: `grad P ${label}` });
+  assertClose(await io.dp.toArray(), g.ds, { atol: 1e-6, rtol: 1e-5, label: `grad dS ${label}` });
+  return want;
+}

@@ -17,6 +17,7 @@ import {
   unpackHeadsRef,
 } from "../ref/attention_gemm.ts";
 import { validate } from "./attention_common.ts";
+import { rowGradInputs } from "./test_attention.ts";
 import { maskedSoftmax, packHeads, softmaxGrad, unpackHeads } from "./attention_gemm_kernels.ts";
 
 /** Values that test the rounding: ties both ways, the range's edges, subnormals, signs. */
@@ -108,13 +109,7 @@ gpuTest("attention GEMM rows under f16: P, dS and delta round as their reference
   const lseGot = await lse.toArray();
   assertClose(want.lseAt.map((i) => lseGot[i]), want.lse, { atol: 1e-5, rtol: 1e-6, label: "lse" });
 
-  const x = {
-    scores: s0,
-    dp: randomArray(rows * L, 5),
-    lse: lseGot,
-    out: randomArray(B * T * Hkv * G * D, 6),
-    dout: randomArray(B * T * Hkv * G * D, 7),
-  };
+  const x = rowGradInputs(s0, lseGot, { rows, L, outSize: B * T * Hkv * G * D });
   const t = (a: ArrayLike<number>) => Tensor.from(a, [a.length]);
   const io = { scores: t(x.scores), dp: t(x.dp), lse: t(x.lse), out: t(x.out), dout: t(x.dout) };
   softmaxGrad(geo, d, { ...io, dummy: k });

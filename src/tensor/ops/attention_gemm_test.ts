@@ -10,7 +10,12 @@ import {
   unpackHeadsRef,
 } from "../ref/attention_gemm.ts";
 import { attentionPolicy } from "./attention.ts";
-import { type AttentionCase, attentionInputs, runAttention } from "./test_attention.ts";
+import {
+  type AttentionCase,
+  attentionInputs,
+  rowGradInputs,
+  runAttention,
+} from "./test_attention.ts";
 import { validate } from "./attention_common.ts";
 import { gemmForward } from "./attention_gemm.ts";
 import { maskedSoftmax, packHeads, softmaxGrad, unpackHeads } from "./attention_gemm_kernels.ts";
@@ -188,13 +193,7 @@ async function rowKernelsMatch(d: RowRefDims, o: { B: number; D: number }) {
   const inChunk = new Set(want.lseAt);
   assert.ok(lseGot.every((x, i) => inChunk.has(i) || x === 7), `pairs outside the chunk ${label}`);
 
-  const x = {
-    scores: s0,
-    dp: randomArray(rows * L, 5),
-    lse: lseGot,
-    out: randomArray(B * T * Hkv * G * D, 6),
-    dout: randomArray(B * T * Hkv * G * D, 7),
-  };
+  const x = rowGradInputs(s0, lseGot, { rows, L, outSize: B * T * Hkv * G * D });
   const t = (a: ArrayLike<number>, shape: number[]) => Tensor.from(a, shape);
   const io = {
     scores: t(x.scores, [rows, L]),

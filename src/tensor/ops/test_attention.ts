@@ -1,7 +1,7 @@
 /**
  * The fixture the attention op's tests share (attention_test.ts, attention_gemm_test.ts,
- * attention_f16_test.ts): cases, their random inputs and key masks, and one run of the op with its
- * gradients.
+ * attention_f16_test.ts): cases, their random inputs and key masks, one run of the op with its
+ * gradients, and the GEMM path's row-kernel inputs (attention_gemm_test.ts, _f16_test.ts).
  */
 import { randomArray } from "../../testing/mod.ts";
 import { backward } from "../autograd.ts";
@@ -86,4 +86,22 @@ export async function runAttention(
   } finally {
     Object.assign(attentionPolicy, saved);
   }
+}
+
+/**
+ * What the backward row kernel (softmaxGrad) reads besides the forward's scores and lse: random
+ * dP [rows, L], and out and dout of `outSize` elements ([B, T, Hq, D]).
+ */
+export function rowGradInputs(
+  scores: ArrayLike<number>,
+  lse: ArrayLike<number>,
+  o: { rows: number; L: number; outSize: number },
+) {
+  return {
+    scores,
+    dp: randomArray(o.rows * o.L, 5),
+    lse,
+    out: randomArray(o.outSize, 6),
+    dout: randomArray(o.outSize, 7),
+  };
 }

@@ -6,9 +6,11 @@
  * `deno run -A bench/grpo_step_device.ts [--shape=0.5b|1.5b] [--prompts=8] [--n=8]
  * [--prompt-len=128] [--response-len=256] [--micro=8] [--layers=N] [--vocab=151936]
  * [--checkpointing=1] [--max-tokens=N] [--rmpad=1] [--ragged=1] [--rollout=engine|generate]
- * [--vec4=0] [--exact=0] [--keep-logits-gb=G]`: --keep-logits-gb sets actor.keep_logits_gb (the
- * update's LM-head logits kept from forward to backward within G GB); --vec4=0 keeps the tiled
- * GEMM on scalar reads and --exact=0 keeps its bounds checks on whole blocks (before/after runs);
+ * [--vec4=0] [--exact=0] [--keep-logits-gb=G] [--split-element-cost=X]`: --keep-logits-gb sets
+ * actor.keep_logits_gb (the update's LM-head logits kept from forward to backward within G GB);
+ * --vec4=0 keeps the tiled GEMM on scalar reads and --exact=0 keeps its bounds checks on whole
+ * blocks (before/after runs); --split-element-cost sets the K-split wave model's cost of a partial
+ * element (`splitPolicy.elementCost`);
  * --rollout picks gen's decoding: the continuous-batching engine (the trainer's default) or
  * `generate`'s lock-step batch; --checkpointing turns on
  * enable_gradient_checkpointing, --max-tokens turns on use_dynamic_bsz with that token budget
@@ -27,7 +29,7 @@
 import { gpuGaps, initGpu, type KernelSpan, kernelTotals } from "../src/gpu/mod.ts";
 import { type CausalLM, initWeights, weightShapes } from "../src/nn/mod.ts";
 import { charTokenizer } from "../src/io/mod.ts";
-import { loadPolicy } from "../src/tensor/mod.ts";
+import { loadPolicy, splitPolicy } from "../src/tensor/mod.ts";
 import { loadConfig } from "../src/config/mod.ts";
 import { rolloutFor, rolloutPrecision, trainStep } from "../src/trainer/mod.ts";
 import {
@@ -59,6 +61,8 @@ const rmpad = arg("rmpad", 0) !== 0, ragged = arg("ragged", 0) !== 0;
 // --vec4=0: the tiled GEMM reads its operands one element at a time; --exact=0: it checks bounds
 // on whole blocks too (before/after runs).
 if (arg("vec4", 1) === 0) loadPolicy.vec4 = false;
+// --split-element-cost=X: the wave model's cost of a K-split partial element (splitPolicy).
+if (raw("split-element-cost")) splitPolicy.elementCost = arg("split-element-cost", 0);
 if (arg("exact", 1) === 0) loadPolicy.exact = false;
 const rolloutMode = raw("rollout") ?? "engine";
 if (rolloutMode !== "engine" && rolloutMode !== "generate") {

@@ -157,6 +157,13 @@ export const splitPolicy = {
   maxSplits: 32,
   /** Whether a GPU whose multiprocessors are known uses the wave model (`waveSplits`). */
   waves: true,
+  /**
+   * Cost of one element of a K-split partial (written by the product, read by the sum pass), in
+   * K steps of a wave. Fitted on an H100 over every product of a Qwen2.5-0.5B and -1.5B training
+   * step at 3,072 rows, timed with 1 to 8 splits: with it the model picks a split count within 6%
+   * of the fastest for each.
+   */
+  elementCost: 2e-6,
 };
 
 /**
@@ -175,14 +182,6 @@ export function tiledSplits(d: Gemm, tile: TileConfig): number {
   if (blocks >= MIN_BLOCKS) return 1;
   return Math.max(1, Math.min(Math.ceil(MIN_BLOCKS / blocks), most));
 }
-
-/**
- * Cost of one element of a K-split partial (written by the product, read by the sum pass), in
- * K steps of a wave. Fitted on an H100 over every product of a Qwen2.5-0.5B and -1.5B training
- * step at 3,072 rows, timed with 1 to 8 splits: with it the model picks a split count within 6%
- * of the fastest for each.
- */
-const SPLIT_ELEMENT_COST = 2e-6;
 
 /**
  * The split count with the least modelled time: the product runs in waves of as many blocks as
@@ -204,7 +203,7 @@ export function waveSplits(
   for (let s = 1; s <= Math.min(o.most, splitPolicy.maxSplits); s++) {
     const waves = Math.ceil((o.blocks * s) / slots);
     const steps = Math.ceil(stages / s);
-    const partials = s > 1 ? SPLIT_ELEMENT_COST * o.m * o.n * (s + 1) : 0;
+    const partials = s > 1 ? splitPolicy.elementCost * o.m * o.n * (s + 1) : 0;
     const cost = waves * steps + partials;
     if (cost < bestCost * 0.98) [best, bestCost] = [s, cost];
   }

@@ -445,6 +445,6 @@ function colsumPass(x: Tensor, rows: number, cols: number, chunk: number, out: T
   gpu().dispatch({ shader: "matmul_bias", defines: { COLS, ROWS } }, {
     params: packParams([rows, cols, chunk]),
     buffers: [x.buffer, out.buffer],
-    workgroups: [Math.ceil(groups / y), y, Math.max(1, Math.ceil(rows / chunk))],
+    workgroups: [Math.ceil(groups / y), y, rows > 0 ? Math.ceil(rows / chunk) : 1],
   });
 }

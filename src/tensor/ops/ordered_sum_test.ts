@@ -73,11 +73,12 @@ gpuTest(
   "colsum adds each thread row's rows in order, then the thread rows, then the chunks, bit for bit",
   async () => {
     let chunked = 0;
-    for (const [rows, cols] of [[1, 37], [7, 37], [33, 37], [70, 37], [300, 37], [1000, 70]]) {
+    const shapes = [[0, 5], [1, 37], [7, 37], [33, 37], [70, 37], [300, 37], [1000, 70]];
+    for (const [rows, cols] of shapes) {
       const p = partials(rows, cols, rows);
       const got = await colsum(Tensor.from(p, [rows, cols]), rows, cols, [cols]).toArray();
       const chunk = colsumChunk(rows, cols);
-      const chunks = Math.ceil(rows / chunk);
+      const chunks = rows > 0 ? Math.ceil(rows / chunk) : 1; // no rows: zeros
       if (chunks > 1) chunked++;
       // first pass: each chunk's sums; second (with more than one chunk): the chunks' sums
       const part = new Float32Array(chunks * cols);

@@ -3,8 +3,8 @@
 // and the visibility rule of the flash kernels. TPR invocations own one row of a score matrix
 // [nb, G * T, L] of the pairs bh = c0 .. c0 + nb - 1 (bh = b * Hkv + hk), WG / TPR rows a
 // workgroup; row g * T + t is query position t of head hk * G + g, so a pair's rows sit at
-// bh * G * T in lse [B, Hq, T]. Rows of a few hundred keys took one workgroup of 128 each, most of
-// its time in its seven-level reductions; four to a workgroup, each reduction has five.
+// bh * G * T in lse [B, Hq, T]. Rows of a few hundred keys took a workgroup of 128 each, with
+// seven-level reductions; four to a workgroup, each has five (timings: src/tensor/ops/grid.ts).
 
 #include "attention_lse.wgsl"
 #include "grid.wgsl"

@@ -6,7 +6,7 @@
 import { type Defines, gpu, packParams } from "../../gpu/mod.ts";
 import type { Tensor } from "../tensor.ts";
 import type { Geometry } from "./attention_common.ts";
-import { grid1d } from "./grid.ts";
+import { grid1d, multiRowDefines } from "./grid.ts";
 
 const PACK_WG = 256;
 
@@ -83,21 +83,9 @@ function rowParams(g: Geometry, c: ScoreChunk): ArrayBuffer {
   ]);
 }
 
-/**
- * The row kernels' shape: TPR invocations a row, a power of two near L / 16 (32 to 256), in
- * workgroups of at least 128 invocations (several short rows to one). One H100, 0.5B update
- * (384 keys): a workgroup of 128 to each row took 23.0 ms (softmax) and 19.0 ms (gradient), four
- * rows to one 17.9 and 18.1 ms.
- */
-function rowShape(L: number): { WG: number; TPR: number } {
-  let tpr = 32;
-  while (tpr < 256 && tpr * 16 < L) tpr *= 2;
-  return { WG: Math.max(tpr, 128), TPR: tpr };
-}
-
-/** The row kernels' defines (their shape, and HALF under f16 precision) and their grid. */
+/** The row kernels' defines (several rows a workgroup; HALF under f16 precision) and grid. */
 function rowKernel(g: Geometry, rows: number): { defines: Defines; workgroups: [number, number] } {
-  const shape = rowShape(g.L);
+  const shape = multiRowDefines(g.L);
   return {
     defines: g.half ? { ...shape, HALF: true } : shape,
     workgroups: grid1d(rows, shape.WG / shape.TPR),

@@ -15,9 +15,9 @@ struct Params {
   eps: f32,
   chunk: u32, // rows per partial sum (dw_partial)
   _p0: u32,
-  _p3: u32,
   _p1: u32,
   _p2: u32,
+  _p3: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;

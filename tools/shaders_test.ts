@@ -300,7 +300,7 @@ Deno.test("#const takes its value from the defines, typed, and insists on one", 
   assert.throws(() => specialize(shaderSource("swiglu"), "swiglu"), /needs a value for #const WG/);
 });
 
-Deno.test("#if keeps its lines where the #const has the value (or not), after #unroll; errors", () => {
+Deno.test("#if keeps lines where the #const has the value (or not), after #unroll; errors", () => {
   const read = fakeShaders({
     "f.wgsl": "#const AT: u32\n#unroll h 2\n#if AT == $h\nfetch();\n#endif\nstep($h);\n#end\n",
   });

@@ -2,8 +2,8 @@
  * The directives our WGSL files may carry, and nothing else: `#include "file.wgsl"`,
  * `#const NAME: type`, `#unroll NAME COUNT` ... `#end` and `#if NAME == VALUE` (or `!=`) ...
  * `#endif` (NAME a `#const` of the shader: the lines between are kept only where its value is
- * VALUE, or is not, so a specialisation carries no dead copies). WGSL has no `#` or `$` token, so none
- * can be mistaken for WGSL, and a shader that reaches the GPU with a directive left in it fails
+ * VALUE, or is not, so a specialisation carries no dead copies). WGSL has no `#` or `$` token, so
+ * none can be mistaken for WGSL, and a shader that reaches the GPU with a directive left in it fails
  * loudly instead of compiling to something else. Pure functions over text: Deno's loader and the
  * browser bundle (web/build.ts, through `shaderSource`) run this same code, so both see the same
  * WGSL. How to use them: the header of shader_source.ts.

@@ -8,7 +8,8 @@
  * P is never kept between forward and backward; the [nb, G * T, L] score buffers live only inside
  * one call. Under a causal mask the products skip what meets only masked scores: score blocks
  * beyond their rows' reach stay unwritten (the row kernels read visible entries only), and K
- * ranges end (or start) where P and dS are 0. Operands are packed into and out of the GEMM layout by attention_gemm_pack.
+ * ranges end (or start) where P and dS are 0. Operands are packed into and out of the GEMM layout
+ * by attention_gemm_pack.
  *
  * Under f16 precision (g.half) the numbers are those of torch's fp16 attention: Qg, K, V and dOg
  * are packed rounded to halves (`operands` "f16" stores them so; "f32" keeps f32 buffers holding

@@ -10,14 +10,13 @@
  * forced splits' times (`costs` in each line, `by_cost` in the sums): which cost picks best.
  */
 import { initGpu } from "../src/gpu/mod.ts";
-import { gemm, splitPolicy, Tensor, tiledSplits, TILES } from "../src/tensor/mod.ts";
-import { isQwen25Shape, QWEN25_SHAPES } from "./grpo_setup.ts";
+import { gemm, splitPolicy, Tensor, tileDims, tiledSplits, TILES } from "../src/tensor/mod.ts";
+import { isQwen25Shape, linearProducts } from "./grpo_setup.ts";
 import { profiledMs } from "./gpu_timer.ts";
 
 const args = new Map(Deno.args.map((a) => a.replace(/^--/, "").split("=") as [string, string]));
 const shapeName = args.get("shape") ?? "0.5b";
 if (!isQwen25Shape(shapeName)) throw new Error(`--shape=${shapeName}: use 0.5b or 1.5b`);
-const s = QWEN25_SHAPES[shapeName];
 const rows = Number(args.get("rows") ?? 3072);
 const maxSplits = Number(args.get("max-splits") ?? 8);
 const costs = (args.get("costs") ?? "").split(",").filter(Boolean).map(Number);
@@ -27,20 +26,7 @@ if (g.multiprocessors === null) {
   console.error(`${g.adapterName}: multiprocessor count unknown, the wave model is off here`);
 }
 
-const kv = s.numKeyValueHeads * (s.hiddenSize / s.numAttentionHeads);
-const products: [string, number, number, number, boolean, boolean][] = [];
-for (
-  const [name, out, inF] of [
-    ["q", s.hiddenSize, s.hiddenSize],
-    ["kv", kv, s.hiddenSize],
-    ["gate", s.intermediateSize, s.hiddenSize],
-    ["down", s.hiddenSize, s.intermediateSize],
-  ] as const
-) {
-  products.push([`${name}.forward`, rows, out, inF, false, true]);
-  products.push([`${name}.input_grad`, rows, inF, out, false, false]);
-  products.push([`${name}.weight_grad`, out, inF, rows, true, false]);
-}
+const products = linearProducts(shapeName, rows);
 
 const sums = { rule: 0, waves: 0, best: 0 };
 const byCost: Record<string, number> = {};
@@ -55,7 +41,10 @@ for (const [name, m, n, k, transA, transB] of products) {
   }
   const policy = async (waves: boolean) => {
     splitPolicy.waves = waves;
-    return { ms: await profiledMs(() => gemm(a, b, c, d)), splits: tiledSplits(d, TILES.large) };
+    return {
+      ms: await profiledMs(() => gemm(a, b, c, d)),
+      splits: tiledSplits(d, tileDims(TILES.large)),
+    };
   };
   const rule = await policy(false), waves = await policy(true);
   const best = Math.min(...Object.values(forced));
@@ -63,7 +52,7 @@ for (const [name, m, n, k, transA, transB] of products) {
   const picks: Record<string, { splits: number; ms: number }> = {};
   for (const cost of costs) {
     splitPolicy.elementCost = cost;
-    const sp = tiledSplits(d, TILES.large);
+    const sp = tiledSplits(d, tileDims(TILES.large));
     const ms = forced[sp] ?? await profiledMs(() => gemm(a, b, c, d));
     picks[cost] = { splits: sp, ms };
     byCost[cost] = (byCost[cost] ?? 0) + ms;

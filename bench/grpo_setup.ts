@@ -36,6 +36,39 @@ export function isQwen25Shape(name: string): name is Qwen25Shape {
   return name in QWEN25_SHAPES;
 }
 
+/** One product of a training step: C [m, n] = op(A) @ op(B) over K. */
+export type StepProduct = [
+  name: string,
+  m: number,
+  n: number,
+  k: number,
+  transA: boolean,
+  transB: boolean,
+];
+
+/**
+ * The linear layers' products of a training step at `rows` tokens: forward (x W^T), input
+ * gradient (g W) and weight gradient (g^T x) of q, k (= v), gate (= up) and down.
+ */
+export function linearProducts(shape: Qwen25Shape, rows: number): StepProduct[] {
+  const s = QWEN25_SHAPES[shape];
+  const kv = s.numKeyValueHeads * (s.hiddenSize / s.numAttentionHeads);
+  const products: StepProduct[] = [];
+  for (
+    const [name, out, inF] of [
+      ["q", s.hiddenSize, s.hiddenSize],
+      ["kv", kv, s.hiddenSize],
+      ["gate", s.intermediateSize, s.hiddenSize],
+      ["down", s.hiddenSize, s.intermediateSize],
+    ] as const
+  ) {
+    products.push([`${name}.forward`, rows, out, inF, false, true]);
+    products.push([`${name}.input_grad`, rows, inF, out, false, false]);
+    products.push([`${name}.weight_grad`, out, inF, rows, true, false]);
+  }
+  return products;
+}
+
 /** A Qwen2.5-shaped config (tied embeddings, rope theta 1e6); `o` overrides any field. */
 export function qwen25Config(shape: Qwen25Shape, o: Partial<ModelConfigInit> = {}): ModelConfig {
   const vocabSize = o.vocabSize ?? QWEN25_VOCAB;

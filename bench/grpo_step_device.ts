@@ -6,10 +6,12 @@
  * `deno run -A bench/grpo_step_device.ts [--shape=0.5b|1.5b] [--prompts=8] [--n=8]
  * [--prompt-len=128] [--response-len=256] [--micro=8] [--layers=N] [--vocab=151936]
  * [--checkpointing=1] [--max-tokens=N] [--rmpad=1] [--ragged=1] [--rollout=engine|generate]
- * [--vec4=0] [--exact=0] [--keep-logits-gb=G] [--split-element-cost=X]`: --keep-logits-gb sets
+ * [--vec4=0] [--exact=0] [--tails=0] [--keep-logits-gb=G] [--split-element-cost=X]`:
+ * --keep-logits-gb sets
  * actor.keep_logits_gb (the update's LM-head logits kept from forward to backward within G GB);
  * --vec4=0 keeps the tiled GEMM on scalar reads and --exact=0 keeps its bounds checks on whole
- * blocks (before/after runs); --split-element-cost sets the K-split wave model's cost of a partial
+ * blocks (before/after runs); --tails=0 runs no product's last wave apart (`splitPlan`);
+ * --split-element-cost sets the K-split wave model's cost of a partial
  * element (`splitPolicy.elementCost`);
  * --rollout picks gen's decoding: the continuous-batching engine (the trainer's default) or
  * `generate`'s lock-step batch; --checkpointing turns on
@@ -64,6 +66,8 @@ if (arg("vec4", 1) === 0) loadPolicy.vec4 = false;
 // --split-element-cost=X: the wave model's cost of a K-split partial element (splitPolicy).
 if (raw("split-element-cost")) splitPolicy.elementCost = arg("split-element-cost", 0);
 if (arg("exact", 1) === 0) loadPolicy.exact = false;
+// --tails=0: no product runs its last wave apart (splitPolicy.tails; before/after runs).
+if (arg("tails", 1) === 0) splitPolicy.tails = false;
 const rolloutMode = raw("rollout") ?? "engine";
 if (rolloutMode !== "engine" && rolloutMode !== "generate") {
   throw new Error(`--rollout=${rolloutMode}: use engine or generate`);

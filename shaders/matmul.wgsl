@@ -38,6 +38,8 @@ struct Params {
   k_split: u32, // K per split; k_split >= k is an unsplit (batched) product
   causal_t: u32, // CAUSAL (matmul_tile.wgsl): query positions per head
   causal_off: i32, // and the last key position 0 sees
+  m_off: u32, // first row and column of this dispatch's blocks (matmul_tile.wgsl)
+  n_off: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;

@@ -32,6 +32,8 @@ struct Params {
   k_split: u32, // K per split; k_split >= k is an unsplit product
   k1: u32, // the seam: depths below it belong to the first product
   scale2: f32, // factor on op(B2)
+  m_off: u32, // first row and column of this dispatch's blocks (matmul_tile.wgsl)
+  n_off: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;

@@ -1,5 +1,7 @@
 // Sums the split-K partial products of matmul.wgsl / matmul_skinny.wgsl: y[i] = sum_s
 // part[s * size + i] (+ bias[i % n]) (+ resid[i], the linear layer's residual, added once here).
+// y and resid may be wider than the partials' rows of n (a product's last columns, summed apart
+// from the rest: matmul_tile.wgsl's n_off): their rows are ld apart.
 // One invocation per output element, in a 1-D grid folded into 2-D (flat_index of grid.wgsl);
 // the splits are summed in order, so the result does not depend on scheduling.
 
@@ -13,7 +15,7 @@ struct Params {
   size: u32, // M * N
   n: u32,
   splits: u32,
-  _p0: u32,
+  ld: u32, // elements between rows of y and resid (n: contiguous)
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -26,18 +28,24 @@ fn total(i: u32) -> f32 {
   return split_total(i, p.size, p.splits);
 }
 
+// Where element i of the [M, n] sum lies in y and resid.
+fn at(i: u32) -> u32 {
+  if (p.ld == p.n) { return i; }
+  return i / p.n * p.ld + i % p.n;
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_id) lid: vec3<u32>) {
   let i = flat_index(wid, nwg, lid);
-  if (i < p.size) { y[i] = total(i); }
+  if (i < p.size) { y[at(i)] = total(i); }
 }
 
 @compute @workgroup_size(WG)
 fn main_bias(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
              @builtin(local_invocation_id) lid: vec3<u32>) {
   let i = flat_index(wid, nwg, lid);
-  if (i < p.size) { y[i] = total(i) + f32(bias[i % p.n]); }
+  if (i < p.size) { y[at(i)] = total(i) + f32(bias[i % p.n]); }
 }
 
 // Binding 3 (bias) is left unbound here.
@@ -45,12 +53,12 @@ fn main_bias(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg
 fn main_resid(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
               @builtin(local_invocation_id) lid: vec3<u32>) {
   let i = flat_index(wid, nwg, lid);
-  if (i < p.size) { y[i] = total(i) + resid[i]; }
+  if (i < p.size) { y[at(i)] = total(i) + resid[at(i)]; }
 }
 
 @compute @workgroup_size(WG)
 fn main_bias_resid(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
                    @builtin(local_invocation_id) lid: vec3<u32>) {
   let i = flat_index(wid, nwg, lid);
-  if (i < p.size) { y[i] = (total(i) + f32(bias[i % p.n])) + resid[i]; }
+  if (i < p.size) { y[at(i)] = (total(i) + f32(bias[i % p.n])) + resid[at(i)]; }
 }

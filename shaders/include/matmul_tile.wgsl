@@ -2,9 +2,9 @@
 // K loop over one BM x BN block, the stores and the four epilogue entry points (main, main_bias,
 // main_resid, main_bias_resid). Shared with matmul_cat.wgsl, whose K runs over two products.
 // The includer declares `p` (Params with m, n, k, stride_a, stride_b, stride_c, batch_offset,
-// k_split) at binding 0, its operands at bindings 1, 2 (and past 5; `a` and `b` are arrays of
-// A_V / B_V, which hold A_T / B_T or vec4s of them), and load_a(base, i, kk,
-// k_end) / load_b(base, kk, j, k_end): element (i, kk) of op(A) / (kk, j) of op(B), 0 outside;
+// k_split, m_off, n_off) at binding 0, its operands at bindings 1, 2 (and past 5; `a` and `b` are
+// arrays of A_V / B_V, which hold A_T / B_T or vec4s of them), and load_a(base, i, kk, k_end) /
+// load_b(base, kk, j, k_end): element (i, kk) of op(A) / (kk, j) of op(B), 0 outside;
 // and load4_a / load4_b (same arguments): four elements in one vec4 read, along the operand's
 // contiguous dimension (op(A)'s (i, kk..kk+3) when A is stored along k, else (i..i+3, kk); op(B)'s
 // (kk..kk+3, j) when B is stored along k, else (kk, j..j+3)), 0 outside, used when VEC_A / VEC_B.
@@ -40,6 +40,12 @@ const EXACT_B: bool = false;
 // Skipped terms are products with exact zeros (P and dS are 0 past a row's reach).
 #const CAUSAL: u32
 alias BIAS_T = f32;
+// A dispatch may cover only the blocks from row m_off and column n_off on (multiples of BM and
+// BN): a product's last, partly filled wave of blocks then runs as a split-K dispatch of its own
+// (the TS side's `splitPlan`). Its output C holds just those rows and columns, rows of
+// n - n_off; bounds stay checked against m and n. Only such dispatches set OFFSETS: the others
+// compile without reading the offsets.
+const OFFSETS: bool = false;
 
 const NT: u32 = WG_X * WG_Y;
 const RG: u32 = TM / 4u; // vec4 row groups per thread
@@ -133,6 +139,16 @@ fn put_b(buf: u32, s: u32, v: vec4<f32>) {
   Bs[buf][g.y][g.x] = v;
 }
 
+fn m_off() -> u32 {
+  if (OFFSETS) { return p.m_off; }
+  return 0u;
+}
+
+fn n_off() -> u32 {
+  if (OFFSETS) { return p.n_off; }
+  return 0u;
+}
+
 // The BM x BN block (wid.x, wid.y) of batch entry wid.z, as this thread's register tile:
 // element [row * 2 + h] holds row `row` (0..TM) and column group h. The tile, the staged loads
 // and the k steps are written out with #unroll into named registers and straight-line code:
@@ -148,8 +164,8 @@ fn block(wid: vec3<u32>, lid: vec3<u32>) -> array<vec4<f32>, 16> {
   var k_hi = select(p.k, min(p.k, k_lo + p.k_split), split);
   let a_base = batch * p.stride_a;
   let b_base = batch * p.stride_b;
-  let m0 = wid.y * BM;
-  let n0 = wid.x * BN;
+  let m0 = m_off() + wid.y * BM;
+  let n0 = n_off() + wid.x * BN;
   // A causal K range starts and ends at multiples of BK (aligned reads, whole stages).
 #if CAUSAL == 2
   let reach = u32(max(causal_reach(m0) + 1, 0));
@@ -236,12 +252,18 @@ fn block(wid: vec3<u32>, lid: vec3<u32>) -> array<vec4<f32>, 16> {
                               acc11, acc12, acc13, acc14, acc15);
 }
 
+// Element (i, j) of the product at C's index c_base + out_index(i, j).
+fn out_index(i: u32, j: u32) -> u32 {
+  if (OFFSETS) { return (i - p.m_off) * (p.n - p.n_off) + (j - p.n_off); }
+  return i * p.n + j;
+}
+
 fn store4(c_base: u32, i: u32, j: u32, v: vec4<f32>) {
-  let row = c_base + i * p.n;
-  if (j < p.n) { c[row + j] = v.x; }
-  if (j + 1u < p.n) { c[row + j + 1u] = v.y; }
-  if (j + 2u < p.n) { c[row + j + 2u] = v.z; }
-  if (j + 3u < p.n) { c[row + j + 3u] = v.w; }
+  let at = c_base + out_index(i, j);
+  if (j < p.n) { c[at] = v.x; }
+  if (j + 1u < p.n) { c[at + 1u] = v.y; }
+  if (j + 2u < p.n) { c[at + 2u] = v.z; }
+  if (j + 3u < p.n) { c[at + 3u] = v.w; }
 }
 
 // Writes rows i .. i+3 from acc[q], acc[q + 2], ... (two column groups each), adding bias.
@@ -256,9 +278,9 @@ fn store_rows(c_base: u32, i: u32, j0: u32, j1: u32, r0: vec4<f32>, r1: vec4<f32
 fn store(wid: vec3<u32>, lid: vec3<u32>, acc: array<vec4<f32>, 16>, bias0: vec4<f32>,
          bias1: vec4<f32>) {
   let c_base = (wid.z + p.batch_offset) * p.stride_c;
-  let i0 = wid.y * BM + lid.y * 4u;
+  let i0 = m_off() + wid.y * BM + lid.y * 4u;
   let i1 = i0 + WG_Y * 4u;
-  let j0 = wid.x * BN + lid.x * 4u;
+  let j0 = n_off() + wid.x * BN + lid.x * 4u;
   let j1 = j0 + WG_X * 4u;
   store_rows(c_base, i0, j0, j1, acc[0], acc[2], acc[4], acc[6], bias0);
   if (CG > 1u) { store_rows(c_base, i0, j1, j1, acc[1], acc[3], acc[5], acc[7], bias1); }
@@ -279,7 +301,7 @@ fn causal_reach(m0: u32) -> i32 {
 @compute @workgroup_size(WG_X, WG_Y)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
 #if CAUSAL == 1
-  if (i32(wid.x * BN) > causal_reach(wid.y * BM)) { return; }
+  if (i32(n_off() + wid.x * BN) > causal_reach(m_off() + wid.y * BM)) { return; }
 #endif
   store(wid, lid, block(wid, lid), vec4<f32>(0.0), vec4<f32>(0.0));
 }
@@ -296,17 +318,19 @@ fn bias4(j: u32) -> vec4<f32> {
 // its auto layout would require the binding.
 @compute @workgroup_size(WG_X, WG_Y)
 fn main_bias(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
-  let j0 = wid.x * BN + lid.x * 4u;
+  let j0 = n_off() + wid.x * BN + lid.x * 4u;
   store(wid, lid, block(wid, lid), bias4(j0), bias4(j0 + WG_X * 4u));
 }
 
-// Columns j .. j+3 of row i of the residual (0 past M or N; clamped reads).
+// Columns j .. j+3 of row i of the residual, laid out as C (0 past M or N; clamped reads).
 fn resid4(c_base: u32, i: u32, j: u32) -> vec4<f32> {
-  let row = c_base + min(i, p.m - 1u) * p.n;
+  let i1 = min(i, p.m - 1u);
   let n1 = p.n - 1u;
   return select(vec4<f32>(0.0),
-                vec4<f32>(resid[row + min(j, n1)], resid[row + min(j + 1u, n1)],
-                          resid[row + min(j + 2u, n1)], resid[row + min(j + 3u, n1)]),
+                vec4<f32>(resid[c_base + out_index(i1, min(j, n1))],
+                          resid[c_base + out_index(i1, min(j + 1u, n1))],
+                          resid[c_base + out_index(i1, min(j + 2u, n1))],
+                          resid[c_base + out_index(i1, min(j + 3u, n1))]),
                 vec4<bool>(j < p.n, j + 1u < p.n, j + 2u < p.n, j + 3u < p.n));
 }
 
@@ -314,9 +338,9 @@ fn resid4(c_base: u32, i: u32, j: u32) -> vec4<f32> {
 fn plus_resid(wid: vec3<u32>, lid: vec3<u32>, acc: array<vec4<f32>, 16>, bias0: vec4<f32>,
               bias1: vec4<f32>) -> array<vec4<f32>, 16> {
   let c_base = (wid.z + p.batch_offset) * p.stride_c;
-  let i0 = wid.y * BM + lid.y * 4u;
+  let i0 = m_off() + wid.y * BM + lid.y * 4u;
   let i1 = i0 + WG_Y * 4u;
-  let j0 = wid.x * BN + lid.x * 4u;
+  let j0 = n_off() + wid.x * BN + lid.x * 4u;
   let j1 = j0 + WG_X * 4u;
   var o = acc;
   o[0] = (o[0] + bias0) + resid4(c_base, i0, j0);
@@ -356,7 +380,7 @@ fn main_resid(@builtin(workgroup_id) wid: vec3<u32>,
 @compute @workgroup_size(WG_X, WG_Y)
 fn main_bias_resid(@builtin(workgroup_id) wid: vec3<u32>,
                    @builtin(local_invocation_id) lid: vec3<u32>) {
-  let j0 = wid.x * BN + lid.x * 4u;
+  let j0 = n_off() + wid.x * BN + lid.x * 4u;
   let zero = vec4<f32>(0.0);
   let o = plus_resid(wid, lid, block(wid, lid), bias4(j0), bias4(j0 + WG_X * 4u));
   store(wid, lid, o, zero, zero);

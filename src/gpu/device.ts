@@ -35,6 +35,7 @@ const LIMITS = [
   "maxComputeWorkgroupSizeZ",
   "maxComputeWorkgroupsPerDimension",
   "maxStorageBuffersPerShaderStage",
+  "minStorageBufferOffsetAlignment",
 ] as const;
 type LimitName = typeof LIMITS[number];
 export type DeviceLimits = Readonly<Record<LimitName, number>>;

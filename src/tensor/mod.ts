@@ -25,11 +25,16 @@ export {
   type GemmLayout,
   gemmLayout,
   loadPolicy,
-  splitPolicy,
-  tiledSplits,
   type TileForm,
   tileForms,
 } from "./ops/matmul_kernel.ts";
+export {
+  type SplitPlan,
+  splitPlan,
+  splitPolicy,
+  type SplitTail,
+  tiledSplits,
+} from "./ops/matmul_splits.ts";
 export { type CatProduct, matmulCat, type MatmulCatOptions } from "./ops/matmul_cat.ts";
 export { rmsNorm } from "./ops/rmsnorm.ts";
 export {
@@ -93,7 +98,14 @@ export {
 export { lmHeadLogprobBackwardRef, lmHeadLogprobRef } from "./ref/lm_head_logprob.ts";
 export { mixSeed, mulberry32, permutation, randInt, uniformArray } from "./random.ts";
 export { unfusedKernel, unfusedLogProbs } from "./ops/logprob_unfused.ts";
-export { gemm, pickTile, type TileConfig, TILES, tileShape } from "./ops/matmul_kernel.ts";
+export {
+  gemm,
+  pickTile,
+  type TileConfig,
+  tileDims,
+  TILES,
+  tileShape,
+} from "./ops/matmul_kernel.ts";
 export {
   gemmSkinny,
   type SkinnyConfig,

@@ -14,6 +14,14 @@ import {
   sumSplits,
 } from "./matmul_skinny.ts";
 import { catBuffers, catDefines, type GemmCat } from "./matmul_cat_kernel.ts";
+import {
+  type SplitPlan,
+  splitPlan,
+  splitPolicy,
+  type SplitTail,
+  type TileDims,
+  tiledSplits,
+} from "./matmul_splits.ts";
 
 /** Threads per workgroup (WG_X along N, WG_Y along M), register tile per thread, K step. */
 export interface TileConfig {
@@ -43,9 +51,6 @@ export const TILES: Record<TileName, TileConfig> = {
   medium: { wgX: 8, wgY: 8, tm: 8, tn: 8, bk: 8 },
   small: { wgX: 8, wgY: 8, tm: 4, tn: 4, bk: 8 },
 };
-
-/** Below this many blocks a single product splits K (`tiledSplits`). */
-const MIN_BLOCKS = 240;
 
 export function tileShape(t: TileConfig): { bm: number; bn: number; sharedBytes: number } {
   const bm = t.wgY * t.tm, bn = t.wgX * t.tn;
@@ -141,73 +146,10 @@ export interface GemmOptions {
   tile?: TileName | TileConfig;
   /** K splits of a single tiled product; default from `splitPolicy` (tests force it). */
   splits?: number;
+  /** A last wave run apart (`splitPlan`); with it `splits` is the rest's. Tests force it. */
+  tail?: SplitTail | null;
   /** A second product joined along K (shaders/matmul_cat.wgsl); single products only. */
   cat?: GemmCat | null;
-}
-
-/** When a single tiled product splits K. Mutable for benchmarks. */
-export const splitPolicy = {
-  /**
-   * Fewest K steps per split. A LoRA backward product such as dB [896, 32] = g^T l with K = 3072
-   * rows makes 28 blocks of 32x32: a fraction of a large GPU's multiprocessors, each walking all
-   * of K; split, the same product runs as many blocks as MIN_BLOCKS asks for.
-   */
-  minStages: 16,
-  /** Most K splits the wave model considers. */
-  maxSplits: 32,
-  /** Whether a GPU whose multiprocessors are known uses the wave model (`waveSplits`). */
-  waves: true,
-  /**
-   * Cost of one element of a K-split partial (written by the product, read by the sum pass), in
-   * K steps of a wave. Fitted on an H100 over every product of a Qwen2.5-0.5B and -1.5B training
-   * step at 3,072 rows, timed with 1 to 8 splits: with it the model picks a split count within 6%
-   * of the fastest for each.
-   */
-  elementCost: 2e-6,
-};
-
-/**
- * K splits of a single product. On a GPU whose multiprocessor count is known, the wave model
- * (`waveSplits`); otherwise enough splits to bring a product of few blocks near MIN_BLOCKS.
- */
-export function tiledSplits(d: Gemm, tile: TileConfig): number {
-  const g = gpu();
-  if (d.batch !== 1 || g.isCpuAdapter) return 1;
-  const { bm, bn } = tileShape(tile);
-  const blocks = Math.ceil(d.m / bm) * Math.ceil(d.n / bn);
-  const most = Math.max(1, Math.floor(Math.ceil(d.k / tile.bk) / splitPolicy.minStages));
-  if (g.multiprocessors !== null && splitPolicy.waves) {
-    return waveSplits({ ...d, blocks, tile, most, multiprocessors: g.multiprocessors });
-  }
-  if (blocks >= MIN_BLOCKS) return 1;
-  return Math.max(1, Math.min(Math.ceil(MIN_BLOCKS / blocks), most));
-}
-
-/**
- * The split count with the least modelled time: the product runs in waves of as many blocks as
- * the GPU holds at once (a multiprocessor holds 512 threads of these register-heavy tiles), each
- * wave as long as one block's share of K; splitting adds waves' worth of blocks but shortens
- * them, and costs its partials. A product whose last wave would be nearly empty gains most: on an
- * H100 the 0.5B MLP's weight gradient at 3,072 rows (266 blocks, two over one wave's worth) ran
- * 2.82 ms whole and 1.88 ms in 7 splits (`bench/gemm_splits_device.ts`).
- */
-export function waveSplits(
-  o: { m: number; n: number; k: number; blocks: number; tile: TileConfig; most: number } & {
-    multiprocessors: number;
-  },
-): number {
-  const threads = o.tile.wgX * o.tile.wgY;
-  const slots = o.multiprocessors * Math.max(1, Math.floor(512 / threads));
-  const stages = Math.ceil(o.k / o.tile.bk);
-  let best = 1, bestCost = Infinity;
-  for (let s = 1; s <= Math.min(o.most, splitPolicy.maxSplits); s++) {
-    const waves = Math.ceil((o.blocks * s) / slots);
-    const steps = Math.ceil(stages / s);
-    const partials = s > 1 ? splitPolicy.elementCost * o.m * o.n * (s + 1) : 0;
-    const cost = waves * steps + partials;
-    if (cost < bestCost * 0.98) [best, bestCost] = [s, cost];
-  }
-  return best;
 }
 
 /**
@@ -344,42 +286,152 @@ export function gemm(a: Tensor, b: Tensor, out: Tensor, d: Gemm, options: GemmOp
   const spec: KernelSpec = cat
     ? { shader: "matmul_cat", ...kernel }
     : { shader: "matmul", ...kernel };
-  const stages = Math.ceil(k / tile.bk);
-  // Causal blocks stay whole: a skipped block would leave its split partials unwritten.
-  const asked = causal ? 1 : options.splits ?? tiledSplits({ ...d, k }, tile);
-  const wanted = Math.max(1, Math.min(asked, stages));
-  const kSplit = Math.ceil(stages / wanted) * tile.bk;
-  const splits = Math.ceil(k / kSplit);
   // The fields after the shared eight: matmul_cat.wgsl's seam K1 and factor on op(B2), or
   // matmul.wgsl's causal period and offset.
   const more = cat
     ? [d.k, { f32: cat.scale }]
     : [d.causal?.period ?? 0, { i32: d.causal?.off ?? 0 }];
-  if (splits > 1) {
-    if (d.batch !== 1) throw new Error(`matmul: split-K needs a single product, got ${d.batch}`);
-    const part = Tensor.empty([splits, d.m, d.n], "f32", "matmul_split");
-    g.dispatch({ ...spec, entry: "main" }, {
-      params: packParams([d.m, d.n, k, d.strideA, d.strideB, d.m * d.n, 0, kSplit, ...more]),
-      buffers: catBuffers([a.buffer, b.buffer, part.buffer], cat),
-      workgroups: [Math.ceil(d.n / bn), Math.ceil(d.m / bm), splits],
-    });
-    sumSplits(part, out, { m: d.m, n: d.n, splits, bias, residual });
-    part.dispose();
+  const launch: Launch = { spec, a, b, cat, d, k, tile, more };
+  const plan = planFor(d, k, tile, causal !== 0, options);
+  const tail = plan.tail;
+  if (!tail) {
+    const splits = kSlices(launch, plan.splits).splits;
+    if (splits > 1) splitProduct(launch, plan.splits, { mOff: 0, nOff: 0 }, out, bias, residual);
+    else {wholeProduct(
+        launch,
+        d.batch,
+        [Math.ceil(d.n / bn), Math.ceil(d.m / bm)],
+        out,
+        bias,
+        residual,
+      );}
     return;
   }
+  // The head (whole waves of blocks) runs unsplit into `out`; the tail's lines of blocks run
+  // split into partials and are summed into their rows or columns of `out`.
+  const by = Math.ceil(d.m / bm), bx = Math.ceil(d.n / bn);
+  checkTail(tail, d, by, bx, causal !== 0);
+  const [headY, headX] = tail.along === "m" ? [by - tail.blocks, bx] : [by, bx - tail.blocks];
+  wholeProduct(launch, 1, [headX, headY], out, bias, residual);
+  const at = tail.along === "m" ? { mOff: headY * bm, nOff: 0 } : { mOff: 0, nOff: headX * bn };
+  splitProduct(launch, tail.splits, at, out, bias, residual);
+}
+
+/** One product's operands and kernel, as `gemm` launches them. */
+interface Launch {
+  spec: KernelSpec;
+  a: Tensor;
+  b: Tensor;
+  cat: GemmCat | null;
+  d: Gemm;
+  k: number; // the whole K loop, both products of a K-joined one
+  tile: TileConfig;
+  more: (number | { f32: number } | { i32: number })[];
+}
+
+/** The tile's sizes that the split model reads. */
+export function tileDims(t: TileConfig): TileDims {
+  return { bm: t.wgY * t.tm, bn: t.wgX * t.tn, bk: t.bk, threads: t.wgX * t.wgY };
+}
+
+function planFor(
+  d: Gemm,
+  k: number,
+  tile: TileConfig,
+  causal: boolean,
+  options: GemmOptions,
+): SplitPlan {
+  // Causal blocks stay whole: a skipped block would leave its split partials unwritten.
+  if (causal) return { splits: 1, tail: null };
+  if (options.splits !== undefined || options.tail) {
+    return { splits: options.splits ?? 1, tail: options.tail ?? null };
+  }
+  const g = gpu(), shape = { ...d, k };
+  if (g.multiprocessors !== null && splitPolicy.waves && !g.isCpuAdapter && d.batch === 1) {
+    const align = g.limits.minStorageBufferOffsetAlignment;
+    return splitPlan(shape, tileDims(tile), { multiprocessors: g.multiprocessors, align });
+  }
+  return { splits: tiledSplits(shape, tileDims(tile)), tail: null };
+}
+
+function checkTail(t: SplitTail, d: Gemm, by: number, bx: number, causal: boolean): void {
+  const lines = t.along === "m" ? by : bx;
+  const why = d.batch !== 1
+    ? `a single product, got ${d.batch}`
+    : causal
+    ? "no causal blocks"
+    : !(Number.isInteger(t.blocks) && t.blocks >= 1 && t.blocks < lines)
+    ? `between 1 and ${lines - 1} of ${lines} lines of blocks along ${t.along}, got ${t.blocks}`
+    : !(Number.isInteger(t.splits) && t.splits >= 1)
+    ? `a whole number of splits, got ${t.splits}`
+    : null;
+  if (why) throw new Error(`matmul: a split tail needs ${why}`);
+}
+
+/** The K slice per split for `asked` splits, and how many splits that makes. */
+function kSlices(l: Launch, asked: number): { kSplit: number; splits: number } {
+  const stages = Math.ceil(l.k / l.tile.bk);
+  const wanted = Math.max(1, Math.min(asked, stages));
+  const kSplit = Math.ceil(stages / wanted) * l.tile.bk;
+  return { kSplit, splits: Math.ceil(l.k / kSplit) };
+}
+
+/** Blocks [0, grid x) x [0, grid y) of `batch` products, K whole, written into `out`. */
+function wholeProduct(
+  l: Launch,
+  batch: number,
+  [x, y]: [number, number],
+  out: Tensor,
+  bias: Tensor | null,
+  residual: Tensor | null,
+): void {
+  const { d, k } = l, g = gpu();
   const buffers = catBuffers(
-    epilogueBuffers([a.buffer, b.buffer, out.buffer], bias, residual),
-    cat,
+    epilogueBuffers([l.a.buffer, l.b.buffer, out.buffer], bias, residual),
+    l.cat,
   );
   // A dispatch's z dimension is capped by the device; larger batches go in slices.
   const maxZ = g.limits.maxComputeWorkgroupsPerDimension;
-  for (let off = 0; off < d.batch; off += maxZ) {
-    g.dispatch(spec, {
-      params: packParams([d.m, d.n, k, d.strideA, d.strideB, d.m * d.n, off, k, ...more]),
+  for (let off = 0; off < batch; off += maxZ) {
+    g.dispatch(l.spec, {
+      params: packParams([d.m, d.n, k, d.strideA, d.strideB, d.m * d.n, off, k, ...l.more, 0, 0]),
       buffers,
-      workgroups: [Math.ceil(d.n / bn), Math.ceil(d.m / bm), Math.min(maxZ, d.batch - off)],
+      workgroups: [x, y, Math.min(maxZ, batch - off)],
     });
   }
+}
+
+/**
+ * The blocks from row mOff and column nOff on (multiples of the block), K split: partials
+ * [splits, rows, cols], then summed with the epilogue into those rows and columns of `out`.
+ */
+function splitProduct(
+  l: Launch,
+  asked: number,
+  { mOff, nOff }: { mOff: number; nOff: number },
+  out: Tensor,
+  bias: Tensor | null,
+  residual: Tensor | null,
+): void {
+  const { d, k } = l, g = gpu();
+  if (d.batch !== 1) throw new Error(`matmul: split-K needs a single product, got ${d.batch}`);
+  const { kSplit, splits } = kSlices(l, asked);
+  const rows = d.m - mOff, cols = d.n - nOff;
+  const { bm, bn } = tileShape(l.tile);
+  const part = Tensor.empty([splits, rows, cols], "f32", "matmul_split");
+  // Blocks past the first row or column read their offsets (a variant of their own).
+  const defines = mOff > 0 || nOff > 0 ? { ...l.spec.defines, OFFSETS: true } : l.spec.defines;
+  g.dispatch({ ...l.spec, entry: "main", defines }, {
+    params: packParams([
+      ...[d.m, d.n, k, d.strideA, d.strideB, rows * cols, 0, kSplit],
+      ...[...l.more, mOff, nOff],
+    ]),
+    buffers: catBuffers([l.a.buffer, l.b.buffer, part.buffer], l.cat),
+    workgroups: [Math.ceil(cols / bn), Math.ceil(rows / bm), splits],
+  });
+  const offset = mOff * d.n + nOff;
+  sumSplits(part, out, { m: rows, n: cols, splits, bias, residual, offset, ld: d.n });
+  part.dispose();
 }
 
 function checkResidual(r: Tensor, out: Tensor): void {

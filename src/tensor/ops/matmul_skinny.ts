@@ -5,7 +5,7 @@
  * a CPU adapter runs few workgroups at once and prefers the tiled kernel's large blocks.
  */
 import { gpu, packParams } from "../../gpu/mod.ts";
-import type { KernelSpec } from "../../gpu/mod.ts";
+import type { Binding, KernelSpec } from "../../gpu/mod.ts";
 import { Tensor } from "../tensor.ts";
 import { grid1d } from "./grid.ts";
 
@@ -212,22 +212,46 @@ export function epilogueBuffers(
 
 /**
  * out [M, N] = sum over s of part [s, M, N] (+ bias [N]) (+ residual [M, N]), summed in split
- * order (shaders/matmul_splitk.wgsl): the second pass of every split-K product.
+ * order (shaders/matmul_splitk.wgsl): the second pass of every split-K product. With `offset`
+ * and `ld`, the sums go to out's (and come from residual's) elements from `offset` on, rows `ld`
+ * apart, and the bias from element offset % ld on: a block of a wider product. The offsets in
+ * bytes must suit the device's binding alignment.
  */
 export function sumSplits(
   part: Tensor,
   out: Tensor,
-  d: { m: number; n: number; splits: number; bias: Tensor | null; residual?: Tensor | null },
+  d: {
+    m: number;
+    n: number;
+    splits: number;
+    bias: Tensor | null;
+    residual?: Tensor | null;
+    offset?: number;
+    ld?: number;
+  },
 ): void {
-  const residual = d.residual ?? null;
-  const buffers = epilogueBuffers([part.buffer, out.buffer], d.bias, residual);
-  gpu().dispatch({
+  const residual = d.residual ?? null, offset = d.offset ?? 0, ld = d.ld ?? d.n;
+  const g = gpu();
+  const at = (t: Tensor, elements: number): Binding => {
+    const bytes = elements * (t.dtype === "f16" ? 2 : 4);
+    if (bytes % g.limits.minStorageBufferOffsetAlignment !== 0) {
+      throw new Error(
+        `matmul: a split sum from element ${elements} of ${t.label} (${bytes} bytes) is not ` +
+          `aligned to ${g.limits.minStorageBufferOffsetAlignment} bytes`,
+      );
+    }
+    return bytes === 0 ? t.buffer : { buffer: t.buffer, offset: bytes };
+  };
+  const buffers: (Binding | null)[] = [part.buffer, at(out, offset)];
+  if (d.bias || residual) buffers.push(d.bias ? at(d.bias, offset % ld) : null);
+  if (residual) buffers.push(at(residual, offset));
+  g.dispatch({
     shader: "matmul_splitk",
     entry: epilogueEntry(d.bias, residual),
     f16: d.bias?.dtype === "f16",
     defines: { WG: SPLITK_WG, BIAS_T: d.bias?.dtype ?? "f32" },
   }, {
-    params: packParams([d.m * d.n, d.n, d.splits]),
+    params: packParams([d.m * d.n, d.n, d.splits, ld]),
     buffers,
     workgroups: grid1d(d.m * d.n, SPLITK_WG),
   });

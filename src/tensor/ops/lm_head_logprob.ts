@@ -2,16 +2,25 @@
  * The LM head fused with log-prob / entropy / Σπ² (shaders/lm_head_logprob.wgsl): from final
  * hidden states and the head matrix straight to per-token statistics, one vocabulary chunk at a
  * time, so the [N, V] logits never exist (a 151,936-token vocabulary fits any adapter). The
- * backward recomputes each chunk's logits (or takes the forward's, within `keepBytes`) and
- * accumulates d hidden and d weight chunk by chunk.
+ * backward (lm_head_backward.ts) recomputes each chunk's logits (or takes the forward's, within
+ * `keepBytes`, whose chunks then run in groups: lm_head_chunks.ts) and accumulates d hidden and
+ * d weight chunk by chunk.
  */
 import { gpu, packParams } from "../../gpu/mod.ts";
 import { isGradEnabled, record, registerOp } from "../autograd.ts";
-import { DTYPE_BYTES, fmtShape, sameShape, Tensor } from "../tensor.ts";
-import { accumulate } from "./basic.ts";
+import { fmtShape, sameShape, Tensor } from "../tensor.ts";
 import { toF16 } from "./elementwise_kernel.ts";
 import { grid1d, rowDefines } from "./grid.ts";
-import { type Gemm, gemm } from "./matmul_kernel.ts";
+import { chunkedBackward } from "./lm_head_backward.ts";
+import {
+  chunkAt,
+  chunkGroups,
+  chunkGroupSize,
+  groupGemm,
+  MAX_CHUNK_GROUP,
+  sliceRows,
+} from "./lm_head_chunks.ts";
+import { gemm } from "./matmul_kernel.ts";
 import { stackedRow } from "./logprob.ts";
 
 const WG = 256; // finalize and backward: one row / one logit per invocation
@@ -42,6 +51,11 @@ export interface LmHeadLogprobOptions {
    * chunk, for that much memory held from the forward to the backward. [0: recompute]
    */
   keepBytes?: number;
+  /**
+   * Chunks per batched product when the logits are kept (at most MAX_CHUNK_GROUP); default: the
+   * count whose backward products best fill the GPU's waves (1 where its size is unknown).
+   */
+  chunkGroup?: number;
   /**
    * Mixed precision: an f16 copy of `weight` to multiply with, as `linear`'s `half`: the logits
    * come from f16 hidden and weight with f32 accumulation, the backward casts each chunk's logit
@@ -98,23 +112,6 @@ function check(hidden: Tensor, weight: Tensor, targets: Tensor, temperature: num
   }
 }
 
-/** Per chunk: the weight slice rows [v0, v0 + w) copied into `slice`. */
-function sliceRows(weight: Tensor, slice: Tensor, v0: number, w: number): void {
-  const C = weight.shape[1], bytes = DTYPE_BYTES[weight.dtype];
-  gpu().copy(weight.buffer, v0 * C * bytes, slice.buffer, 0, Math.ceil((w * C * bytes) / 4) * 4);
-}
-
-const flat = (m: number, n: number, k: number, transA: boolean, transB: boolean): Gemm => ({
-  batch: 1,
-  m,
-  n,
-  k,
-  transA,
-  transB,
-  strideA: 0,
-  strideB: 0,
-});
-
 /**
  * Log-probs of `targets` under softmax(hidden @ weight^T / temperature), and optionally the
  * entropy and Σπ², computed over vocabulary chunks. The log-prob and entropy are rows of one
@@ -147,40 +144,42 @@ export function lmHeadLogprob(
   const defines = { WITH_ENTROPY: withEntropy, WITH_SPP: withSpp };
   const params = (v0: number, w: number, first: boolean) =>
     packParams([N, w, v0, V, { f32: temperature }, first ? 1 : 0, 0, 0]);
-  const chunks: [number, number][] = [];
-  for (let v0 = 0; v0 < V; v0 += cols) chunks.push([v0, Math.min(cols, V - v0)]);
-
   // One chunk (a small vocabulary): the weight itself. Its logits are kept for the backward, and
-  // so are several chunks' within `keepBytes`: one [N, w] tensor per chunk.
-  const single = chunks.length === 1;
+  // so are several chunks' within `keepBytes`, one [count, N, w] tensor per group of chunks.
+  const single = cols >= V;
   const taped = isGradEnabled() && (hidden.requiresGrad || weight.requiresGrad);
   const keepAll = taped && (single || N * V * 4 <= (options.keepBytes ?? 0));
+  const group = keepAll && !single ? chunkGroupOf(options.chunkGroup, N, C, cols) : 1;
+  const groups = chunkGroups(V, cols, group);
   const out = Tensor.empty(K === 1 ? targets.shape : [K, N], "f32", "lm_head_logprob");
   const saved = Tensor.empty([2, N], "f32", "lm_head_logprob.saved"); // lse, entropy
   let kept: Tensor[] | null = null;
   if (N > 0) {
     const state = Tensor.empty([5, N], "f32", "lm_head_logprob.state");
-    const logits = (w: number) => Tensor.empty([N, w], "f32", "lm_head_logprob.logits");
-    const shared = keepAll ? null : logits(cols);
+    const shared = keepAll ? null : Tensor.empty([N, cols], "f32", "lm_head_logprob.logits");
     const zs: Tensor[] = [];
-    const slice = single ? wt : Tensor.empty([cols, C], wt.dtype, "lm_head_logprob.weight");
-    for (const [v0, w] of chunks) {
-      if (!single) sliceRows(wt, slice, v0, w);
-      const z = shared ?? logits(w);
+    const slice = single ? wt : Tensor.empty([group * cols, C], wt.dtype, "lm_head_logprob.weight");
+    for (const { v0, w, count } of groups) {
+      if (!single) sliceRows(wt, slice, v0, count * w);
+      const z = shared ?? Tensor.empty([count, N, w], "f32", "lm_head_logprob.logits");
       if (!shared) zs.push(z);
-      gemm(h, slice, z, flat(N, w, C, false, true)); // [N, w] = h @ W[v0:v0+w]^T
-      gpu().dispatch(
-        {
-          shader: "lm_head_logprob",
-          entry: "chunk_forward",
-          defines: { ...defines, ...rowDefines(w) },
-        },
-        {
-          params: params(v0, w, v0 === 0),
-          buffers: [z.buffer, targets.buffer, state.buffer],
-          workgroups: grid1d(N, 1),
-        },
-      );
+      // [count, N, w] = h @ W[v0 + i w .. v0 + (i + 1) w]^T for each chunk i of the group
+      const nt = { transA: false, transB: true, strideA: 0, strideB: w * C };
+      gemm(h, slice, z, groupGemm(count, N, w, C, nt));
+      for (let i = 0; i < count; i++) {
+        gpu().dispatch(
+          {
+            shader: "lm_head_logprob",
+            entry: "chunk_forward",
+            defines: { ...defines, ...rowDefines(w) },
+          },
+          {
+            params: params(v0 + i * w, w, v0 + i * w === 0),
+            buffers: [chunkAt(z, i, N, w), targets.buffer, state.buffer],
+            workgroups: grid1d(N, 1),
+          },
+        );
+      }
     }
     gpu().dispatch({ shader: "lm_head_logprob", entry: "finalize", defines: { ...defines, WG } }, {
       params: params(0, 0, false),
@@ -205,7 +204,7 @@ export function lmHeadLogprob(
         saved,
         dh,
         dw,
-        chunks,
+        groups,
         cols,
         withEntropy,
         params,
@@ -239,55 +238,11 @@ function plainRow(stacked: Tensor, r: number, shape: readonly number[]): Tensor 
   return o;
 }
 
-interface BackwardParts {
-  hidden: Tensor; // [N, C] (f16 under mixed precision)
-  weight: Tensor; // [V, C] (the f16 copy under mixed precision)
-  targets: Tensor; // [N]
-  g: Tensor; // [K, N] (or [N] for K = 1)
-  saved: Tensor; // [2, N]
-  dh: Tensor | null; // [N, C], written
-  dw: Tensor | null; // [V, C], written
-  chunks: [number, number][];
-  cols: number;
-  withEntropy: boolean;
-  /** The forward's logits, one [N, w] per chunk (used up here); null: recompute per chunk. */
-  logits: Tensor[] | null;
-  params: (v0: number, w: number, first: boolean) => ArrayBuffer;
-}
-
-/** Per chunk: logits again, their gradient in place, then d hidden += dz W_c, d W_c = dz^T h. */
-function chunkedBackward(b: BackwardParts): void {
-  const { hidden, weight, dh, dw, cols } = b;
-  const C = weight.shape[1], N = b.targets.size;
-  const single = b.chunks.length === 1;
-  const scratch = b.logits ? null : Tensor.empty([N, cols], "f32", "lm_head_logprob.dlogits");
-  const slice = single ? weight : Tensor.empty([cols, C], weight.dtype, "lm_head_logprob.weight");
-  const part = dh && b.chunks.length > 1 ? Tensor.empty([N, C], "f32", "lm_head.dh_part") : null;
-  const dwc = dw && !single ? Tensor.empty([cols, C], "f32", "lm_head.dw_chunk") : dw;
-  const defines = { WITH_ENTROPY: b.withEntropy, WITH_SPP: false, WG };
-  b.chunks.forEach(([v0, w], i) => {
-    if (!single) sliceRows(weight, slice, v0, w);
-    const z = b.logits?.[i] ?? scratch!;
-    if (!b.logits) gemm(hidden, slice, z, flat(N, w, C, false, true));
-    gpu().dispatch({ shader: "lm_head_logprob", entry: "chunk_backward", defines }, {
-      params: b.params(v0, w, false),
-      buffers: [z.buffer, b.targets.buffer, b.saved.buffer, b.g.buffer],
-      workgroups: grid1d(N * w, WG),
-    });
-    // mixed precision (f16 operands): the logit gradient in f16, as autocast's matmul sees it
-    const dz = hidden.dtype === "f16" ? toF16(z) : z;
-    if (dh) {
-      // [N, C] = dz [N, w] @ W_c [w, C]
-      gemm(dz, slice, i === 0 ? dh : part!, flat(N, C, w, false, false));
-      if (i > 0) accumulate(dh, part!);
-    }
-    if (dw && dwc) {
-      // [w, C] = dz^T [w, N] @ h [N, C], then into rows [v0, v0 + w) of dW
-      gemm(dz, hidden, dwc, flat(w, C, N, true, false));
-      if (!single) gpu().copy(dwc.buffer, 0, dw.buffer, v0 * C * 4, w * C * 4);
-    }
-    if (dz !== z) dz.dispose();
-    if (b.logits) z.dispose();
-  });
-  for (const t of single ? [scratch] : [scratch, slice, part, dwc]) t?.dispose();
+/** The group size asked for, checked, or the one that fills the GPU's waves best. */
+function chunkGroupOf(asked: number | undefined, rows: number, hidden: number, cols: number) {
+  if (asked === undefined) return chunkGroupSize(rows, hidden, cols);
+  if (!Number.isInteger(asked) || asked < 1 || asked > MAX_CHUNK_GROUP) {
+    throw new Error(`lmHeadLogprob: chunkGroup must be 1 to ${MAX_CHUNK_GROUP}, got ${asked}`);
+  }
+  return asked;
 }

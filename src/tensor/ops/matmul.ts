@@ -7,7 +7,8 @@ import { gpu } from "../../gpu/mod.ts";
 import { record, registerOp } from "../autograd.ts";
 import { fmtShape, sameShape, shapeSize, type Tensor } from "../tensor.ts";
 import { toF16 } from "./elementwise_kernel.ts";
-import { colsum, type Gemm, gemmNew, type TileConfig, type TileName } from "./matmul_kernel.ts";
+import { colsum } from "./colsum.ts";
+import { type Gemm, gemmNew, type TileConfig, type TileName } from "./matmul_kernel.ts";
 
 registerOp(
   "matmul",

@@ -1,7 +1,7 @@
 /**
- * Dispatch layer of the matmul family: tile configurations, the batched GEMM launch over raw
- * buffers with explicit sizes and strides, and the column-sum kernel. No autograd here; the
- * differentiable ops in `matmul.ts` are built on these.
+ * Dispatch layer of the matmul family: tile configurations and the batched GEMM launch over raw
+ * buffers with explicit sizes and strides (K splits as `matmul_splits.ts` plans them; column sums
+ * in `colsum.ts`). No autograd here; the differentiable ops in `matmul.ts` are built on these.
  */
 import { gpu, packParams } from "../../gpu/mod.ts";
 import type { KernelSpec } from "../../gpu/mod.ts";
@@ -235,7 +235,6 @@ export function vecReads(d: Gemm, cat: GemmCat | null): { a: boolean; b: boolean
 
 /** Records the GEMM dispatches writing `out` (f32, [batch, M, N] contiguous). */
 export function gemm(a: Tensor, b: Tensor, out: Tensor, d: Gemm, options: GemmOptions = {}): void {
-  const g = gpu();
   const residual = options.residual ?? null;
   if (residual) checkResidual(residual, out);
   const cat = options.cat ?? null;
@@ -457,46 +456,4 @@ export function gemmNew(
   const out = Tensor.empty(outShape, "f32", "matmul");
   gemm(a, b, out, d, options);
   return out;
-}
-
-const COLS = 32; // columns per workgroup of the column sum
-const ROWS = 8; // thread rows striding down the matrix in it
-// Few column groups (a k_proj bias: 4) split their rows into chunks of at least CHUNK_ROWS, up to
-// about GROUPS workgroups: one H100 took 74 us for a k_proj bias's 6,144 rows walked by 4.
-const CHUNK_ROWS = 128;
-const GROUPS = 512;
-
-/** Rows per chunk of `colsum`'s first pass (rows itself: one pass). */
-export function colsumChunk(rows: number, cols: number): number {
-  const want = Math.min(Math.floor(rows / CHUNK_ROWS), Math.ceil(GROUPS / Math.ceil(cols / COLS)));
-  return want <= 1 ? rows : Math.ceil(rows / want);
-}
-
-/** Sums a row-major [rows, cols] f32 tensor over its rows; the result has shape `outShape`. */
-export function colsum(x: Tensor, rows: number, cols: number, outShape: readonly number[]): Tensor {
-  const out = Tensor.empty(outShape, "f32", "colsum");
-  if (cols === 0) return out;
-  const chunk = colsumChunk(rows, cols);
-  if (chunk >= rows) {
-    colsumPass(x, rows, cols, rows, out);
-    return out;
-  }
-  const chunks = Math.ceil(rows / chunk);
-  const part = Tensor.empty([chunks, cols], "f32", "colsum.part");
-  colsumPass(x, rows, cols, chunk, part);
-  colsumPass(part, chunks, cols, chunks, out);
-  part.dispose();
-  return out;
-}
-
-/** out[z, j] = the sum of x's column j over rows [z * chunk, (z + 1) * chunk). */
-function colsumPass(x: Tensor, rows: number, cols: number, chunk: number, out: Tensor): void {
-  const groups = Math.ceil(cols / COLS);
-  const max = gpu().limits.maxComputeWorkgroupsPerDimension;
-  const y = Math.ceil(groups / max);
-  gpu().dispatch({ shader: "matmul_bias", defines: { COLS, ROWS } }, {
-    params: packParams([rows, cols, chunk]),
-    buffers: [x.buffer, out.buffer],
-    workgroups: [Math.ceil(groups / y), y, rows > 0 ? Math.ceil(rows / chunk) : 1],
-  });
 }

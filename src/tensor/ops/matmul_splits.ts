@@ -86,7 +86,7 @@ export function tiledSplits(d: SplitShape, tile: TileDims): number {
 }
 
 /** Blocks the GPU runs at once: a multiprocessor holds 512 threads of these register-heavy tiles. */
-function slotsOf(multiprocessors: number, threads: number): number {
+export function waveSlots(multiprocessors: number, threads: number): number {
   return multiprocessors * Math.max(1, Math.floor(512 / threads));
 }
 
@@ -125,7 +125,7 @@ export function waveSplits(
     multiprocessors: number;
   },
 ): number {
-  const slots = slotsOf(o.multiprocessors, o.tile.threads);
+  const slots = waveSlots(o.multiprocessors, o.tile.threads);
   const stages = Math.ceil(o.k / o.tile.bk);
   const most = Math.min(o.most, splitPolicy.maxSplits);
   return cheapest(o.blocks, o.m * o.n, stages, most, slots)[0];
@@ -146,7 +146,7 @@ export function splitPlan(
 ): SplitPlan {
   const { by, bx, stages, most: allowed } = extent(d, tile);
   const most = Math.min(allowed, splitPolicy.maxSplits);
-  const slots = slotsOf(o.multiprocessors, tile.threads);
+  const slots = waveSlots(o.multiprocessors, tile.threads);
   const blocks = by * bx;
   let [splits, best] = cheapest(blocks, d.m * d.n, stages, most, slots);
   let tail: SplitTail | null = null;

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { gpuTest, randomArray } from "../../testing/mod.ts";
 import { Tensor } from "../tensor.ts";
-import { colsum, colsumChunk } from "./matmul_kernel.ts";
+import { colsum, colsumChunk } from "./colsum.ts";
 import { sumSplits } from "./matmul_skinny.ts";
 
 /**

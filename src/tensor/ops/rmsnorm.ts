@@ -2,7 +2,7 @@ import { gpu, packParams } from "../../gpu/mod.ts";
 import { record, registerOp } from "../autograd.ts";
 import { fmtShape, Tensor } from "../tensor.ts";
 import { grid1d, rowDefines } from "./grid.ts";
-import { colsum } from "./matmul_kernel.ts";
+import { colsum } from "./colsum.ts";
 
 const WG = 256;
 const CHUNK_ROWS = 32; // rows per partial sum of the weight gradient

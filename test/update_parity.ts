@@ -19,7 +19,10 @@
  * after.safetensors (the weights after the step) and manifest.json (hyper-parameters, our metrics).
  *
  *   deno run -A test/update_parity.ts --out=DIR [--shape=tiny|0.5b-2layers] [--vocab=N]
- *     [--precision=fp16]
+ *     [--precision=fp16] [--keep-logits-gb=G]
+ *
+ * --keep-logits-gb: actor.keep_logits_gb, the LM head's logits kept from forward to backward (and
+ * then run in groups of vocabulary chunks).
  *   python3 test/update_parity.py DIR
  */
 import { initGpu } from "../src/gpu/mod.ts";
@@ -176,7 +179,8 @@ function writeFolder(path: string, config: ModelConfig, w: Map<string, Float32Ar
 /** Everything test/update_parity.py reads, under `out`; returns the manifest. */
 export async function writeUpdateParity(
   out: string,
-  o: { shape?: ParityShape; vocab?: number; precision?: TrainPrecision } = {},
+  o: { shape?: ParityShape; vocab?: number; precision?: TrainPrecision; keepLogitsGb?: number } =
+    {},
 ) {
   const g = await initGpu();
   const precision = o.precision ?? "f32";
@@ -218,7 +222,13 @@ export async function writeUpdateParity(
       out,
       name,
       model,
-      (opt) => updateActor(model, opt, batch, { ...LOOP, temperature: 1, loss }),
+      (opt) =>
+        updateActor(model, opt, batch, {
+          ...LOOP,
+          temperature: 1,
+          loss,
+          keepLogitsBytes: (o.keepLogitsGb ?? 0) * 1e9,
+        }),
       precision,
     );
     model.dispose();
@@ -290,6 +300,7 @@ if (import.meta.main) {
     shape: shape as ParityShape,
     vocab: vocab ? Number(vocab) : undefined,
     precision: precision === "fp16" ? "f16" : "f32",
+    keepLogitsGb: Number(flag("keep-logits-gb") ?? 0),
   });
   for (const [name, x] of Object.entries(m.metrics)) {
     const norm = x["actor/grad_norm"] ?? x["critic/grad_norm"];

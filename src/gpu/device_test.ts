@@ -128,3 +128,40 @@ gpuTest("bind groups: a full cache drops the least recently used, not the groups
     for (const b of buffers) b.destroy();
   }
 });
+
+gpuTest(
+  "after a read the next dispatches go out in growing submits, none inside a timed span",
+  async () => {
+    const g = gpu();
+    const buffer = u32Buffer([0, 0, 0, 0]);
+    const fill = (n: number) => {
+      for (let i = 0; i < n; i++) {
+        g.dispatch({ shader: "basic", entry: "fill", defines: { WG: 64 } }, {
+          params: packParams([4, { f32: i }]),
+          buffers: [buffer],
+          workgroups: [1],
+        });
+      }
+    };
+    const submitsOf = (n: number) => {
+      const before = g.recorder.submits;
+      fill(n);
+      return g.recorder.submits - before;
+    };
+    await g.read([{ buffer, size: 16 }]); // the queue is empty now
+    // submitted at 32, then 64 and 128 more: three submits in 224 dispatches
+    assert.equal(submitsOf(224), 3);
+    g.flush();
+    const [filled] = await g.read([{ buffer, size: 16 }]);
+    assert.deepEqual([...new Float32Array(filled)], [223, 223, 223, 223]);
+    // a timestamp (a GpuTimer span) stops early submits until the next read
+    if (g.hasTimestamps) {
+      const set = g.device.createQuerySet({ type: "timestamp", count: 2 });
+      g.recorder.timestamp(set, 0);
+      assert.equal(submitsOf(100), 0);
+      g.flush();
+      set.destroy();
+    }
+    buffer.destroy();
+  },
+);

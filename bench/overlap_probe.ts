@@ -10,8 +10,7 @@
  * the next A). `overlap_ms` = A + B - (A then B): what running side by side saved per pair.
  */
 import { initGpu } from "../src/gpu/mod.ts";
-import { gemm, Tensor } from "../src/tensor/mod.ts";
-import type { Gemm } from "../src/tensor/ops/matmul_kernel.ts";
+import { type Gemm, gemm, Tensor } from "../src/tensor/mod.ts";
 import { rng } from "../src/testing/mod.ts";
 import { timeGpu, warmGpu } from "./gpu_timer.ts";
 

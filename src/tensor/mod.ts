@@ -99,6 +99,7 @@ export { lmHeadLogprobBackwardRef, lmHeadLogprobRef } from "./ref/lm_head_logpro
 export { mixSeed, mulberry32, permutation, randInt, uniformArray } from "./random.ts";
 export { unfusedKernel, unfusedLogProbs } from "./ops/logprob_unfused.ts";
 export {
+  type Gemm,
   gemm,
   pickTile,
   type TileConfig,

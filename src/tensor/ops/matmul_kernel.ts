@@ -146,7 +146,7 @@ export interface GemmOptions {
   tile?: TileName | TileConfig;
   /** K splits of a single tiled product; default from `splitPolicy` (tests force it). */
   splits?: number;
-  /** A last wave run apart (`splitPlan`); with it `splits` is the rest's. Tests force it. */
+  /** A last wave run apart, the rest whole (`splitPlan`; tests force it). */
   tail?: SplitTail | null;
   /** A second product joined along K (shaders/matmul_cat.wgsl); single products only. */
   cat?: GemmCat | null;
@@ -293,22 +293,15 @@ export function gemm(a: Tensor, b: Tensor, out: Tensor, d: Gemm, options: GemmOp
   const launch: Launch = { spec, a, b, cat, d, k, tile, more };
   const plan = planFor(d, k, tile, causal !== 0, options);
   const tail = plan.tail;
+  const by = Math.ceil(d.m / bm), bx = Math.ceil(d.n / bn);
   if (!tail) {
-    const splits = kSlices(launch, plan.splits).splits;
-    if (splits > 1) splitProduct(launch, plan.splits, { mOff: 0, nOff: 0 }, out, bias, residual);
-    else {wholeProduct(
-        launch,
-        d.batch,
-        [Math.ceil(d.n / bn), Math.ceil(d.m / bm)],
-        out,
-        bias,
-        residual,
-      );}
+    if (kSlices(launch, plan.splits).splits > 1) {
+      splitProduct(launch, plan.splits, { mOff: 0, nOff: 0 }, out, bias, residual);
+    } else wholeProduct(launch, d.batch, [bx, by], out, bias, residual);
     return;
   }
   // The head (whole waves of blocks) runs unsplit into `out`; the tail's lines of blocks run
   // split into partials and are summed into their rows or columns of `out`.
-  const by = Math.ceil(d.m / bm), bx = Math.ceil(d.n / bn);
   checkTail(tail, d, by, bx, causal !== 0);
   const [headY, headX] = tail.along === "m" ? [by - tail.blocks, bx] : [by, bx - tail.blocks];
   wholeProduct(launch, 1, [headX, headY], out, bias, residual);
@@ -340,11 +333,15 @@ function planFor(
   causal: boolean,
   options: GemmOptions,
 ): SplitPlan {
+  if (options.tail) {
+    if ((options.splits ?? 1) !== 1) {
+      throw new Error(`matmul: a split tail runs the rest whole, got splits ${options.splits}`);
+    }
+    return { splits: 1, tail: options.tail }; // checked against the product in `gemm`
+  }
   // Causal blocks stay whole: a skipped block would leave its split partials unwritten.
   if (causal) return { splits: 1, tail: null };
-  if (options.splits !== undefined || options.tail) {
-    return { splits: options.splits ?? 1, tail: options.tail ?? null };
-  }
+  if (options.splits !== undefined) return { splits: options.splits, tail: null };
   const g = gpu(), shape = { ...d, k };
   if (g.multiprocessors !== null && splitPolicy.waves && !g.isCpuAdapter && d.batch === 1) {
     const align = g.limits.minStorageBufferOffsetAlignment;

@@ -29,7 +29,7 @@ export interface SplitTail {
   splits: number;
 }
 
-/** K splits of the whole product, or (with a tail) of the rest, which then runs whole. */
+/** K splits of the whole product; with a tail, 1: the rest runs whole. */
 export interface SplitPlan {
   splits: number;
   tail: SplitTail | null;

@@ -150,4 +150,15 @@ gpuTest("a tail that is not a strict part of the product is an error", () => {
       }),
     /split tail needs a single product, got 2/,
   );
+  const tail: SplitTail = { along: "m", blocks: 1, splits: 2 };
+  assert.throws(
+    () => gemmNew(A, B, [64, 40], d, { tile: "small", tail, splits: 3 }),
+    /a split tail runs the rest whole, got splits 3/,
+  );
+  const causal = { ...d, m: 64, n: 64, causal: { kind: "scores" as const, period: 64, off: 0 } };
+  const K = Tensor.from(randomArray(64 * 8, 332), [64, 8]);
+  assert.throws(
+    () => gemmNew(A, K, [64, 64], { ...causal, transB: true }, { tile: "small", tail }),
+    /split tail needs no causal blocks/,
+  );
 });

@@ -134,8 +134,9 @@ export function waveSplits(
 /**
  * The plain split count (`waveSplits`), or, where it models cheaper, whole waves of blocks run
  * unsplit and the rows or columns of blocks past them as a split-K product of their own: 266
- * blocks on 264 slots run one whole wave and then two blocks' rows in up to 32 slices of K,
- * where splitting all of it 7 ways took 8 waves of 1/7 of K for 7.05 waves of work.
+ * blocks (38 rows of 7) on 264 slots run 37 rows whole in one wave and the last row in 32 slices
+ * of K, where splitting all of it 7 ways took 8 waves of 1/7 of K for 7.05 waves of work. A batch
+ * of products is not split.
  * `align`: the bytes a binding offset must be a multiple of (the tail's sum writes from its
  * first row or column on); a tail whose offset is not aligned is not considered.
  */
@@ -144,13 +145,14 @@ export function splitPlan(
   tile: TileDims,
   o: { multiprocessors: number; align: number },
 ): SplitPlan {
+  if (d.batch !== 1) return { splits: 1, tail: null };
   const { by, bx, stages, most: allowed } = extent(d, tile);
   const most = Math.min(allowed, splitPolicy.maxSplits);
   const slots = waveSlots(o.multiprocessors, tile.threads);
   const blocks = by * bx;
   let [splits, best] = cheapest(blocks, d.m * d.n, stages, most, slots);
   let tail: SplitTail | null = null;
-  if (!splitPolicy.tails || d.batch !== 1 || most < 2) return { splits, tail };
+  if (!splitPolicy.tails || most < 2) return { splits, tail };
   for (const along of ["m", "n"] as const) {
     const [lines, width, size] = along === "m" ? [by, bx, tile.bm] : [bx, by, tile.bn];
     for (let waves = 1; waves * slots < blocks; waves++) {

@@ -78,6 +78,8 @@ export class Gpu {
     this.pool = new BufferPool(device, limits.maxBufferSize);
     this.pipelines = new PipelineCache(device);
     this.recorder = new Recorder(device, () => this.throwIfFailed());
+    // A CPU adapter runs the commands on the cores that record them: nothing to overlap.
+    this.recorder.earlySubmits = !this.isCpuAdapter;
     device.lost.then((info) => {
       this.#failure ??= new GpuError(
         `GPU device lost (${info.reason ?? "unknown"}): ${info.message || "no message"}`,

@@ -148,6 +148,8 @@ gpuTest(
       fill(n);
       return g.recorder.submits - before;
     };
+    const early = g.recorder.earlySubmits;
+    g.recorder.earlySubmits = true; // off on CPU adapters: recording and running share the cores
     await g.read([{ buffer, size: 16 }]); // the queue is empty now
     // submitted at 32, then 64 and 128 more: three submits in 224 dispatches
     assert.equal(submitsOf(224), 3);
@@ -162,6 +164,11 @@ gpuTest(
       g.flush();
       set.destroy();
     }
+    g.recorder.earlySubmits = false;
+    await g.read([{ buffer, size: 16 }]);
+    assert.equal(submitsOf(224), 0, "none when early submits are off");
+    g.flush();
+    g.recorder.earlySubmits = early;
     buffer.destroy();
   },
 );

@@ -57,6 +57,8 @@ export class Recorder {
   dispatchMs = 0;
   /** Whether `dispatch` times itself into `dispatchMs` (off: no clock reads on the hot path). */
   timeHost = false;
+  /** Whether the first commands after a read go out in early submits (SLOW_START). */
+  earlySubmits = true;
   /** When set, every dispatch runs in its own timed pass (see `Gpu.profile`). */
   profiler: KernelProfiler | null = null;
 
@@ -162,7 +164,7 @@ export class Recorder {
     if (timed) this.#endPass();
     this.#commands++;
     this.dispatches++;
-    if (this.#early !== null && this.#commands >= this.#early) {
+    if (this.#early !== null && this.#commands >= this.#early && this.earlySubmits) {
       this.flush();
       this.#early = 2 * this.#early > ARENA_BYTES / SLOT ? null : 2 * this.#early;
     }

@@ -10,9 +10,9 @@
  * line with the sums over the products whose plan has a tail.
  */
 import { initGpu } from "../src/gpu/mod.ts";
-import { gemm, pickTile, splitPlan, splitPolicy, Tensor, tileDims } from "../src/tensor/mod.ts";
+import { gemm, pickTile, splitPolicy, Tensor, tileDims, tiledPlan } from "../src/tensor/mod.ts";
 import { rng } from "../src/testing/mod.ts";
-import { isQwen25Shape, linearProducts, type StepProduct } from "./grpo_setup.ts";
+import { isQwen25Shape, linearProducts, QWEN25_SHAPES, type StepProduct } from "./grpo_setup.ts";
 import { timeGpu, warmGpu } from "./gpu_timer.ts";
 
 const args = new Map(Deno.args.map((a) => a.replace(/^--/, "").split("=") as [string, string]));
@@ -23,7 +23,7 @@ const reps = Number(args.get("reps") ?? 10), rounds = Number(args.get("rounds") 
 const g = await initGpu();
 if (g.multiprocessors === null) throw new Error(`${g.adapterName}: multiprocessor count unknown`);
 
-const hidden = Number(shapeName === "0.5b" ? 896 : 1536);
+const hidden = QWEN25_SHAPES[shapeName].hiddenSize;
 const products: StepProduct[] = [
   ...linearProducts(shapeName, rows),
   ["lm_head.forward", 4096, 4096, hidden, false, true],
@@ -43,10 +43,7 @@ for (const [name, m, n, k, transA, transB] of products) {
   const c = Tensor.empty([m, n], "f32", "c").keep();
   const d = { batch: 1, m, n, k, transA, transB, strideA: 0, strideB: 0 };
   splitPolicy.tails = true;
-  const plan = splitPlan(d, tileDims(pickTile(1, m, n)), {
-    multiprocessors: g.multiprocessors,
-    align: g.limits.minStorageBufferOffsetAlignment,
-  });
+  const plan = tiledPlan(d, tileDims(pickTile(1, m, n))); // what gemm runs
   const run = () => gemm(a, b, c, d);
   const ms = { off: [] as number[], on: [] as number[] };
   const out: Record<string, Float32Array> = {};

@@ -33,6 +33,7 @@ export {
   splitPlan,
   splitPolicy,
   type SplitTail,
+  tiledPlan,
   tiledSplits,
 } from "./ops/matmul_splits.ts";
 export { type CatProduct, matmulCat, type MatmulCatOptions } from "./ops/matmul_cat.ts";

@@ -10,7 +10,14 @@ import { accumulate } from "./basic.ts";
 import { colsumInto } from "./colsum.ts";
 import { toF16 } from "./elementwise_kernel.ts";
 import { grid1d } from "./grid.ts";
-import { chunkAt, type ChunkGroup, groupGemm, sliceRows } from "./lm_head_chunks.ts";
+import {
+  chunkAt,
+  type ChunkGroup,
+  dHiddenGemm,
+  dWeightGemm,
+  logitsGemm,
+  sliceRows,
+} from "./lm_head_chunks.ts";
 import { gemm } from "./matmul_kernel.ts";
 
 const WG = 256; // one logit per invocation
@@ -46,10 +53,11 @@ export function chunkedBackward(b: BackwardParts): void {
   const parts = dh && most > 1 ? Tensor.empty([most, N, C], "f32", "lm_head.dh_parts") : null;
   const dwc = dw && !single ? Tensor.empty([most * cols, C], "f32", "lm_head.dw_chunk") : dw;
   const defines = { WITH_ENTROPY: b.withEntropy, WITH_SPP: false, WG };
-  groups.forEach(({ v0, w, count }, gi) => {
+  groups.forEach((group, gi) => {
+    const { v0, w, count } = group;
     if (!single) sliceRows(weight, slice, v0, count * w);
     const z = b.logits?.[gi] ?? scratch!;
-    if (!b.logits) gemm(hidden, slice, z, groupGemm(1, N, w, C, nt(0, 0)));
+    if (!b.logits) gemm(hidden, slice, z, logitsGemm(group, N, C)); // one chunk: count 1
     for (let i = 0; i < count; i++) {
       gpu().dispatch({ shader: "lm_head_logprob", entry: "chunk_backward", defines }, {
         params: b.params(v0 + i * w, w, false),
@@ -63,13 +71,13 @@ export function chunkedBackward(b: BackwardParts): void {
       // [count, N, C] = dz [count, N, w] @ W_c [count, w, C], summed over the group into dh
       const first = gi === 0;
       const into = count > 1 ? parts! : first ? dh : part!;
-      gemm(dz, slice, into, groupGemm(count, N, C, w, nn(N * w, w * C)));
+      gemm(dz, slice, into, dHiddenGemm(group, N, C));
       if (count > 1) colsumInto(parts!, count, N * C, first ? dh : part!);
       if (!first) accumulate(dh, part!);
     }
     if (dw && dwc) {
       // [count, w, C] = dz^T [count, w, N] @ h [N, C], then into rows [v0, v0 + count w) of dW
-      gemm(dz, hidden, dwc, groupGemm(count, w, C, N, { ...nn(N * w, 0), transA: true }));
+      gemm(dz, hidden, dwc, dWeightGemm(group, N, C));
       if (!single) gpu().copy(dwc.buffer, 0, dw.buffer, v0 * C * 4, count * w * C * 4);
     }
     if (dz !== z) dz.dispose();
@@ -77,11 +85,3 @@ export function chunkedBackward(b: BackwardParts): void {
   });
   for (const t of single ? [scratch] : [scratch, slice, part, parts, dwc]) t?.dispose();
 }
-
-const nn = (strideA: number, strideB: number) => ({
-  transA: false,
-  transB: false,
-  strideA,
-  strideB,
-});
-const nt = (strideA: number, strideB: number) => ({ ...nn(strideA, strideB), transB: true });

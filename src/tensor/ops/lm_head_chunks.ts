@@ -71,13 +71,20 @@ export function chunkAt(z: Tensor, i: number, n: number, w: number) {
   return { buffer: z.buffer, offset: i * n * w * 4, size: n * w * 4 };
 }
 
-/** A group's product: `count` entries, A and B each strided by their own entry sizes or shared. */
-export function groupGemm(
-  count: number,
-  m: number,
-  n: number,
-  k: number,
-  o: { transA: boolean; transB: boolean; strideA: number; strideB: number },
-): Gemm {
-  return { batch: count, m, n, k, ...o };
+/** The group's logits [count, N, w] = h [N, C] @ W_c [count, w, C]^T (h shared). */
+export function logitsGemm({ w, count }: ChunkGroup, n: number, c: number): Gemm {
+  const layout = { transA: false, transB: true, strideA: 0, strideB: w * c };
+  return { batch: count, m: n, n: w, k: c, ...layout };
+}
+
+/** d hidden per chunk [count, N, C] = dz [count, N, w] @ W_c [count, w, C]. */
+export function dHiddenGemm({ w, count }: ChunkGroup, n: number, c: number): Gemm {
+  const layout = { transA: false, transB: false, strideA: n * w, strideB: w * c };
+  return { batch: count, m: n, n: c, k: w, ...layout };
+}
+
+/** d W_c [count, w, C] = dz^T [count, w, N] @ h [N, C] (h shared): rows v0 .. of d weight. */
+export function dWeightGemm({ w, count }: ChunkGroup, n: number, c: number): Gemm {
+  const layout = { transA: true, transB: false, strideA: n * w, strideB: 0 };
+  return { batch: count, m: w, n: c, k: n, ...layout };
 }

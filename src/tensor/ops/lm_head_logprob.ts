@@ -16,7 +16,7 @@ import {
   chunkAt,
   chunkGroups,
   chunkGroupSize,
-  groupGemm,
+  logitsGemm,
   MAX_CHUNK_GROUP,
   sliceRows,
 } from "./lm_head_chunks.ts";
@@ -159,13 +159,12 @@ export function lmHeadLogprob(
     const shared = keepAll ? null : Tensor.empty([N, cols], "f32", "lm_head_logprob.logits");
     const zs: Tensor[] = [];
     const slice = single ? wt : Tensor.empty([group * cols, C], wt.dtype, "lm_head_logprob.weight");
-    for (const { v0, w, count } of groups) {
+    for (const group of groups) {
+      const { v0, w, count } = group;
       if (!single) sliceRows(wt, slice, v0, count * w);
       const z = shared ?? Tensor.empty([count, N, w], "f32", "lm_head_logprob.logits");
       if (!shared) zs.push(z);
-      // [count, N, w] = h @ W[v0 + i w .. v0 + (i + 1) w]^T for each chunk i of the group
-      const nt = { transA: false, transB: true, strideA: 0, strideB: w * C };
-      gemm(h, slice, z, groupGemm(count, N, w, C, nt));
+      gemm(h, slice, z, logitsGemm(group, N, C));
       for (let i = 0; i < count; i++) {
         gpu().dispatch(
           {

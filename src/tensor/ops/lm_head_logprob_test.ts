@@ -6,7 +6,7 @@ import { Tensor } from "../tensor.ts";
 import { logprobEntropyRef } from "../ref/logprob.ts";
 import { lmHeadLogprobBackwardRef, lmHeadLogprobRef } from "../ref/lm_head_logprob.ts";
 import { embedding } from "./embedding.ts";
-import { lmHeadChunkColumns, lmHeadLogprob } from "./lm_head_logprob.ts";
+import { lmHeadChunkColumns, lmHeadLogprob, type LmHeadLogprobOptions } from "./lm_head_logprob.ts";
 import { logprobEntropy } from "./logprob.ts";
 import { linear } from "./matmul.ts";
 
@@ -147,33 +147,45 @@ gpuTest("lmHeadLogprob backward: d hidden and d weight over chunks", async () =>
   }
 });
 
+/**
+ * Forward and backward of case [N, C, V, cols] with entropy (inputs drawn from `seed` on), under
+ * further options: the statistics, both gradients, and the pool bytes the forward held for the
+ * backward and those left after it.
+ */
+function headRunner([N, C, V, cols]: [number, number, number, number], seed: number) {
+  const h = randomArray(N * C, seed, -1, 1), w = randomArray(V * C, seed + 10, -1, 1);
+  const ts = Tensor.from(targetsFor(N, V, seed + 20), [N], "i32");
+  const gLp = Tensor.from(randomArray(N, seed + 30), [N]);
+  const gEnt = Tensor.from(randomArray(N, seed + 40), [N]);
+  return async (o: LmHeadLogprobOptions) => {
+    const ht = Tensor.from(h, [N, C]), wt = Tensor.from(w, [V, C]);
+    ht.requiresGrad = wt.requiresGrad = true;
+    const before = gpu().pool.inUseBytes;
+    const out = lmHeadLogprob(ht, wt, ts, {
+      withEntropy: true,
+      chunkBytes: bytesFor(cols, N, C),
+      ...o,
+    });
+    const held = gpu().pool.inUseBytes - before;
+    const stats = [await out.logProbs.toArray(), await out.entropy!.toArray()];
+    backward([out.logProbs, out.entropy!], [gLp, gEnt]);
+    const [dh, dw] = [await ht.grad!.toArray(), await wt.grad!.toArray()];
+    for (const t of [ht, wt, ht.grad!, wt.grad!, out.logProbs, out.entropy!]) t.dispose();
+    return { stats, dh, dw, held, left: gpu().pool.inUseBytes - before };
+  };
+}
+
 gpuTest(
   "keepBytes: kept logits give the recomputed gradients bit for bit, then are freed",
   async () => {
     for (const [i, [N, C, V, cols]] of CASES.slice(1).entries()) {
-      const h = randomArray(N * C, 140 + i, -1, 1), w = randomArray(V * C, 150 + i, -1, 1);
-      const ts = Tensor.from(targetsFor(N, V, 160 + i), [N], "i32");
-      const gLp = Tensor.from(randomArray(N, 170 + i), [N]);
-      const gEnt = Tensor.from(randomArray(N, 180 + i), [N]);
-      const run = async (keepBytes: number) => {
-        const ht = Tensor.from(h, [N, C]), wt = Tensor.from(w, [V, C]);
-        ht.requiresGrad = wt.requiresGrad = true;
-        const before = gpu().pool.inUseBytes;
-        const out = lmHeadLogprob(ht, wt, ts, {
-          withEntropy: true,
-          chunkBytes: bytesFor(cols, N, C),
-          keepBytes,
-        });
-        const held = gpu().pool.inUseBytes - before;
-        backward([out.logProbs, out.entropy!], [gLp, gEnt]);
-        const grads = [await ht.grad!.toArray(), await wt.grad!.toArray()];
-        for (const t of [ht, wt, ht.grad!, wt.grad!, out.logProbs, out.entropy!]) t.dispose();
-        return { grads, held, left: gpu().pool.inUseBytes - before };
-      };
+      const run = headRunner([N, C, V, cols], 140 + i);
       const label = `N=${N} C=${C} V=${V} cols=${cols}`;
-      const recomputed = await run(0), kept = await run(N * V * 4), over = await run(N * V * 4 - 4);
-      assert.deepEqual(kept.grads, recomputed.grads, `bit for bit ${label}`);
-      assert.deepEqual(over.grads, recomputed.grads, label);
+      const recomputed = await run({ keepBytes: 0 }), kept = await run({ keepBytes: N * V * 4 });
+      const over = await run({ keepBytes: N * V * 4 - 4 });
+      for (const r of [kept, over]) {
+        assert.deepEqual([r.dh, r.dw], [recomputed.dh, recomputed.dw], `bit for bit ${label}`);
+      }
       assert.ok(kept.held >= recomputed.held + N * V * 4, `the forward holds the logits ${label}`);
       assert.equal(over.held, recomputed.held, `over the budget nothing is kept ${label}`);
       assert.equal(kept.left, recomputed.left, `the backward frees what it kept ${label}`);
@@ -187,27 +199,11 @@ gpuTest(
     // [case, chunks per group]: groups of 3 and 1 then the short chunk; 4 of 2; 3 then the short
     const groups = [3, 2, 3];
     for (const [i, [N, C, V, cols]] of CASES.slice(1).entries()) {
-      const h = randomArray(N * C, 240 + i, -1, 1), w = randomArray(V * C, 250 + i, -1, 1);
-      const ts = Tensor.from(targetsFor(N, V, 260 + i), [N], "i32");
-      const gLp = Tensor.from(randomArray(N, 270 + i), [N]);
-      const gEnt = Tensor.from(randomArray(N, 280 + i), [N]);
-      const run = async (chunkGroup: number) => {
-        const ht = Tensor.from(h, [N, C]), wt = Tensor.from(w, [V, C]);
-        ht.requiresGrad = wt.requiresGrad = true;
-        const out = lmHeadLogprob(ht, wt, ts, {
-          withEntropy: true,
-          chunkBytes: bytesFor(cols, N, C),
-          keepBytes: N * V * 4,
-          chunkGroup,
-        });
-        const stats = [await out.logProbs.toArray(), await out.entropy!.toArray()];
-        backward([out.logProbs, out.entropy!], [gLp, gEnt]);
-        const [dh, dw] = [await ht.grad!.toArray(), await wt.grad!.toArray()];
-        for (const t of [ht, wt, ht.grad!, wt.grad!, out.logProbs, out.entropy!]) t.dispose();
-        return { stats, dh, dw };
-      };
+      const run = headRunner([N, C, V, cols], 240 + i);
       const label = `N=${N} C=${C} V=${V} cols=${cols} group=${groups[i]}`;
-      const one = await run(1), grouped = await run(groups[i]);
+      const keepBytes = N * V * 4;
+      const one = await run({ keepBytes, chunkGroup: 1 });
+      const grouped = await run({ keepBytes, chunkGroup: groups[i] });
       // The same products per chunk: statistics and d weight bit for bit; d hidden sums the
       // group's products before adding them to the rest, which rounds differently.
       assert.deepEqual(grouped.stats, one.stats, label);

@@ -14,14 +14,7 @@ import {
   sumSplits,
 } from "./matmul_skinny.ts";
 import { catBuffers, catDefines, type GemmCat } from "./matmul_cat_kernel.ts";
-import {
-  type SplitPlan,
-  splitPlan,
-  splitPolicy,
-  type SplitTail,
-  type TileDims,
-  tiledSplits,
-} from "./matmul_splits.ts";
+import { type SplitPlan, type SplitTail, type TileDims, tiledPlan } from "./matmul_splits.ts";
 
 /** Threads per workgroup (WG_X along N, WG_Y along M), register tile per thread, K step. */
 export interface TileConfig {
@@ -323,7 +316,8 @@ interface Launch {
 
 /** The tile's sizes that the split model reads. */
 export function tileDims(t: TileConfig): TileDims {
-  return { bm: t.wgY * t.tm, bn: t.wgX * t.tn, bk: t.bk, threads: t.wgX * t.wgY };
+  const { bm, bn } = tileShape(t);
+  return { bm, bn, bk: t.bk, threads: t.wgX * t.wgY };
 }
 
 function planFor(
@@ -342,12 +336,7 @@ function planFor(
   // Causal blocks stay whole: a skipped block would leave its split partials unwritten.
   if (causal) return { splits: 1, tail: null };
   if (options.splits !== undefined) return { splits: options.splits, tail: null };
-  const g = gpu(), shape = { ...d, k };
-  if (g.multiprocessors !== null && splitPolicy.waves && !g.isCpuAdapter && d.batch === 1) {
-    const align = g.limits.minStorageBufferOffsetAlignment;
-    return splitPlan(shape, tileDims(tile), { multiprocessors: g.multiprocessors, align });
-  }
-  return { splits: tiledSplits(shape, tileDims(tile)), tail: null };
+  return tiledPlan({ ...d, k }, tileDims(tile));
 }
 
 function checkTail(t: SplitTail, d: Gemm, by: number, bx: number, causal: boolean): void {

@@ -85,6 +85,20 @@ export function tiledSplits(d: SplitShape, tile: TileDims): number {
   return Math.max(1, Math.min(Math.ceil(MIN_BLOCKS / blocks), most));
 }
 
+/**
+ * How this GPU runs a single product: `splitPlan` where its multiprocessor count is known (and
+ * the wave model is on), else `tiledSplits`' count without a tail.
+ */
+export function tiledPlan(d: SplitShape, tile: TileDims): SplitPlan {
+  const g = gpu();
+  if (d.batch !== 1 || g.isCpuAdapter) return { splits: 1, tail: null };
+  if (g.multiprocessors === null || !splitPolicy.waves) {
+    return { splits: tiledSplits(d, tile), tail: null };
+  }
+  const align = g.limits.minStorageBufferOffsetAlignment;
+  return splitPlan(d, tile, { multiprocessors: g.multiprocessors, align });
+}
+
 /** Blocks the GPU runs at once: a multiprocessor holds 512 threads of these register-heavy tiles. */
 export function waveSlots(multiprocessors: number, threads: number): number {
   return multiprocessors * Math.max(1, Math.floor(512 / threads));

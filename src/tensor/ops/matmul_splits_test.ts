@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
 import { TILES } from "./matmul_kernel.ts";
-import { splitPlan, splitPolicy, waveSplits } from "./matmul_splits.ts";
+import { gpu } from "../../gpu/mod.ts";
+import { gpuTest } from "../../testing/mod.ts";
+import { splitPlan, splitPolicy, tiledPlan, waveSplits } from "./matmul_splits.ts";
 
 const large = TILES.large;
 const tile = { bm: 128, bn: 128, bk: large.bk, threads: large.wgX * large.wgY }; // two blocks per multiprocessor
@@ -63,4 +65,10 @@ Deno.test("splitPlan without tails (splitPolicy.tails) is the wave model's split
   } finally {
     splitPolicy.tails = true;
   }
+});
+
+gpuTest("tiledPlan: a CPU adapter or a batch of products runs unsplit and whole", () => {
+  const big = { batch: 1, m: 4864, n: 896, k: 6144 };
+  if (gpu().isCpuAdapter) assert.deepEqual(tiledPlan(big, tile), { splits: 1, tail: null });
+  assert.deepEqual(tiledPlan({ ...big, batch: 2 }, tile), { splits: 1, tail: null });
 });

@@ -5,7 +5,12 @@
  */
 import type { ModelConfig } from "../src/io/mod.ts";
 import { weightShapes } from "../src/nn/mod.ts";
-import { decodePolicy } from "../src/tensor/mod.ts";
+import {
+  decodePolicy,
+  qkvLinearPolicy,
+  skinnyPolicy,
+  swigluLinearPolicy,
+} from "../src/tensor/mod.ts";
 import { isQwen25Shape, qwen25Config } from "./grpo_setup.ts";
 
 export function arg(name: string, fallback: string): string {
@@ -14,13 +19,34 @@ export function arg(name: string, fallback: string): string {
 }
 
 /**
+ * Tuning flags of the decode kernels, shared by the decode benches:
  * --attn-min-chunk N / --attn-max-chunk N / --attn-target N: the fewest and most keys per split of
- * the decode attention kernel and the workgroups it aims at (`decodePolicy`), for tuning runs.
+ * the decode attention kernel and the workgroups it aims at, --attn-wg N its most invocations per
+ * workgroup (--attn-wide N the larger one, 0 none), --attn-kg N the k vec4s its score pass loads
+ * together (`decodePolicy`);
+ * --target-groups N / --min-stages N: the skinny matmul's split policy; --skinny-max-m N,
+ * --skinny-max-m-small N: the most rows it takes (for small weights); --skinny-tiled-waves N:
+ * products of that many waves of tiled blocks go tiled anyway (Infinity: never) (`skinnyPolicy`);
+ * --fused-mlp 0 / --fused-qkv 0: gate, up and SwiGLU (q, k and v) as separate dispatches;
+ * --qkv-split 0 / --mlp-split 0: the fused products unsplit over K.
  */
 export function applyDecodeFlags(): void {
+  const targetGroups = arg("target-groups", "");
+  if (targetGroups) skinnyPolicy.targetGroups = Number(targetGroups);
+  skinnyPolicy.minStages = Number(arg("min-stages", `${skinnyPolicy.minStages}`));
+  skinnyPolicy.maxM = Number(arg("skinny-max-m", `${skinnyPolicy.maxM}`));
+  skinnyPolicy.maxMSmall = Number(arg("skinny-max-m-small", `${skinnyPolicy.maxMSmall}`));
+  skinnyPolicy.tiledWaves = Number(arg("skinny-tiled-waves", `${skinnyPolicy.tiledWaves}`));
+  swigluLinearPolicy.enabled = arg("fused-mlp", "1") !== "0";
+  qkvLinearPolicy.enabled = arg("fused-qkv", "1") !== "0";
+  qkvLinearPolicy.splitK = arg("qkv-split", "1") !== "0";
+  swigluLinearPolicy.splitK = arg("mlp-split", "1") !== "0";
   decodePolicy.minChunk = Number(arg("attn-min-chunk", `${decodePolicy.minChunk}`));
   decodePolicy.maxChunk = Number(arg("attn-max-chunk", `${decodePolicy.maxChunk}`));
   decodePolicy.targetWorkgroups = Number(arg("attn-target", `${decodePolicy.targetWorkgroups}`));
+  decodePolicy.maxInvocations = Number(arg("attn-wg", `${decodePolicy.maxInvocations}`));
+  decodePolicy.loadGroup = Number(arg("attn-kg", `${decodePolicy.loadGroup}`));
+  decodePolicy.wideInvocations = Number(arg("attn-wide", `${decodePolicy.wideInvocations}`));
 }
 
 /** --config tiny | qwen2.5-0.5b | qwen2.5-1.5b (the Qwen2.5 shapes of grpo_setup.ts). */

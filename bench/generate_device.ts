@@ -9,18 +9,11 @@
  * --layers N / --vocab N shrink the Qwen2.5 shape (a CPU adapter cannot bind the full embedding).
  * --n N draws N samples from each of batch / N prompts (as GRPO does); --shared-prefill 0 prefills
  * every sample's copy of its prompt instead of each prompt once.
- * --target-groups N / --min-stages N override the skinny matmul's split policy (tuning);
- *   --skinny-max-m N and --skinny-max-m-small N the most rows it takes, and for small weights
- *   (`skinnyPolicy`: 64 and 256; more rows go to the tiled kernel).
- * --fused-mlp 0 runs gate, up and SwiGLU as three dispatches instead of one (before/after).
  * --kv f32 | f16 | f32,f16: the KV cache's element type (halves: half the cache bytes per step).
- * --fused-qkv 0 runs the q, k and v projections as three dispatches instead of one (before/after).
  * --eos ID: EOS on (that token id) with its checks of the finished flags, one read per 16 steps;
  *   random weights rarely sample it, so the run still decodes about the full length.
- * --qkv-split 0 / --mlp-split 0 keep the fused q, k, v / gate, up products unsplit over K
- * (before/after).
- * --attn-min-chunk N / --attn-max-chunk N / --attn-target N: the fewest and most keys per split of
- *   the decode attention kernel and the workgroups it aims at (`decodePolicy`).
+ * The decode kernels' tuning flags (skinny routing and splits, fused MLP / q,k,v, attention
+ * splits) are `applyDecodeFlags`' (bench_model.ts).
  * `responses_fnv`: a hash of the last run's tokens (equal hashes: the same tokens).
  * `dispatches_per_step`: compute dispatches recorded per decode step (prefill and the first sample
  * subtracted as for the time); any adapter, though a CPU adapter takes other kernels (no skinny
@@ -56,15 +49,6 @@ async function timed(fn: () => Promise<unknown>): Promise<number> {
 
 await initGpu();
 const g = gpu();
-const targetGroups = arg("target-groups", "");
-if (targetGroups) skinnyPolicy.targetGroups = Number(targetGroups);
-skinnyPolicy.minStages = Number(arg("min-stages", `${skinnyPolicy.minStages}`));
-skinnyPolicy.maxM = Number(arg("skinny-max-m", `${skinnyPolicy.maxM}`));
-skinnyPolicy.maxMSmall = Number(arg("skinny-max-m-small", `${skinnyPolicy.maxMSmall}`));
-swigluLinearPolicy.enabled = arg("fused-mlp", "1") !== "0";
-qkvLinearPolicy.enabled = arg("fused-qkv", "1") !== "0";
-qkvLinearPolicy.splitK = arg("qkv-split", "1") !== "0";
-swigluLinearPolicy.splitK = arg("mlp-split", "1") !== "0";
 applyDecodeFlags();
 const config = benchConfig(arg("config", "qwen2.5-0.5b"));
 const B = Number(arg("batch", "64")),

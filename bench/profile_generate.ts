@@ -2,12 +2,14 @@
  * Where decode time goes: GPU milliseconds per kernel (timestamp queries) against wall time for a
  * short generation on the Qwen2.5-0.5B shape.
  * `deno run -A bench/profile_generate.ts [--new 16] [--dtype f32|f16] [--kv f32|f16] [--rows 20]
- *   [--attn-min-chunk 64] [--attn-max-chunk 256] [--attn-target 512]`.
+ *   [--by-grid 1] [decode tuning flags of bench_model.ts]`.
  * Kernel lines give the totals over prefill and decode, and `per_step_ms`: the same kernel's time
  * per decode step (a prefill-only run subtracted, divided by the decode steps profiled, which the
  * embedding gathers count: the profiler may stop recording before a long generation ends).
+ * --by-grid 1 keys the lines by kernel and workgroup grid, which tells one kernel's products apart
+ * (the LM head from the MLP's).
  */
-import { gpu, initGpu } from "../src/gpu/mod.ts";
+import { gpu, initGpu, type KernelSpan } from "../src/gpu/mod.ts";
 import { makeModelConfig } from "../src/io/mod.ts";
 import { CausalLM } from "../src/nn/mod.ts";
 import { weightShapes } from "../src/nn/mod.ts";
@@ -70,17 +72,30 @@ let t0 = performance.now();
 await generate(model, opts);
 const wall = performance.now() - t0;
 t0 = performance.now();
-const rows = await g.profile(async () => {
-  await generate(model, opts);
-});
-const prefill = new Map(
-  (await g.profile(async () => {
-    await generate(model, { ...opts, responseLength: 1 });
-  })).map((r) => [r.kernel, r.ms]),
-);
+const byGrid = arg("by-grid", 0) === 1;
+/** GPU ms per kernel (shader:entry, with its grid under --by-grid) of one profiled generation. */
+async function profiled(responseLength: number) {
+  const spans: KernelSpan[] = [];
+  const rows = await g.profile(async () => {
+    await generate(model, { ...opts, responseLength });
+  }, { spans });
+  if (!byGrid) return rows;
+  const totals = new Map<string, { ms: number; count: number }>();
+  for (const s of spans) {
+    const key = `${s.kernel.split(":").slice(0, 2).join(":")} ${s.grid}`;
+    const e = totals.get(key) ?? { ms: 0, count: 0 };
+    e.ms += Number(s.end - s.begin) / 1e6;
+    e.count++;
+    totals.set(key, e);
+  }
+  return [...totals].map(([kernel, e]) => ({ kernel, ...e })).sort((a, b) => b.ms - a.ms);
+}
+const rows = await profiled(R);
+const prefill = new Map((await profiled(1)).map((r) => [r.kernel, r.ms]));
 const total = rows.reduce((a, r) => a + r.ms, 0);
 const prefillTotal = [...prefill.values()].reduce((a, b) => a + b, 0);
-const steps = (rows.find((r) => r.kernel === "embedding:gather")?.count ?? 1) - 1;
+const gathers = rows.filter((r) => r.kernel.startsWith("embedding:gather"));
+const steps = Math.max(0, gathers.reduce((a, r) => a + r.count, 0) - 1);
 const perStep = (ms: number, kernel: string) =>
   steps > 0 ? Math.round((ms - (prefill.get(kernel) ?? 0)) / steps * 1000) / 1000 : 0;
 console.log(

@@ -4,7 +4,7 @@
 //   0. q to workgroup memory, and where each key's k and v rows start to offs (the block table
 //      is read once per key, not per row and pass);
 //   1. scores: invocation i takes key i / R and row i % R (the R rows of a key read its k row
-//      together), written to ss;
+//      together, its loads issued at once), written to ss;
 //   2. row max, then probabilities and their sum, over ML lanes per row and a serial merge;
 //   3. P @ V: invocation (kp, r, c) sums the keys kp, kp + KP, ... for row r and vec4 column
 //      group c (consecutive invocations read consecutive columns of one v row), the KP partial
@@ -28,6 +28,8 @@ const QS: u32 = D4 + 1u; // row stride of qs: the R rows read by one key land in
 const ML: u32 = min(WG / R, 32u); // lanes per row of the softmax passes
 const RC: u32 = R * D4; // (row, column group) pairs of the P @ V pass
 const KP: u32 = WG / RC; // key-parallel groups of the P @ V pass (the op checks RC <= WG)
+#const KG_MAX: u32
+const KG: u32 = min(D4, KG_MAX); // vec4s of a k row loaded together by `score` (at most 16)
 
 @group(0) @binding(2) var<storage, read> k: array<u32>;
 @group(0) @binding(3) var<storage, read> v: array<u32>;
@@ -54,11 +56,32 @@ fn kv4(is_v: bool, base: u32, c4: u32) -> vec4f {
     let w = base / 2u + 2u * c4;
     return vec4f(unpack2x16float(kv_word(is_v, w)), unpack2x16float(kv_word(is_v, w + 1u)));
   }
+  if (D % 4u == 0u) {
+    let w = base + 4u * c4;
+    return bitcast<vec4f>(vec4u(kv_word(is_v, w), kv_word(is_v, w + 1u), kv_word(is_v, w + 2u),
+                                kv_word(is_v, w + 3u)));
+  }
   var x = vec4f();
   for (var e = 0u; e < 4u; e++) {
     if (4u * c4 + e < D) { x[e] = bitcast<f32>(kv_word(is_v, base + 4u * c4 + e)); }
   }
   return x;
+}
+
+// Row r's score against the k row at `a`, added in column order. The loads of up to KG vec4s are
+// written out ahead of their dots so they are in flight together: as one loop of load-then-dot,
+// NVIDIA's compiler waited on each load in turn (a chain of D4 loads per score).
+fn score(r: u32, a: u32) -> f32 {
+  var sdot = 0.0;
+  for (var c0 = 0u; c0 < D4; c0 += KG) {
+#unroll e 16
+    let k$e = kv4(false, a, min(c0 + $e % KG, D4 - 1u));
+#end
+#unroll e 16
+    if ($e < KG) { if (c0 + $e < D4) { sdot += dot(qs[r * QS + c0 + $e], k$e); } }
+#end
+  }
+  return sdot;
 }
 
 // Offset in k / v of key s of kv head hk in batch row b (through the block table when PAGED).
@@ -103,9 +126,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid:
     let a = offs[j];
     var sc = NEG;
     if (key_at(b, s) && (p.causal == 0u || i32(s) <= p.off + i32(r / p.g))) {
-      var sdot = 0.0;
-      for (var c = 0u; c < D4; c++) { sdot += dot(qs[r * QS + c], kv4(false, a, c)); }
-      sc = sdot * p.scale;
+      sc = score(r, a) * p.scale;
     }
     ss[r * CH + j] = sc;
   }
@@ -149,22 +170,28 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid:
   let kp = tid / RC;
   var acc = vec4f();
   if (kp < KP) {
-    // Masked keys are selected away, not multiplied by 0: their rows may hold anything. Four
-    // keys' v rows are loaded before any is added (the loads overlap; the adds keep key order).
+    // Masked keys are selected away, not multiplied by 0: their rows may hold anything. Eight
+    // (then four) keys' v rows are loaded before any is added (the loads overlap; the adds keep
+    // key order).
     var j = kp;
-    for (; j + 3u * KP < nk; j += 4u * KP) {
-      let p0 = ss[r * CH + j];
-      let p1 = ss[r * CH + j + KP];
-      let p2 = ss[r * CH + j + 2u * KP];
-      let p3 = ss[r * CH + j + 3u * KP];
-      let v0 = kv4(true, offs[j], c);
-      let v1 = kv4(true, offs[j + KP], c);
-      let v2 = kv4(true, offs[j + 2u * KP], c);
-      let v3 = kv4(true, offs[j + 3u * KP], c);
-      acc += select(vec4f(), p0 * v0, p0 > 0.0);
-      acc += select(vec4f(), p1 * v1, p1 > 0.0);
-      acc += select(vec4f(), p2 * v2, p2 > 0.0);
-      acc += select(vec4f(), p3 * v3, p3 > 0.0);
+    for (; j + 7u * KP < nk; j += 8u * KP) {
+#unroll u 8
+      let p$u = ss[r * CH + j + $u * KP];
+      let v$u = kv4(true, offs[j + $u * KP], c);
+#end
+#unroll u 8
+      acc += select(vec4f(), p$u * v$u, p$u > 0.0);
+#end
+    }
+    if (j + 3u * KP < nk) {
+#unroll u 4
+      let p$u = ss[r * CH + j + $u * KP];
+      let v$u = kv4(true, offs[j + $u * KP], c);
+#end
+#unroll u 4
+      acc += select(vec4f(), p$u * v$u, p$u > 0.0);
+#end
+      j += 4u * KP;
     }
     for (; j < nk; j += KP) {
       let pk = ss[r * CH + j];

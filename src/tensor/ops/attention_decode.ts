@@ -29,6 +29,22 @@ export const decodePolicy = {
   minChunk: 64,
   /** Most keys per split on a GPU (the workgroup's score array holds rows x chunk floats). */
   maxChunk: 256,
+  /** Invocations per workgroup (the device's limit permitting). */
+  maxInvocations: 256,
+  /**
+   * A larger workgroup (0: none), taken where each key-parallel group of its P @ V pass still
+   * walks at least `minKeysPerGroup` keys. One H100 (2026-11-27, 0.5B, f16 KV cache, 128 + 128,
+   * `profile_generate.ts --attn-wg`): at B 256 (one split of up to 256 keys) 512 invocations took
+   * the kernel from 1.65 to 1.43 ms per step; at B 64 (splits of 64 keys) from 0.564 to 0.662.
+   */
+  wideInvocations: 512,
+  minKeysPerGroup: 32,
+  /**
+   * vec4s of a k row the score pass loads before using them (4, 8 or 16). Same H100 and runs: 16
+   * and 8 gave 1.65 and 1.70 ms per step at B 256, 0.564 and 0.567 at B 64 (one load after
+   * another, before: 1.95 and 0.573).
+   */
+  loadGroup: 16,
 };
 
 interface DecodeShape {
@@ -39,7 +55,7 @@ interface DecodeShape {
 }
 
 function invocations(): number {
-  return Math.min(256, gpu().limits.maxComputeInvocationsPerWorkgroup);
+  return Math.min(decodePolicy.maxInvocations, gpu().limits.maxComputeInvocationsPerWorkgroup);
 }
 
 /** Invocations per workgroup for `rc` (row, column group) pairs: all a GPU gives, few on a CPU. */
@@ -73,7 +89,17 @@ export function shapeFor(g: Geometry): DecodeShape | null {
   ) chunk /= 2;
   const nsplit = Math.max(1, Math.ceil(g.L / chunk));
   if (nsplit > gpu().limits.maxComputeWorkgroupsPerDimension) return null;
-  return { wg, rows, chunk, nsplit };
+  return { wg: widerGroup(rows, d4, chunk, Math.min(chunk, g.L)) ?? wg, rows, chunk, nsplit };
+}
+
+/** `decodePolicy.wideInvocations` where its P @ V groups keep enough of a split's keys each. */
+function widerGroup(rows: number, d4: number, chunk: number, keys: number): number | null {
+  const p = decodePolicy;
+  const wide = Math.min(p.wideInvocations, gpu().limits.maxComputeInvocationsPerWorkgroup);
+  if (smallTiles() || wide <= invocations()) return null;
+  const groups = Math.floor(wide / (rows * d4));
+  const fits = floatsFit(sharedFloats(rows, d4, wide, chunk));
+  return fits && groups > 0 && keys / groups >= p.minKeysPerGroup ? wide : null;
 }
 
 /**
@@ -119,7 +145,15 @@ export function dispatchDecode(
   const { wg, rows, chunk, nsplit } = shapeFor(g)!;
   const spec = {
     shader: "attention_decode",
-    defines: { D: g.D, R: rows, CH: chunk, WG: wg, PACKED: g.packed, PAGED: paged },
+    defines: {
+      D: g.D,
+      R: rows,
+      CH: chunk,
+      WG: wg,
+      PACKED: g.packed,
+      PAGED: paged,
+      KG_MAX: decodePolicy.loadGroup,
+    },
   };
   const params = packParams([...paramFields(g), nsplit, chunk, 0]);
   const maskBuf = g.mask?.buffer ?? k.buffer;

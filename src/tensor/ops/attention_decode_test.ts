@@ -6,7 +6,7 @@ import { Tensor } from "../tensor.ts";
 import { type AttentionDims, attentionRef } from "../ref/attention.ts";
 import { attention } from "./attention.ts";
 import { validate } from "./attention_common.ts";
-import { decodeApplies } from "./attention_decode.ts";
+import { decodeApplies, decodePolicy } from "./attention_decode.ts";
 
 interface Case {
   dims: AttentionDims;
@@ -86,6 +86,22 @@ gpuTest(
     await check({ dims: { ...dims, Hq: 2 }, kvLength: 0 }, 18);
   },
 );
+
+gpuTest("attention decode kernel: long splits, in the GPU's wider workgroups", async () => {
+  // Few workgroups wanted: splits keep up to 256 keys, so on a GPU each of the four key groups
+  // of a 512-invocation workgroup's P @ V pass walks 64 of them (a CPU adapter runs its own
+  // small workgroups over the same cases).
+  const saved = { ...decodePolicy };
+  decodePolicy.targetWorkgroups = 1;
+  try {
+    const dims = { B: 2, T: 1, S: 300, Hq: 7, Hkv: 1, D: 64 };
+    await check({ dims, pads: [0, 61] }, 51);
+    await check({ dims, kvLength: 203, causal: false, half: true }, 52);
+    await check({ dims: { ...dims, Hq: 14, Hkv: 2 }, kvLength: 131, half: true }, 53);
+  } finally {
+    Object.assign(decodePolicy, saved);
+  }
+});
 
 gpuTest("attention decode kernel over f16 k and v (a KV cache of halves)", async () => {
   const dims = { B: 2, T: 1, S: 150, Hq: 7, Hkv: 1, D: 64 };

@@ -11,10 +11,17 @@ import {
   epilogueEntry,
   gemmSkinny,
   skinnyApplies,
+  skinnyPolicy,
   sumSplits,
 } from "./matmul_skinny.ts";
 import { catBuffers, catDefines, type GemmCat } from "./matmul_cat_kernel.ts";
-import { type SplitPlan, type SplitTail, type TileDims, tiledPlan } from "./matmul_splits.ts";
+import {
+  type SplitPlan,
+  type SplitTail,
+  type TileDims,
+  tiledPlan,
+  waveSlots,
+} from "./matmul_splits.ts";
 
 /** Threads per workgroup (WG_X along N, WG_Y along M), register tile per thread, K step. */
 export interface TileConfig {
@@ -226,6 +233,19 @@ export function vecReads(d: Gemm, cat: GemmCat | null): { a: boolean; b: boolean
   };
 }
 
+/**
+ * Whether a product the skinny kernel could take fills `skinnyPolicy.tiledWaves` waves of tiled
+ * blocks of 8 x 8 per thread, over half of each block's rows used.
+ */
+function fillsWaves(d: Gemm): boolean {
+  const mp = gpu().multiprocessors;
+  const tile = pickTile(d.batch, d.m, d.n);
+  const { bm, bn } = tileShape(tile);
+  if (mp === null || tile.tm * tile.tn < 64 || 2 * d.m <= bm) return false;
+  const blocks = d.batch * Math.ceil(d.m / bm) * Math.ceil(d.n / bn);
+  return blocks >= skinnyPolicy.tiledWaves * waveSlots(mp, tile.wgX * tile.wgY);
+}
+
 /** Records the GEMM dispatches writing `out` (f32, [batch, M, N] contiguous). */
 export function gemm(a: Tensor, b: Tensor, out: Tensor, d: Gemm, options: GemmOptions = {}): void {
   const residual = options.residual ?? null;
@@ -234,7 +254,7 @@ export function gemm(a: Tensor, b: Tensor, out: Tensor, d: Gemm, options: GemmOp
   if (cat && d.batch !== 1) throw new Error(`matmul: a K-joined product is single, got ${d.batch}`);
   if (d.batch === 0 || d.m === 0 || d.n === 0) return;
   const causal = checkCausal(d, cat);
-  if (!cat && !causal && options.tile === undefined && skinnyApplies(a, b, d)) {
+  if (!cat && !causal && options.tile === undefined && skinnyApplies(a, b, d) && !fillsWaves(d)) {
     gemmSkinny(a, b, out, d, { bias: options.bias, residual });
     return;
   }

@@ -43,6 +43,14 @@ export const skinnyPolicy = {
   maxMSmall: 256,
   smallWeights: 2 ** 21,
   /**
+   * A product whose tiled blocks (8 x 8 per thread, rows over half used) fill at least this many
+   * waves takes the tiled kernel anyway: the LM head at 64 rows, 1,187 blocks of 64 x 128. One
+   * H100 (2026-11-27, 0.5B, B 64, f16 weights and KV cache, 128 + 256, `generate_device.ts`,
+   * alternated twice): 5.53 / 5.53 ms per step with it skinny, 5.40 / 5.40 tiled (the same
+   * tokens); `profile_generate.ts` put the tiled LM head at 0.58 ms per step (30 TFLOP/s).
+   */
+  tiledWaves: 2,
+  /**
    * Workgroups wanted per product: fewer blocks split K. null: three per multiprocessor where the
    * GPU's count is known, else 264. On an H100 (132 multiprocessors) three per multiprocessor
    * (396) took a 0.5B decode step (f16 weights and KV cache) from 7.28-7.35 to 6.81-6.83 ms at

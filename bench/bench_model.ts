@@ -21,9 +21,10 @@ export function arg(name: string, fallback: string): string {
 /**
  * Tuning flags of the decode kernels, shared by the decode benches:
  * --attn-min-chunk N / --attn-max-chunk N / --attn-target N: the fewest and most keys per split of
- * the decode attention kernel and the workgroups it aims at, --attn-wg N its most invocations per
- * workgroup (--attn-wide N the larger one, 0 none), --attn-kg N the k vec4s its score pass loads
- * together (`decodePolicy`);
+ * the decode attention kernel and the workgroups it aims at (--attn-solo-chunk N: the most keys
+ * where its (row, kv head) pairs are no more than multiprocessors), --attn-wg N its invocations
+ * per workgroup (--attn-wide N the larger ones, 0 none), --attn-kg N the k vec4s its score pass
+ * loads together (`decodePolicy`);
  * --target-groups N / --min-stages N: the skinny matmul's split policy; --skinny-max-m N,
  * --skinny-max-m-small N: the most rows it takes (for small weights); --skinny-tiled-waves N:
  * products of that many waves of tiled blocks go tiled anyway (Infinity: never) (`skinnyPolicy`);
@@ -43,6 +44,7 @@ export function applyDecodeFlags(): void {
   swigluLinearPolicy.splitK = arg("mlp-split", "1") !== "0";
   decodePolicy.minChunk = Number(arg("attn-min-chunk", `${decodePolicy.minChunk}`));
   decodePolicy.maxChunk = Number(arg("attn-max-chunk", `${decodePolicy.maxChunk}`));
+  decodePolicy.soloChunk = Number(arg("attn-solo-chunk", `${decodePolicy.soloChunk}`));
   decodePolicy.targetWorkgroups = Number(arg("attn-target", `${decodePolicy.targetWorkgroups}`));
   decodePolicy.maxInvocations = Number(arg("attn-wg", `${decodePolicy.maxInvocations}`));
   decodePolicy.loadGroup = Number(arg("attn-kg", `${decodePolicy.loadGroup}`));

@@ -19,16 +19,21 @@ export const DECODE_MAX_ROWS = 16;
 const CPU_CHUNK = 32; // CPU adapters compile workgroup arrays slowly and gain nothing from size
 
 /**
- * How the decode kernel splits the key range over workgroups. Mutable for benchmarks: on an H100
- * (2026-11-27, 0.5B, B 64) 64, 32 and 16 keys at least gave 6.47, 6.45 and 6.44 ms per decode step.
+ * How the decode kernel splits the key range over workgroups. Mutable for benchmarks. One H100
+ * (2026-11-27, 0.5B, f16 weights and KV cache, 128 + 256, `generate_device.ts`, alternated twice):
+ * at B 64 (128 (row, kv head) pairs) one split of up to 512 keys took 5.28 / 5.27 ms per step, of
+ * up to 256 keys 5.36 / 5.39, splits of 64 keys with their combine pass (512 workgroups aimed at)
+ * 5.45 / 5.43; at B 256 splits of up to 512 keys took 13.83 / 13.80 ms, of up to 256 13.50 / 13.51.
  */
 export const decodePolicy = {
-  /** Keys per split are halved (from 256) while fewer workgroups than this would run. */
-  targetWorkgroups: 512,
+  /** Keys per split are halved (from maxChunk) while fewer workgroups than this would run. */
+  targetWorkgroups: 128,
   /** Fewest keys per split on a GPU. */
   minChunk: 64,
   /** Most keys per split on a GPU (the workgroup's score array holds rows x chunk floats). */
   maxChunk: 256,
+  /** Most keys per split where the (row, kv head) pairs are no more than the multiprocessors. */
+  soloChunk: 512,
   /** Invocations per workgroup (the device's limit permitting). */
   maxInvocations: 256,
   /**
@@ -80,13 +85,12 @@ export function shapeFor(g: Geometry): DecodeShape | null {
   const d4 = Math.ceil(g.D / 4);
   const wg = workgroupSize(rows * d4);
   if (rows * d4 > wg) return null;
-  let chunk = smallTiles() ? CPU_CHUNK : decodePolicy.maxChunk;
+  const groups = g.B * g.Hkv, mp = gpu().multiprocessors;
+  const p = decodePolicy;
+  let chunk = smallTiles() ? CPU_CHUNK : mp !== null && groups <= mp ? p.soloChunk : p.maxChunk;
   while (chunk > 16 && !floatsFit(sharedFloats(rows, d4, wg, chunk))) chunk /= 2;
   if (!floatsFit(sharedFloats(rows, d4, wg, chunk))) return null;
-  const groups = g.B * g.Hkv;
-  while (
-    chunk > decodePolicy.minChunk && groups * Math.ceil(g.L / chunk) < decodePolicy.targetWorkgroups
-  ) chunk /= 2;
+  while (chunk > p.minChunk && groups * Math.ceil(g.L / chunk) < p.targetWorkgroups) chunk /= 2;
   const nsplit = Math.max(1, Math.ceil(g.L / chunk));
   if (nsplit > gpu().limits.maxComputeWorkgroupsPerDimension) return null;
   return { wg: widerGroup(rows, d4, chunk, Math.min(chunk, g.L)) ?? wg, rows, chunk, nsplit };

@@ -6,10 +6,10 @@
  * Kernel lines give the totals over prefill and decode, and `per_step_ms`: the same kernel's time
  * per decode step (a prefill-only run subtracted, divided by the decode steps profiled, which the
  * embedding gathers count: the profiler may stop recording before a long generation ends).
- * --by-grid 1 keys the lines by kernel and workgroup grid, which tells one kernel's products apart
- * (the LM head from the MLP's).
+ * --by-grid 1 keys the lines by pipeline and workgroup grid (`kernelTotals`, as grpo_step_device's
+ * --by-grid), which tells one kernel's products apart (the LM head from the MLP's).
  */
-import { gpu, initGpu, type KernelSpan } from "../src/gpu/mod.ts";
+import { gpu, initGpu, type KernelSpan, kernelTotals } from "../src/gpu/mod.ts";
 import { makeModelConfig } from "../src/io/mod.ts";
 import { CausalLM } from "../src/nn/mod.ts";
 import { weightShapes } from "../src/nn/mod.ts";
@@ -73,22 +73,16 @@ await generate(model, opts);
 const wall = performance.now() - t0;
 t0 = performance.now();
 const byGrid = arg("by-grid", 0) === 1;
-/** GPU ms per kernel (shader:entry, with its grid under --by-grid) of one profiled generation. */
+/**
+ * GPU ms per kernel (shader:entry; under --by-grid per pipeline and workgroup grid,
+ * `kernelTotals`) of one profiled generation.
+ */
 async function profiled(responseLength: number) {
   const spans: KernelSpan[] = [];
   const rows = await g.profile(async () => {
     await generate(model, { ...opts, responseLength });
   }, { spans });
-  if (!byGrid) return rows;
-  const totals = new Map<string, { ms: number; count: number }>();
-  for (const s of spans) {
-    const key = `${s.kernel.split(":").slice(0, 2).join(":")} ${s.grid}`;
-    const e = totals.get(key) ?? { ms: 0, count: 0 };
-    e.ms += Number(s.end - s.begin) / 1e6;
-    e.count++;
-    totals.set(key, e);
-  }
-  return [...totals].map(([kernel, e]) => ({ kernel, ...e })).sort((a, b) => b.ms - a.ms);
+  return byGrid ? kernelTotals(spans, { byGrid }) : rows;
 }
 const rows = await profiled(R);
 const prefill = new Map((await profiled(1)).map((r) => [r.kernel, r.ms]));

@@ -29,7 +29,7 @@ const ML: u32 = min(WG / R, 32u); // lanes per row of the softmax passes
 const RC: u32 = R * D4; // (row, column group) pairs of the P @ V pass
 const KP: u32 = WG / RC; // key-parallel groups of the P @ V pass (the op checks RC <= WG)
 #const KG_MAX: u32
-const KG: u32 = min(D4, KG_MAX); // vec4s of a k row loaded together by `score` (at most 16)
+const KG: u32 = min(min(D4, KG_MAX), 16u); // vec4s of a k row `score` loads together (its 16 copies)
 
 @group(0) @binding(2) var<storage, read> k: array<u32>;
 @group(0) @binding(3) var<storage, read> v: array<u32>;

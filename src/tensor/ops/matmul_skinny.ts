@@ -212,9 +212,18 @@ export function epilogueBuffers(
   bias: Tensor | null,
   residual: Tensor | null,
 ): (GPUBuffer | null)[] {
-  const out: (GPUBuffer | null)[] = [...base];
-  if (bias || residual) out.push(bias?.buffer ?? null);
-  if (residual) out.push(residual.buffer);
+  return epilogueBindings(base, bias?.buffer ?? null, residual?.buffer ?? null);
+}
+
+/** `epilogueBuffers` over bindings (byte ranges of buffers). */
+function epilogueBindings<B extends Binding>(
+  base: B[],
+  bias: B | null,
+  residual: B | null,
+): (B | null)[] {
+  const out: (B | null)[] = [...base];
+  if (bias || residual) out.push(bias);
+  if (residual) out.push(residual);
   return out;
 }
 
@@ -250,9 +259,11 @@ export function sumSplits(
     }
     return bytes === 0 ? t.buffer : { buffer: t.buffer, offset: bytes };
   };
-  const buffers: (Binding | null)[] = [part.buffer, at(out, offset)];
-  if (d.bias || residual) buffers.push(d.bias ? at(d.bias, offset % ld) : null);
-  if (residual) buffers.push(at(residual, offset));
+  const buffers = epilogueBindings<Binding>(
+    [part.buffer, at(out, offset)],
+    d.bias ? at(d.bias, offset % ld) : null,
+    residual ? at(residual, offset) : null,
+  );
   g.dispatch({
     shader: "matmul_splitk",
     entry: epilogueEntry(d.bias, residual),

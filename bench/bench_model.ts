@@ -7,6 +7,7 @@ import type { ModelConfig } from "../src/io/mod.ts";
 import { weightShapes } from "../src/nn/mod.ts";
 import {
   decodePolicy,
+  linearNormPolicy,
   qkvLinearPolicy,
   skinnyPolicy,
   swigluLinearPolicy,
@@ -27,9 +28,11 @@ export function arg(name: string, fallback: string): string {
  * loads together (`decodePolicy`);
  * --target-groups N / --min-stages N: the skinny matmul's split policy; --skinny-max-m N,
  * --skinny-max-m-small N: the most rows it takes (for small weights); --skinny-tiled-waves N:
- * products of that many waves of tiled blocks go tiled anyway (Infinity: never) (`skinnyPolicy`);
+ * products of that many waves of tiled blocks go tiled anyway (Infinity: never), --skinny-deep-k
+ * N: so do products with K >= N times their columns (Infinity: never) (`skinnyPolicy`);
  * --fused-mlp 0 / --fused-qkv 0: gate, up and SwiGLU (q, k and v) as separate dispatches;
- * --qkv-split 0 / --mlp-split 0: the fused products unsplit over K.
+ * --qkv-split 0 / --mlp-split 0: the fused products unsplit over K;
+ * --linear-norm 0: o_proj and down_proj leave their norms to rmsNorm's own dispatch.
  */
 export function applyDecodeFlags(): void {
   const targetGroups = arg("target-groups", "");
@@ -38,7 +41,9 @@ export function applyDecodeFlags(): void {
   skinnyPolicy.maxM = Number(arg("skinny-max-m", `${skinnyPolicy.maxM}`));
   skinnyPolicy.maxMSmall = Number(arg("skinny-max-m-small", `${skinnyPolicy.maxMSmall}`));
   skinnyPolicy.tiledWaves = Number(arg("skinny-tiled-waves", `${skinnyPolicy.tiledWaves}`));
+  skinnyPolicy.tiledDeepK = Number(arg("skinny-deep-k", `${skinnyPolicy.tiledDeepK}`));
   swigluLinearPolicy.enabled = arg("fused-mlp", "1") !== "0";
+  linearNormPolicy.enabled = arg("linear-norm", "1") !== "0";
   qkvLinearPolicy.enabled = arg("fused-qkv", "1") !== "0";
   qkvLinearPolicy.splitK = arg("qkv-split", "1") !== "0";
   swigluLinearPolicy.splitK = arg("mlp-split", "1") !== "0";

@@ -27,6 +27,7 @@ import { SampleBuffers, sampleStep } from "../src/rollout/mod.ts";
 import { noGrad } from "../src/tensor/mod.ts";
 import {
   decodePolicy,
+  linearNormPolicy,
   qkvLinearPolicy,
   skinnyPolicy,
   swigluLinearPolicy,
@@ -123,6 +124,7 @@ for (const dtype of arg("dtype", "f32,f16").split(",") as ("f32" | "f16")[]) {
       skinny_policy: skinnyPolicy,
       decode_policy: decodePolicy,
       fused_mlp: swigluLinearPolicy.enabled,
+      linear_norm: linearNormPolicy.enabled,
       fused_qkv: qkvLinearPolicy.enabled,
       qkv_split: qkvLinearPolicy.splitK,
       mlp_split: swigluLinearPolicy.splitK,

@@ -100,6 +100,7 @@ export const COVERAGE: Record<string, Coverage> = {
   matmul_skinny_swiglu: tensorOp("swiglu_linear", "swiglu"),
   swiglu_split_sum: tensorOp("swiglu_linear", "swiglu"),
   matmul_splitk: skinny,
+  splitk_rmsnorm: tensorOp("linear_norm", "rmsnorm"),
   paged_rope_qk_cache: tensorOp("paged_rope_cache", "paged", "paged_attention_test"),
   ppo_loss: ppo("ppo_loss", "actor_loss"),
   ppo_loss_cov: {

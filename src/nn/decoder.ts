@@ -18,6 +18,7 @@ import { f16BitsToF32, f16ToF32Into, f32ToF16Into, fmtShape } from "../tensor/mo
 import { ropeDynamicInvFreq, Tensor } from "../tensor/mod.ts";
 import {
   decoderLayer,
+  decoderLayerStep,
   type LayerAttention,
   type LayerParams,
   layerParams,
@@ -232,6 +233,8 @@ export class DecoderTrunk {
     const inference = !isGradEnabled();
     if (!inference && adapters) this.lora?.beginPass(); // new lora_dropout masks
     const rope = this.#ropeCall(positions, longest);
+    const finalNorm = this.weights.get("model.norm.weight")!;
+    let normed: Tensor | null = null; // h's next norm, when the layer before made it
     this.layers.forEach((w, l) => {
       const ctx = { config: this.config, positions, ...attention(l), rope, adapters, half };
       if (!inference && this.gradientCheckpointing) {
@@ -239,15 +242,18 @@ export class DecoderTrunk {
       } else if (!inference) h = decoderLayer(h, w, ctx);
       else {
         // Off the tape nothing needs a layer's intermediates: free them before the next layer.
-        const next = scope(() => decoderLayer(h, w, ctx));
+        const nextNorm = this.layers[l + 1]?.inputNorm ?? finalNorm;
+        const next = scope(() => decoderLayerStep(h, w, { ...ctx, normedInput: normed, nextNorm }));
         h.dispose();
-        h = next;
+        normed?.dispose();
+        ({ h, normed } = next);
       }
     });
     // A per-forward dynamic table: inference is done with it; on the tape the backward still
     // rotates with it, and the caller's scope frees it.
     if (inference && rope.invFreq && rope.invFreq !== this.#ropeTable) rope.invFreq.dispose();
-    return rmsNorm(h, this.weights.get("model.norm.weight")!, { eps: this.config.rmsNormEps });
+    if (normed) h.dispose();
+    return normed ?? rmsNorm(h, finalNorm, { eps: this.config.rmsNormEps });
   }
 
   /**

@@ -5,10 +5,11 @@
  * and cached decoding (append to the KV cache, attend over it) share everything else.
  */
 import { architecture, type ModelConfig } from "../io/mod.ts";
-import { cast, linear as linearOp, record, registerOp } from "../tensor/mod.ts";
+import { cast, isGradEnabled, linear as linearOp, record, registerOp } from "../tensor/mod.ts";
 import { rmsNorm } from "../tensor/mod.ts";
 import { ropeQK } from "../tensor/mod.ts";
 import {
+  linearNorm,
   qkvLinear,
   qkvLinearApplies,
   swiglu,
@@ -120,26 +121,45 @@ export interface LayerAttention {
   rotate?: Rotate;
 }
 
+/** A layer's context: the model, positions, attention, rotation and precision of one pass. */
+export interface LayerContext {
+  config: ModelConfig;
+  positions: Tensor;
+  attend: Attend;
+  rotate?: Rotate;
+  rope: RopeCall;
+  /** false runs the base weights alone (the reference policy of a LoRA actor). */
+  adapters: boolean;
+  /**
+   * Mixed precision: the linear layers multiply f16 copies of their inputs (cast once per
+   * input, shared by the projections that read it) and of their weights (these copies), with
+   * f32 accumulation and f32 outputs; LoRA-adapted modules stay f32. Null: f32 throughout.
+   */
+  half?: HalfWeights | null;
+}
+
 /** h [B, T, C] -> h + attn(norm(h)) -> + mlp(norm(.)). */
-export function decoderLayer(
+export function decoderLayer(h: Tensor, w: LayerParams, ctx: LayerContext): Tensor {
+  return decoderLayerStep(h, w, ctx).h;
+}
+
+/** An inference layer's output, and the next norm of it when the layer made that too. */
+export interface LayerStep {
+  h: Tensor;
+  normed: Tensor | null;
+}
+
+/**
+ * decoderLayer, where a product may also normalise its output for what reads it (`linearNorm`):
+ * o_proj with post_attention_layernorm, and down_proj with `nextNorm` (the next layer's
+ * input_layernorm or the final norm), whose result comes back as `normed`, the next layer's
+ * `normedInput` (then it does not normalise h itself).
+ */
+export function decoderLayerStep(
   h: Tensor,
   w: LayerParams,
-  ctx: {
-    config: ModelConfig;
-    positions: Tensor;
-    attend: Attend;
-    rotate?: Rotate;
-    rope: RopeCall;
-    /** false runs the base weights alone (the reference policy of a LoRA actor). */
-    adapters: boolean;
-    /**
-     * Mixed precision: the linear layers multiply f16 copies of their inputs (cast once per
-     * input, shared by the projections that read it) and of their weights (these copies), with
-     * f32 accumulation and f32 outputs; LoRA-adapted modules stay f32. Null: f32 throughout.
-     */
-    half?: HalfWeights | null;
-  },
-): Tensor {
+  ctx: LayerContext & { normedInput?: Tensor | null; nextNorm?: Tensor | null },
+): LayerStep {
   const c = ctx.config;
   const amp = ctx.half ?? null;
   // The f16 copy of a linear input, made once for all the projections that read it.
@@ -161,7 +181,9 @@ export function decoderLayer(
   const [B, T] = h.shape;
   const D = c.headDim, Hq = c.numAttentionHeads, Hkv = c.numKeyValueHeads;
   const eps = c.rmsNormEps;
-  const x = rmsNorm(h, w.inputNorm, { eps });
+  const x = ctx.normedInput ?? rmsNorm(h, w.inputNorm, { eps });
+  // A product and its norm fuse off the tape, without mixed precision or an adapter on it.
+  const fuses = (m: string) => !isGradEnabled() && !amp && !(ctx.adapters && w.lora.has(m));
   // Few rows, no gradient, no adapter on q/k/v (decoding): one dispatch instead of three.
   const qkvAdapted = ctx.adapters && ["q_proj", "k_proj", "v_proj"].some((m) => w.lora.has(m));
   const qkvW = [fusedW(w.q), fusedW(w.k), fusedW(w.v)] as const;
@@ -184,8 +206,12 @@ export function decoderLayer(
     ? ctx.rotate({ q, k, v, positions: ctx.positions }, ctx.rope)
     : ropeQK(q, k, ctx.positions, ctx.rope);
   const att = view(ctx.attend(qr, kr, v), [B, T, Hq * D]);
-  const h1 = linear(att, "o_proj", w.o, w.oBias, h);
-  const x2 = rmsNorm(h1, w.postNorm, { eps });
+  let h1: Tensor, x2: Tensor;
+  if (fuses("o_proj")) [h1, x2] = linearNorm(att, w.o, w.oBias, w.postNorm, { residual: h, eps });
+  else {
+    h1 = linear(att, "o_proj", w.o, w.oBias, h);
+    x2 = rmsNorm(h1, w.postNorm, { eps });
+  }
   // Few rows, no gradient, no adapter on gate/up (decoding): one dispatch instead of three.
   const adapted = ctx.adapters && (w.lora.has("gate_proj") || w.lora.has("up_proj"));
   const biases = { biasGate: w.gateBias, biasUp: w.upBias };
@@ -193,5 +219,9 @@ export function decoderLayer(
   const act = !adapted && swigluLinearApplies(x2, wg, wu, biases)
     ? swigluLinear(f16(x2), wg, wu, biases)
     : swiglu(linear(x2, "gate_proj", w.gate, w.gateBias), linear(x2, "up_proj", w.up, w.upBias));
-  return linear(act, "down_proj", w.down, w.downBias, h1);
+  if (ctx.nextNorm && fuses("down_proj")) {
+    const [out, normed] = linearNorm(act, w.down, w.downBias, ctx.nextNorm, { residual: h1, eps });
+    return { h: out, normed };
+  }
+  return { h: linear(act, "down_proj", w.down, w.downBias, h1), normed: null };
 }

@@ -4,6 +4,8 @@ import { CausalLM } from "../nn/mod.ts";
 import { positionIdsFromMask, refLogits, type RefWeights } from "../nn/mod.ts";
 import { TINY_QWEN2, tinyModelConfig, tinyWeights } from "../nn/mod.ts";
 import { assertClose, gpuTest, leftPadded } from "../testing/mod.ts";
+import { gpu, type KernelSpan } from "../gpu/mod.ts";
+import { linearNormPolicy } from "../tensor/mod.ts";
 import { generate, type GenerateOptions } from "./generate.ts";
 import { tokenLogProb } from "./ref_sampler.ts";
 
@@ -64,6 +66,30 @@ gpuTest("greedy generation is deterministic and matches reference recomputation"
     assert.deepEqual([...a.responses.subarray(r * R, (r + 1) * R)], resp, `row ${r}`);
   }
   model.dispose();
+});
+
+gpuTest("decoding with each product's norm fused into its split sum: the same tokens", async () => {
+  const { model, base } = setup(33);
+  const o = { ...base, returnLogProbs: true };
+  const plain = await generate(model, o);
+  linearNormPolicy.splits = 2; // a CPU adapter's products do not split K by themselves
+  try {
+    const spans: KernelSpan[] = [];
+    let fused: Awaited<ReturnType<typeof generate>> | null = null;
+    await gpu().profile(async () => void (fused = await generate(model, o)), { spans });
+    // per layer o_proj with its norm and down_proj with the next (the last: the final norm)
+    const runs = spans.filter((s) => s.kernel.startsWith("splitk_rmsnorm")).length;
+    const norms = spans.filter((s) => s.kernel.startsWith("rmsnorm")).length;
+    // the prefill gives the first token, R - 1 decode steps the rest; each normalises its
+    // embeddings alone
+    assert.equal(runs, 2 * model.config.numHiddenLayers * R, "every pass fused both pairs");
+    assert.equal(norms, R, "one standalone norm per pass");
+    assert.deepEqual(fused!.responses, plain.responses);
+    assertClose(fused!.logProbs!, plain.logProbs!, { atol: 1e-4, label: "log-probs" });
+  } finally {
+    linearNormPolicy.splits = null;
+    model.dispose();
+  }
 });
 
 gpuTest("EOS ends a response: mask covers it, pad follows, all-finished stops early", async () => {

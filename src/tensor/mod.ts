@@ -50,6 +50,12 @@ export { type CacheWrite, ropeQKIntoCache } from "./ops/rope_cache.ts";
 export { ropeDynamicInvFreqRef } from "./ref/rope.ts";
 export { swiglu } from "./ops/swiglu.ts";
 export {
+  linearNorm,
+  type LinearNormOptions,
+  linearNormPolicy,
+  sumSplitsNorm,
+} from "./ops/linear_norm.ts";
+export {
   swigluLinear,
   swigluLinearApplies,
   type SwigluLinearConfig,

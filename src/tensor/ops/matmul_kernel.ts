@@ -12,6 +12,7 @@ import {
   gemmSkinny,
   skinnyApplies,
   skinnyPolicy,
+  type SplitSum,
   sumSplits,
 } from "./matmul_skinny.ts";
 import { catBuffers, catDefines, type GemmCat } from "./matmul_cat_kernel.ts";
@@ -144,12 +145,14 @@ export interface GemmOptions {
   residual?: Tensor | null;
   /** A tile forces the tiled kernel; without one few-row linear products take the skinny one. */
   tile?: TileName | TileConfig;
-  /** K splits of a single tiled product; default from `splitPolicy` (tests force it). */
+  /** K splits of a single product, tiled or skinny; default from their policies (tests force it). */
   splits?: number;
   /** A last wave run apart, the rest whole (`splitPlan`; tests force it). */
   tail?: SplitTail | null;
   /** A second product joined along K (shaders/matmul_cat.wgsl); single products only. */
   cat?: GemmCat | null;
+  /** When the whole product splits K, its second pass in place of `sumSplits`. */
+  sum?: SplitSum;
 }
 
 /**
@@ -234,14 +237,16 @@ export function vecReads(d: Gemm, cat: GemmCat | null): { a: boolean; b: boolean
 }
 
 /**
- * Whether a product the skinny kernel could take fills `skinnyPolicy.tiledWaves` waves of tiled
- * blocks of 8 x 8 per thread, over half of each block's rows used.
+ * Whether a product the skinny kernel could take runs better tiled: its tiled blocks (8 x 8 per
+ * thread) use over half of their rows, and they either fill `skinnyPolicy.tiledWaves` waves or
+ * K is at least `skinnyPolicy.tiledDeepK` times N (deep splits of K).
  */
-function fillsWaves(d: Gemm): boolean {
+function prefersTiled(d: Gemm): boolean {
   const mp = gpu().multiprocessors;
   const tile = pickTile(d.batch, d.m, d.n);
   const { bm, bn } = tileShape(tile);
   if (mp === null || tile.tm * tile.tn < 64 || 2 * d.m <= bm) return false;
+  if (d.k >= skinnyPolicy.tiledDeepK * d.n) return true;
   const blocks = d.batch * Math.ceil(d.m / bm) * Math.ceil(d.n / bn);
   return blocks >= skinnyPolicy.tiledWaves * waveSlots(mp, tile.wgX * tile.wgY);
 }
@@ -254,8 +259,13 @@ export function gemm(a: Tensor, b: Tensor, out: Tensor, d: Gemm, options: GemmOp
   if (cat && d.batch !== 1) throw new Error(`matmul: a K-joined product is single, got ${d.batch}`);
   if (d.batch === 0 || d.m === 0 || d.n === 0) return;
   const causal = checkCausal(d, cat);
-  if (!cat && !causal && options.tile === undefined && skinnyApplies(a, b, d) && !fillsWaves(d)) {
-    gemmSkinny(a, b, out, d, { bias: options.bias, residual });
+  if (!cat && !causal && options.tile === undefined && skinnyApplies(a, b, d) && !prefersTiled(d)) {
+    gemmSkinny(a, b, out, d, {
+      bias: options.bias,
+      residual,
+      splits: options.splits,
+      sum: options.sum,
+    });
     return;
   }
   const tile = typeof options.tile === "string"
@@ -309,7 +319,8 @@ export function gemm(a: Tensor, b: Tensor, out: Tensor, d: Gemm, options: GemmOp
   const by = Math.ceil(d.m / bm), bx = Math.ceil(d.n / bn);
   if (!tail) {
     if (kSlices(launch, plan.splits).splits > 1) {
-      splitProduct(launch, plan.splits, { mOff: 0, nOff: 0 }, out, bias, residual);
+      const at = { mOff: 0, nOff: 0 };
+      splitProduct(launch, plan.splits, at, out, bias, residual, options.sum);
     } else wholeProduct(launch, d.batch, [bx, by], out, bias, residual);
     return;
   }
@@ -417,6 +428,7 @@ function splitProduct(
   out: Tensor,
   bias: Tensor | null,
   residual: Tensor | null,
+  sum?: SplitSum,
 ): void {
   const { d, k } = l, g = gpu();
   if (d.batch !== 1) throw new Error(`matmul: split-K needs a single product, got ${d.batch}`);
@@ -435,7 +447,8 @@ function splitProduct(
     workgroups: [Math.ceil(cols / bn), Math.ceil(rows / bm), splits],
   });
   const offset = mOff * d.n + nOff;
-  sumSplits(part, out, { m: rows, n: cols, splits, bias, residual, offset, ld: d.n });
+  if (sum) sum(part, splits);
+  else sumSplits(part, out, { m: rows, n: cols, splits, bias, residual, offset, ld: d.n });
   part.dispose();
 }
 

@@ -51,6 +51,13 @@ export const skinnyPolicy = {
    */
   tiledWaves: 2,
   /**
+   * A product whose K is at least this many times its N takes the tiled kernel too (when its
+   * tiles are used over half, as above): the MLP's down projection at 64 rows, whose tiled
+   * blocks split K 32 ways. One H100 (2026-11-27, 0.5B, B 64, f16, `profile_generate.ts`): 0.84
+   * ms per step tiled against 1.01 skinny.
+   */
+  tiledDeepK: 4,
+  /**
    * Workgroups wanted per product: fewer blocks split K. null: three per multiprocessor where the
    * GPU's count is known, else 264. On an H100 (132 multiprocessors) three per multiprocessor
    * (396) took a 0.5B decode step (f16 weights and KV cache) from 7.28-7.35 to 6.81-6.83 ms at
@@ -76,7 +83,16 @@ export interface SkinnyOptions {
   config?: SkinnyConfig;
   /** Number of K splits; default from `skinnyPolicy`. */
   splits?: number;
+  /** When K is split, the second pass in place of `sumSplits` (`SplitSum`). */
+  sum?: SplitSum;
 }
+
+/**
+ * A product's second pass when its K is split: part [splits, M, N] into the output, with the
+ * product's bias and residual, in place of `sumSplits` (a caller fuses it with what reads the
+ * output: linear_norm.ts). Called only for a product split whole (no head run apart).
+ */
+export type SplitSum = (part: Tensor, splits: number) => void;
 
 /** The register tile for M rows: just enough thread rows to cover M (at most 64 per block). */
 export function skinnyConfig(m: number): SkinnyConfig {
@@ -194,7 +210,8 @@ export function gemmSkinny(
     buffers: [x.buffer, w.buffer, part.buffer],
     workgroups,
   });
-  sumSplits(part, out, { m, n, splits, bias, residual });
+  if (options.sum) options.sum(part, splits);
+  else sumSplits(part, out, { m, n, splits, bias, residual });
   part.dispose();
 }
 

@@ -32,7 +32,8 @@ export function arg(name: string, fallback: string): string {
  * N: so do products with K >= N times their columns (Infinity: never) (`skinnyPolicy`);
  * --fused-mlp 0 / --fused-qkv 0: gate, up and SwiGLU (q, k and v) as separate dispatches;
  * --qkv-split 0 / --mlp-split 0: the fused products unsplit over K;
- * --linear-norm 0: o_proj and down_proj leave their norms to rmsNorm's own dispatch.
+ * --linear-norm 0: o_proj and down_proj leave their norms to rmsNorm's own dispatch;
+ * --qkv-rope 0: the split q/k/v sum apart from the rotation and cache write.
  */
 export function applyDecodeFlags(): void {
   const targetGroups = arg("target-groups", "");
@@ -46,6 +47,7 @@ export function applyDecodeFlags(): void {
   linearNormPolicy.enabled = arg("linear-norm", "1") !== "0";
   qkvLinearPolicy.enabled = arg("fused-qkv", "1") !== "0";
   qkvLinearPolicy.splitK = arg("qkv-split", "1") !== "0";
+  qkvLinearPolicy.rope = arg("qkv-rope", "1") !== "0";
   swigluLinearPolicy.splitK = arg("mlp-split", "1") !== "0";
   decodePolicy.minChunk = Number(arg("attn-min-chunk", `${decodePolicy.minChunk}`));
   decodePolicy.maxChunk = Number(arg("attn-max-chunk", `${decodePolicy.maxChunk}`));

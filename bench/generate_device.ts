@@ -127,6 +127,7 @@ for (const dtype of arg("dtype", "f32,f16").split(",") as ("f32" | "f16")[]) {
       linear_norm: linearNormPolicy.enabled,
       fused_qkv: qkvLinearPolicy.enabled,
       qkv_split: qkvLinearPolicy.splitK,
+      qkv_rope: qkvLinearPolicy.rope,
       mlp_split: swigluLinearPolicy.splitK,
       prefill_plus_first_s: +first.toFixed(4),
       total_s: +full.toFixed(3),

@@ -14,6 +14,9 @@
 
 #const WG: u32
 #const PACKED: bool
+#const FROM_SPLITS: bool // q, k and v from a split qkv_linear's partials (rope_cache_write.wgsl)
+#const HAS_BIAS: bool // FROM_SPLITS with the three biases
+alias BIAS_T = f32;
 
 struct Params {
   n: u32, // B * (Hq + Hkv) * D/2 pairs (D/4 pairs of pairs when PACKED)
@@ -23,7 +26,7 @@ struct Params {
   scale: f32,
   stride: u32, // 1 + W: table values per row
   bs: u32, // keys per block
-  _p0: u32,
+  splits: u32, // FROM_SPLITS: the partials' splits
 }
 
 @group(0) @binding(0) var<uniform> p: Params;

@@ -14,6 +14,9 @@
 
 #const WG: u32
 #const PACKED: bool
+#const FROM_SPLITS: bool // q, k and v from a split qkv_linear's partials (rope_cache_write.wgsl)
+#const HAS_BIAS: bool // FROM_SPLITS with the three biases
+alias BIAS_T = f32;
 
 struct Params {
   n: u32, // B / r * T * (Hq + Hkv) * D/2 pairs (D/4 pairs of pairs when PACKED)
@@ -25,7 +28,7 @@ struct Params {
   s_max: u32,
   start: u32,
   repeat: u32, // r
-  _p1: u32,
+  splits: u32, // FROM_SPLITS: the partials' splits
   _p2: u32,
   _p3: u32,
 }

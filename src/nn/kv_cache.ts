@@ -6,7 +6,7 @@
  * written by the dispatch that rotates q and k (ropeAppend); attention reads a `kvLength` view.
  */
 import { gpu, packParams } from "../gpu/mod.ts";
-import { grid1d, type RopeOptions, ropeQKIntoCache } from "../tensor/mod.ts";
+import { grid1d, type QkvSplits, type RopeOptions, ropeQKIntoCache } from "../tensor/mod.ts";
 import { fmtShape, Tensor } from "../tensor/mod.ts";
 
 const WG = 256;
@@ -78,11 +78,15 @@ export class KvCache {
    */
   ropeAppend(
     layer: number,
-    qkv: { q: Tensor; k: Tensor; v: Tensor; positions: Tensor },
+    qkv: { q: Tensor; k: Tensor; v: Tensor; positions: Tensor; splits?: QkvSplits },
     rope: RopeOptions,
   ): [Tensor, Tensor] {
     const cache = { keys: this.keys[layer], values: this.values[layer], start: this.length };
-    return ropeQKIntoCache(qkv.q, qkv.k, qkv.v, qkv.positions, { ...rope, cache });
+    return ropeQKIntoCache(qkv.q, qkv.k, qkv.v, qkv.positions, {
+      ...rope,
+      cache,
+      splits: qkv.splits,
+    });
   }
 
   advance(steps: number): void {

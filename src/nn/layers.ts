@@ -12,6 +12,9 @@ import {
   linearNorm,
   qkvLinear,
   qkvLinearApplies,
+  qkvLinearPolicy,
+  type QkvSplits,
+  ropeFromSplitsFits,
   swiglu,
   swigluLinear,
   swigluLinearApplies,
@@ -111,7 +114,11 @@ export type Attend = (q: Tensor, k: Tensor, v: Tensor) => Tensor;
  * brings its own (the KV-cache path writes k and v into its cache in the same dispatch).
  */
 export type Rotate = (
-  qkv: { q: Tensor; k: Tensor; v: Tensor; positions: Tensor },
+  /**
+   * With `splits`, q, k and v are still to be made from a split q/k/v product's partials: the
+   * rotation makes them in its pass (rope_cache.ts's `QkvSplits`).
+   */
+  qkv: { q: Tensor; k: Tensor; v: Tensor; positions: Tensor; splits?: QkvSplits },
   rope: RopeCall,
 ) => [Tensor, Tensor];
 
@@ -188,8 +195,23 @@ export function decoderLayerStep(
   const qkvAdapted = ctx.adapters && ["q_proj", "k_proj", "v_proj"].some((m) => w.lora.has(m));
   const qkvW = [fusedW(w.q), fusedW(w.k), fusedW(w.v)] as const;
   const qkvB = [w.qBias, w.kBias, w.vBias] as const;
+  // A cached rotation takes a split product's partials: bias, RoPE and the cache write in one.
+  let rotated: [Tensor, Tensor] | null = null;
+  const rotate = ctx.rotate;
+  const fromSplits = rotate && !w.qNorm && qkvLinearPolicy.rope && ropeFromSplitsFits()
+    ? (part: Tensor, splits: number, [q, k, v]: [Tensor, Tensor, Tensor]) => {
+      const biases = qkvB[0] && qkvB[1] && qkvB[2] ? [qkvB[0], qkvB[1], qkvB[2]] as const : null;
+      rotated = rotate({
+        q: view(q, [B, T, Hq, D]),
+        k: view(k, [B, T, Hkv, D]),
+        v: view(v, [B, T, Hkv, D]),
+        positions: ctx.positions,
+        splits: { part, splits, biases },
+      }, ctx.rope);
+    }
+    : undefined;
   const [q0, k0, v0] = !qkvAdapted && qkvLinearApplies(x, qkvW, qkvB)
-    ? qkvLinear(f16(x), qkvW, qkvB)
+    ? qkvLinear(f16(x), qkvW, qkvB, { sum: fromSplits })
     : [
       linear(x, "q_proj", w.q, w.qBias),
       linear(x, "k_proj", w.k, w.kBias),
@@ -202,9 +224,10 @@ export function decoderLayerStep(
     q = rmsNorm(q, w.qNorm, { eps });
     k = rmsNorm(k, w.kNorm, { eps });
   }
-  const [qr, kr] = ctx.rotate
-    ? ctx.rotate({ q, k, v, positions: ctx.positions }, ctx.rope)
-    : ropeQK(q, k, ctx.positions, ctx.rope);
+  const [qr, kr] = rotated ??
+    (rotate
+      ? rotate({ q, k, v, positions: ctx.positions }, ctx.rope)
+      : ropeQK(q, k, ctx.positions, ctx.rope));
   const att = view(ctx.attend(qr, kr, v), [B, T, Hq * D]);
   let h1: Tensor, x2: Tensor;
   if (fuses("o_proj")) [h1, x2] = linearNorm(att, w.o, w.oBias, w.postNorm, { residual: h, eps });

@@ -274,6 +274,7 @@ export class PagedKvCache {
         pagedRopeQKIntoCache(qkv.q, qkv.k, qkv.v, qkv.positions, {
           ...rope,
           cache: { keys: this.keys[l], values: this.values[l], table },
+          splits: qkv.splits,
         }),
       attend: (q) => pagedAttention(q, this.keys[l], this.values[l], { table, maxLength }),
     });

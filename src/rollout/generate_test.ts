@@ -5,7 +5,7 @@ import { positionIdsFromMask, refLogits, type RefWeights } from "../nn/mod.ts";
 import { TINY_QWEN2, tinyModelConfig, tinyWeights } from "../nn/mod.ts";
 import { assertClose, gpuTest, leftPadded } from "../testing/mod.ts";
 import { gpu, type KernelSpan } from "../gpu/mod.ts";
-import { linearNormPolicy } from "../tensor/mod.ts";
+import { linearNormPolicy, qkvLinearPolicy } from "../tensor/mod.ts";
 import { generate, type GenerateOptions } from "./generate.ts";
 import { tokenLogProb } from "./ref_sampler.ts";
 
@@ -68,26 +68,36 @@ gpuTest("greedy generation is deterministic and matches reference recomputation"
   model.dispose();
 });
 
-gpuTest("decoding with each product's norm fused into its split sum: the same tokens", async () => {
+gpuTest("decoding with norms and rotations fused into split sums: the same tokens", async () => {
   const { model, base } = setup(33);
   const o = { ...base, returnLogProbs: true };
   const plain = await generate(model, o);
-  linearNormPolicy.splits = 2; // a CPU adapter's products do not split K by themselves
-  try {
+  const count = (spans: KernelSpan[], kernel: string) =>
+    spans.filter((s) => s.kernel.startsWith(kernel + ":")).length;
+  const run = async (rope: boolean) => {
+    qkvLinearPolicy.rope = rope;
     const spans: KernelSpan[] = [];
-    let fused: Awaited<ReturnType<typeof generate>> | null = null;
-    await gpu().profile(async () => void (fused = await generate(model, o)), { spans });
+    let out: Awaited<ReturnType<typeof generate>> | null = null;
+    await gpu().profile(async () => void (out = await generate(model, o)), { spans });
+    return { out: out!, spans };
+  };
+  // A CPU adapter's products do not split K by themselves.
+  linearNormPolicy.splits = qkvLinearPolicy.splits = 2;
+  try {
+    const fused = await run(true), apart = await run(false);
+    const passes = model.config.numHiddenLayers * R; // the prefill, then R - 1 decode steps
     // per layer o_proj with its norm and down_proj with the next (the last: the final norm)
-    const runs = spans.filter((s) => s.kernel.startsWith("splitk_rmsnorm")).length;
-    const norms = spans.filter((s) => s.kernel.startsWith("rmsnorm")).length;
-    // the prefill gives the first token, R - 1 decode steps the rest; each normalises its
-    // embeddings alone
-    assert.equal(runs, 2 * model.config.numHiddenLayers * R, "every pass fused both pairs");
-    assert.equal(norms, R, "one standalone norm per pass");
-    assert.deepEqual(fused!.responses, plain.responses);
-    assertClose(fused!.logProbs!, plain.logProbs!, { atol: 1e-4, label: "log-probs" });
+    assert.equal(count(fused.spans, "splitk_rmsnorm"), 2 * passes, "every pass fused both pairs");
+    assert.equal(count(fused.spans, "rmsnorm"), R, "one standalone norm per pass");
+    assert.equal(count(fused.spans, "qkv_split_sum"), 0, "q/k/v made in the rotation's pass");
+    assert.equal(count(apart.spans, "qkv_split_sum"), passes);
+    assert.deepEqual(fused.out.responses, apart.out.responses);
+    assert.deepEqual(fused.out.logProbs, apart.out.logProbs, "bit for bit");
+    assert.deepEqual(fused.out.responses, plain.responses);
+    assertClose(fused.out.logProbs!, plain.logProbs!, { atol: 1e-4, label: "log-probs" });
   } finally {
-    linearNormPolicy.splits = null;
+    linearNormPolicy.splits = qkvLinearPolicy.splits = null;
+    qkvLinearPolicy.rope = true;
     model.dispose();
   }
 });

@@ -46,7 +46,12 @@ export {
   type RopeOptions,
   ropeQK,
 } from "./ops/rope.ts";
-export { type CacheWrite, ropeQKIntoCache } from "./ops/rope_cache.ts";
+export {
+  type CacheWrite,
+  type QkvSplits,
+  ropeFromSplitsFits,
+  ropeQKIntoCache,
+} from "./ops/rope_cache.ts";
 export { ropeDynamicInvFreqRef } from "./ref/rope.ts";
 export { swiglu } from "./ops/swiglu.ts";
 export {

@@ -7,7 +7,7 @@ import { registerOp } from "../autograd.ts";
 import { isGradEnabled } from "../grad_mode.ts";
 import { fmtShape, Tensor } from "../tensor.ts";
 import { check, type RopeOptions } from "./rope.ts";
-import { dispatchRopeIntoCache } from "./rope_cache.ts";
+import { dispatchRopeIntoCache, type QkvSplits } from "./rope_cache.ts";
 
 registerOp(
   "paged_rope_qk_cache",
@@ -35,7 +35,7 @@ export function pagedRopeQKIntoCache(
   k: Tensor,
   v: Tensor,
   positions: Tensor,
-  options: RopeOptions & { cache: PagedCacheWrite },
+  options: RopeOptions & { cache: PagedCacheWrite; splits?: QkvSplits | null },
 ): [Tensor, Tensor] {
   check(q, positions, options);
   check(k, positions, options);
@@ -72,6 +72,7 @@ export function pagedRopeQKIntoCache(
     rows: B,
     tail: [table.shape[1], bs],
     rope: options,
+    splits: options.splits,
   });
   return [q, k];
 }

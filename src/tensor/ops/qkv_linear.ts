@@ -21,10 +21,17 @@ import {
 export type QkvLinearConfig = FusedSkinnyConfig;
 
 /**
- * Whether `decoderLayer` fuses the q, k and v projections, and whether a fused product of few
- * blocks splits K. Mutable for benchmarks (before/after).
+ * Whether `decoderLayer` fuses the q, k and v projections, whether a fused product of few
+ * blocks splits K, and whether a cached rotation takes its split partials (`rope`: bias, RoPE
+ * and the cache write in the split sum's pass). Mutable for benchmarks (before/after).
  */
-export const qkvLinearPolicy = { enabled: true, splitK: true };
+export const qkvLinearPolicy = {
+  enabled: true,
+  splitK: true,
+  rope: true,
+  /** K splits forced on every fused product (tests: a CPU adapter's products do not split). */
+  splits: null as number | null,
+};
 
 /** The three weights [N*, K] (f32 or f16, one dtype), in the order q, k, v. */
 export type QkvWeights = readonly [Tensor, Tensor, Tensor];
@@ -35,6 +42,12 @@ export interface QkvLinearOptions {
   config?: QkvLinearConfig;
   /** K splits (tests force them); default: enough blocks to fill the GPU (`fusedSplitK`). */
   splits?: number;
+  /**
+   * When K is split, the pass that makes q, k and v from the partials (part [splits, M,
+   * Nq + Nk + Nv], into the outputs given) in place of qkv_split_sum.wgsl: the cached decoding
+   * path rotates them and writes the cache in that pass (rope_cache.ts, `QkvSplits`).
+   */
+  sum?: (part: Tensor, splits: number, outs: [Tensor, Tensor, Tensor]) => void;
 }
 
 /** Storage buffers the biased entry binds: x, three weights, three outputs, three biases. */
@@ -119,7 +132,7 @@ export function qkvLinear(
   const { splits, split4 } = fusedSplitK(k, c, {
     blocks: (gq + gk + gv) * rowBlocks,
     auto: qkvLinearPolicy.splitK,
-    forced: options.splits,
+    forced: options.splits ?? qkvLinearPolicy.splits ?? undefined,
   });
   const grid: [number, number, number] = [gq + gk + gv, rowBlocks, splits];
   const params = packParams([m, k4, nq, nk, nv, gq, gk, splits > 1 ? split4 : k4]);
@@ -136,6 +149,11 @@ export function qkvLinear(
     buffers: [x.buffer, ...weights, part.buffer],
     workgroups: grid,
   });
+  if (options.sum) {
+    options.sum(part, splits, [q, kk, v]);
+    part.dispose();
+    return [q, kk, v];
+  }
   const buffers = [part.buffer, ...outs.map((t) => t.buffer)];
   for (const t of b) if (t) buffers.push(t.buffer);
   gpu().dispatch({

@@ -18,6 +18,25 @@ registerOp(
     "s*r .. s*r+r-1 at time start + t; no gradient",
 );
 
+/** Storage buffers the rotation from split partials with biases binds (rope_cache_write.wgsl). */
+const SPLIT_BINDINGS = 12;
+
+/**
+ * A split-K qkv_linear's partials (part [splits, rows, Nq + Nk + Nv], qkv_linear's `sum` hook)
+ * and its three biases (or none): the rotation then makes q, k and v itself, summing each
+ * element's splits as the split sum would, and writes all three out.
+ */
+export interface QkvSplits {
+  part: Tensor;
+  splits: number;
+  biases: readonly [Tensor, Tensor, Tensor] | null;
+}
+
+/** Whether this device binds what a rotation from split partials needs. */
+export function ropeFromSplitsFits(): boolean {
+  return gpu().limits.maxStorageBuffersPerShaderStage >= SPLIT_BINDINGS;
+}
+
 /**
  * Where the rotated keys and the values go: f32 caches, or f16 ones (IEEE halves, each value
  * rounded to nearest; D a multiple of 4), both [B, Smax, Hkv, D].
@@ -41,7 +60,7 @@ export function ropeQKIntoCache(
   k: Tensor,
   v: Tensor,
   positions: Tensor,
-  options: RopeOptions & { cache: CacheWrite },
+  options: RopeOptions & { cache: CacheWrite; splits?: QkvSplits | null },
 ): [Tensor, Tensor] {
   check(q, positions, options);
   check(k, positions, options);
@@ -75,6 +94,7 @@ export function ropeQKIntoCache(
     rows: Bs * T,
     tail: [T, S, start, repeat],
     rope: options,
+    splits: options.splits,
   });
   return [q, k];
 }
@@ -82,27 +102,64 @@ export function ropeQKIntoCache(
 /**
  * The dispatch shared by rope_qk_cache and paged_rope_qk_cache (shaders/include/
  * rope_cache_write.wgsl): `rows` token rows of q [rows, Hq, D] and k, v [rows, Hkv, D]; `tail`
- * the kernel's own parameters after the common ones; `table` the paged kernel's block table.
+ * the kernel's own parameters after the common ones; `table` the paged kernel's block table;
+ * `splits`: q, k and v made from a split qkv_linear's partials (then written too).
  */
 export function dispatchRopeIntoCache(
   kernel: { shader: "rope_qk_cache" | "paged_rope_qk_cache" },
   t: Record<"q" | "k" | "v" | "positions" | "keys" | "values", Tensor> & { table?: Tensor },
-  o: { rows: number; tail: number[]; rope: RopeOptions },
+  o: { rows: number; tail: number[]; rope: RopeOptions; splits?: QkvSplits | null },
 ): void {
   const Hq = t.q.shape[2], H = t.k.shape[2], D = t.q.shape[3];
   const packed = t.keys.dtype === "f16";
+  const split = o.splits ?? null, biases = split?.biases ?? null;
+  if (split) checkSplits(split, o.rows, (Hq + 2 * H) * D);
   const invFreq = invFreqTensor(D, o.rope);
   // Invocations: one per pair of columns (d, d + D/2), or per two neighbouring pairs when packed.
   const n = o.rows * (Hq + H) * D / (packed ? 4 : 2);
   if (n > 0) {
-    const inputs = [t.q, t.k, t.v, t.positions, invFreq, t.keys, t.values];
-    gpu().dispatch({ ...kernel, defines: { WG, PACKED: packed } }, {
-      params: packParams([n, Hq, H, D / 2, { f32: o.rope.scale ?? 1 }, ...o.tail]),
-      buffers: [...inputs, ...(t.table ? [t.table] : [])].map((x) => x.buffer),
+    const inputs = [t.q, t.k, t.v, t.positions, invFreq, t.keys, t.values].map((x) => x.buffer);
+    const extra = split ? [split.part, ...biases ?? []].map((x) => x.buffer) : [];
+    const defines = {
+      WG,
+      PACKED: packed,
+      FROM_SPLITS: split !== null,
+      HAS_BIAS: biases !== null,
+      BIAS_T: biases?.[0].dtype ?? "f32",
+    };
+    gpu().dispatch({ ...kernel, defines, f16: biases?.[0].dtype === "f16" }, {
+      params: packParams([
+        n,
+        Hq,
+        H,
+        D / 2,
+        { f32: o.rope.scale ?? 1 },
+        ...o.tail,
+        split?.splits ?? 0,
+      ]),
+      buffers: [...inputs, t.table?.buffer ?? null, ...extra],
       workgroups: grid1d(n, WG),
     });
-    for (const x of [t.q, t.k, t.keys, t.values]) x.markWritten();
+    for (const x of [t.q, t.k, t.keys, t.values, ...split ? [t.v] : []]) x.markWritten();
   }
   // A per-call upload, not the cached table or the caller's tensor.
   if (o.rope.invFreq !== undefined && !(o.rope.invFreq instanceof Tensor)) invFreq.dispose();
+}
+
+function checkSplits(s: QkvSplits, rows: number, width: number): void {
+  const b = s.biases;
+  const ok = s.part.rank === 3 && s.part.shape[0] === s.splits && s.part.shape[1] === rows &&
+    s.part.shape[2] === width && s.part.dtype === "f32" && ropeFromSplitsFits() &&
+    (!b || b.every((t, i) =>
+      t.rank === 1 && t.dtype === b[0].dtype && t.shape[0] ===
+        (i === 0 ? width - 2 * b[1].shape[0] : b[1].shape[0])
+    ));
+  if (!ok) {
+    throw new Error(
+      `rope into cache from splits: expected part f32 [${s.splits}, ${rows}, ${width}] and ` +
+        `biases [Nq], [Nk], [Nk] of one dtype on a device binding ${SPLIT_BINDINGS} storage ` +
+        `buffers; got part ${fmtShape(s.part.shape)} ${s.part.dtype}, biases ` +
+        (b ? b.map((t) => `${fmtShape(t.shape)} ${t.dtype}`).join(", ") : "none"),
+    );
+  }
 }

@@ -5,9 +5,15 @@ import { formatBytes, GpuError } from "./errors.ts";
  * split in quarters) so that tensors of slightly different sizes share buffers. Returning a buffer
  * while commands that use it are still pending is safe: WebGPU runs a queue's work in order, and
  * every CPU write goes through the same queue.
+ * A class hands out its oldest free buffer, not the last returned: the same free set then gives a
+ * repeated pass (a decode step) the same buffers whatever order the last pass returned them in,
+ * so the recorder finds its bind groups again instead of making new ones.
  */
 export class BufferPool {
+  /** Free buffers by size class, newest first (the oldest pops). */
   #free = new Map<number, GPUBuffer[]>();
+  #serial = new WeakMap<GPUBuffer, number>();
+  #made = 0;
   #inUseBytes = 0;
   #peakBytes = 0;
   #reservedBytes = 0; // every buffer the pool holds, in use or free (torch's "reserved")
@@ -41,6 +47,7 @@ export class BufferPool {
     let buf = list?.pop();
     if (!buf) {
       buf = this.device.createBuffer({ size, usage: this.usage, label });
+      this.#serial.set(buf, this.#made++);
       this.#reservedBytes += size;
       this.#peakReservedBytes = Math.max(this.#peakReservedBytes, this.#reservedBytes);
     }
@@ -53,7 +60,11 @@ export class BufferPool {
     this.#inUseBytes -= buf.size;
     let list = this.#free.get(buf.size);
     if (!list) this.#free.set(buf.size, list = []);
-    list.push(buf);
+    // Free lists are short: walk from the oldest end to the first newer buffer.
+    const serial = this.#serial.get(buf) ?? -1;
+    let at = list.length;
+    while (at > 0 && (this.#serial.get(list[at - 1]) ?? -1) < serial) at--;
+    list.splice(at, 0, buf);
   }
 
   /** Destroys every free buffer (after a phase that used unusual sizes). */

@@ -25,3 +25,19 @@ Deno.test("BufferPool counts bytes in use and reserved, with their peaks", async
   assert.equal(pool.peakBytes, 0);
   assert.equal(pool.peakReservedBytes, 0);
 });
+
+Deno.test("BufferPool hands out a class's oldest free buffer, whatever the return order", async () => {
+  const g = await initGpu();
+  const pool = new BufferPool(g.device, g.limits.maxBufferSize);
+  const [a, b, c] = [pool.acquire(256), pool.acquire(256), pool.acquire(256)];
+  for (const order of [[a, b, c], [c, a, b], [b, c, a]]) {
+    for (const buf of order) pool.release(buf);
+    assert.deepEqual([pool.acquire(256), pool.acquire(256), pool.acquire(256)], [a, b, c]);
+  }
+  pool.release(c);
+  pool.release(a);
+  assert.equal(pool.acquire(250), a, "the oldest of the free ones (250 bytes: the same class)");
+  assert.equal(pool.acquire(256), c);
+  for (const buf of [a, b, c]) pool.release(buf);
+  pool.trim();
+});

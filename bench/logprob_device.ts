@@ -7,7 +7,7 @@
  *
  *   deno run -A bench/logprob_device.ts [--quick]
  */
-import { type Binding, initGpu, packParams } from "../src/gpu/mod.ts";
+import { type Binding, initGpu, packParams, paramBytes, type Params } from "../src/gpu/mod.ts";
 import type { KernelSpec } from "../src/gpu/mod.ts";
 import { backward, scope, Tensor, zeroGrad } from "../src/tensor/mod.ts";
 import { logprobEntropyRef } from "../src/tensor/mod.ts";
@@ -47,7 +47,7 @@ async function wallPerCall(fn: () => void, k1 = 2, k2 = 12): Promise<number> {
 
 interface Launch {
   spec: KernelSpec;
-  params: ArrayBuffer;
+  params: Params;
   buffers: Binding[];
   workgroups: [number, number?];
 }
@@ -67,11 +67,12 @@ async function gpuPerRep(launches: Launch[], reps = 10): Promise<number> {
   });
   const groups = launches.map((l) => {
     const pipe = g.pipeline(l.spec);
+    const bytes = paramBytes(l.params);
     const ub = dev.createBuffer({
-      size: l.params.byteLength,
+      size: bytes.byteLength,
       usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST,
     });
-    dev.queue.writeBuffer(ub, 0, l.params);
+    dev.queue.writeBuffer(ub, 0, bytes);
     const entries: GPUBindGroupEntry[] = [{ binding: 0, resource: { buffer: ub } }];
     l.buffers.forEach((b, i) =>
       entries.push({ binding: i + 1, resource: b instanceof GPUBuffer ? { buffer: b } : b })

@@ -4,6 +4,9 @@ import { type KernelSpec, PipelineCache } from "./pipelines.ts";
 import { multiprocessorCount } from "./multiprocessors.ts";
 import { KernelProfiler, type KernelSpan, Recorder } from "./recorder.ts";
 import type { Binding } from "./types.ts";
+import type { Params } from "./params.ts";
+
+export { packParams, paramBytes, type ParamField, type Params } from "./params.ts";
 
 export interface GpuOptions {
   powerPreference?: GPUPowerPreference;
@@ -15,7 +18,7 @@ export interface GpuOptions {
 
 export interface DispatchOptions {
   /** Uniform parameters, bound at @binding(0); each field 4 bytes (see `packParams`). */
-  params?: ArrayBuffer;
+  params?: Params;
   /**
    * Storage buffers, bound at @binding(1), @binding(2), ... (or from 0 when no params); null
    * skips a binding number that the entry point does not use (an optional operand left out).
@@ -263,16 +266,4 @@ export async function initGpu(options: GpuOptions = {}): Promise<Gpu> {
 export function gpu(): Gpu {
   if (!current) throw new GpuError("the GPU is not initialised: call `await initGpu()` first");
   return current;
-}
-
-/** Packs uniform fields; a plain number is a u32, `{ f32 }` / `{ i32 }` choose the type. */
-export function packParams(fields: (number | { f32: number } | { i32: number })[]): ArrayBuffer {
-  const buf = new ArrayBuffer(Math.max(16, Math.ceil(fields.length / 4) * 16));
-  const view = new DataView(buf);
-  fields.forEach((f, i) => {
-    if (typeof f === "number") view.setUint32(i * 4, f >>> 0, true);
-    else if ("f32" in f) view.setFloat32(i * 4, f.f32, true);
-    else view.setInt32(i * 4, f.i32, true);
-  });
-  return buf;
 }

@@ -1,5 +1,15 @@
 export type { Binding } from "./types.ts";
-export { type DispatchOptions, Gpu, gpu, type GpuOptions, initGpu, packParams } from "./device.ts";
+export {
+  type DispatchOptions,
+  Gpu,
+  gpu,
+  type GpuOptions,
+  initGpu,
+  packParams,
+  paramBytes,
+  type ParamField,
+  type Params,
+} from "./device.ts";
 export { formatBytes, GpuError } from "./errors.ts";
 export { BufferPool } from "./buffer_pool.ts";
 export { kernelKey, type KernelSpec, PipelineCache } from "./pipelines.ts";

@@ -1,4 +1,5 @@
 import type { Binding } from "./types.ts";
+import { type Params, writeParams } from "./params.ts";
 import { GpuError } from "./errors.ts";
 
 const ARENA_BYTES = 256 * 1024; // uniform arena: 1024 dispatches of 256-byte slots per submit
@@ -22,6 +23,7 @@ export class Recorder {
   #commands = 0;
   #arena: GPUBuffer;
   #arenaCpu = new Uint8Array(ARENA_BYTES);
+  #arenaView = new DataView(this.#arenaCpu.buffer);
   #arenaUsed = 0;
   #uploads: GPUBuffer;
   #uploadsCpu = new Uint8Array(UPLOAD_BYTES);
@@ -107,7 +109,7 @@ export class Recorder {
 
   dispatch(
     pipeline: GPUComputePipeline,
-    params: ArrayBuffer | undefined,
+    params: Params | undefined,
     buffers: (Binding | null)[],
     [x, y, z]: [number, number, number],
   ): void {
@@ -116,10 +118,10 @@ export class Recorder {
     // The bind group's key first; its entries are only made when the cache misses.
     let key = `${this.#id(pipeline)}`;
     const offset = this.#arenaUsed;
-    const size = params ? Math.ceil(params.byteLength / 16) * 16 : 0;
+    let size = 0;
     if (params) {
-      if (params.byteLength > SLOT) throw new GpuError(`uniform params over ${SLOT} bytes`);
-      this.#arenaCpu.set(new Uint8Array(params), offset);
+      if (params.fields.length * 4 > SLOT) throw new GpuError(`uniform params over ${SLOT} bytes`);
+      size = writeParams(this.#arenaView, offset, params);
       this.#arenaUsed += SLOT;
       key += `|u${offset}:${size}`;
     }

@@ -3,7 +3,7 @@
  * op layout and the per-(batch, kv head) matrices the batched GEMMs multiply, the masked softmax
  * that writes the row logsumexp, and the backward's P / dS row kernel.
  */
-import { type Defines, gpu, packParams } from "../../gpu/mod.ts";
+import { type Defines, gpu, packParams, type Params } from "../../gpu/mod.ts";
 import type { Tensor } from "../tensor.ts";
 import type { Geometry } from "./attention_common.ts";
 import { grid1d, multiRowDefines } from "./grid.ts";
@@ -66,7 +66,7 @@ export interface ScoreChunk {
   nb: number;
 }
 
-function rowParams(g: Geometry, c: ScoreChunk): ArrayBuffer {
+function rowParams(g: Geometry, c: ScoreChunk): Params {
   return packParams([
     c.c0,
     c.nb * g.G * g.T,

@@ -3,7 +3,7 @@
  * differentiable ops in elementwise.ts and broadcast.ts record their backwards on top of these,
  * and may use each other's launches inside a backward without importing each other.
  */
-import { gpu, packParams } from "../../gpu/mod.ts";
+import { gpu, packParams, type Params } from "../../gpu/mod.ts";
 import type { KernelSpec } from "../../gpu/mod.ts";
 import { type DType, fmtShape, Tensor } from "../tensor.ts";
 import { grid1d } from "./grid.ts";
@@ -67,7 +67,7 @@ function broadcastParams(
   a: readonly number[],
   b: readonly number[],
   s = 0,
-): ArrayBuffer {
+): Params {
   const n = shape.reduce((x, y) => x * y, 1);
   const sa = stridesIn(a, shape), sb = stridesIn(b, shape);
   const dims: number[] = [], da: number[] = [], db: number[] = [];

@@ -4,7 +4,7 @@
  * (shaders/lm_head_logprob.wgsl `chunk_backward`), then d hidden += dz W_c and d W_c = dz^T h,
  * as one batched product per group (lm_head_chunks.ts).
  */
-import { gpu } from "../../gpu/mod.ts";
+import { gpu, type Params } from "../../gpu/mod.ts";
 import { Tensor } from "../tensor.ts";
 import { accumulate } from "./basic.ts";
 import { colsumInto } from "./colsum.ts";
@@ -36,7 +36,7 @@ export interface BackwardParts {
   withEntropy: boolean;
   /** The forward's logits, one [count, N, w] per group (used up here); null: recompute. */
   logits: Tensor[] | null;
-  params: (v0: number, w: number, first: boolean) => ArrayBuffer;
+  params: (v0: number, w: number, first: boolean) => Params;
 }
 
 export function chunkedBackward(b: BackwardParts): void {

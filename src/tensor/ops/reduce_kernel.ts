@@ -3,7 +3,7 @@
  * reduces one output element, or a chunk of it when there are few outputs and long reductions
  * (then a second pass combines the chunks). reduce.ts and broadcast.ts record backwards on top.
  */
-import { gpu, packParams } from "../../gpu/mod.ts";
+import { gpu, packParams, type Params } from "../../gpu/mod.ts";
 import { fmtShape, Tensor } from "../tensor.ts";
 import { zeros } from "./basic.ts";
 import { grid1d } from "./grid.ts";
@@ -65,7 +65,7 @@ export function plan(shape: readonly number[], axes: number[]): Plan {
   };
 }
 
-function params(p: Plan, chunk: number, k: number, scale: number): ArrayBuffer {
+function params(p: Plan, chunk: number, k: number, scale: number): Params {
   const pad = (v: number[]) => [...v, ...new Array(MAX_RANK - v.length).fill(0)];
   return packParams([
     p.outCount,

@@ -1,4 +1,4 @@
-import { gpu, packParams } from "../../gpu/mod.ts";
+import { gpu, packParams, type Params } from "../../gpu/mod.ts";
 import { record, registerOp } from "../autograd.ts";
 import { fmtShape, Tensor } from "../tensor.ts";
 import { grid1d, rowDefines } from "./grid.ts";
@@ -35,7 +35,7 @@ function check(x: Tensor, weight: Tensor): void {
   }
 }
 
-function params(rows: number, cols: number, eps: number, chunk = 0): ArrayBuffer {
+function params(rows: number, cols: number, eps: number, chunk = 0): Params {
   return packParams([rows, cols, { f32: eps }, chunk, 0, 0, 0, 0]);
 }
 

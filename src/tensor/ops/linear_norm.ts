@@ -29,7 +29,7 @@ export interface LinearNormOptions {
   residual?: Tensor | null;
   /** The norm's `rms_norm_eps`. [1e-6] */
   eps?: number;
-  /** K splits of the tiled product (tests force them; decoding's products choose their own). */
+  /** K splits of the product (tests force them; decoding's products choose their own). */
   splits?: number;
 }
 

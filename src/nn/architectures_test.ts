@@ -12,7 +12,8 @@ import {
   tensorToFloat32,
   writeModelFolder,
 } from "../io/mod.ts";
-import { Tensor } from "../tensor/mod.ts";
+import { gpu, type KernelSpan } from "../gpu/mod.ts";
+import { linearNormPolicy, qkvLinearPolicy, Tensor } from "../tensor/mod.ts";
 import { assertClose, gpuTest, leftPadded } from "../testing/mod.ts";
 import { CausalLM } from "./causal_lm.ts";
 import { positionIdsFromMask, refLogits } from "./ref_model.ts";
@@ -93,50 +94,79 @@ for (const [name, json] of Object.entries(TINY_FAMILIES)) {
   );
 }
 
+/** Prefill then decode steps through the KV cache against the CPU reference's full forward. */
+async function decodeAgainstReference(name: string): Promise<void> {
+  const { config, weights } = await writeAndRead(name, TINY_FAMILIES[name], 7);
+  const model = CausalLM.fromTensors(config, weights);
+  const B = 2, P = 4, T = 8, V = config.vocabSize;
+  const { ids, mask } = leftPadded(B, T, [2, 0], V, 11);
+  const pos = positionIdsFromMask(mask, B, T);
+  const take = (a: Int32Array, t0: number, t1: number) =>
+    Int32Array.from(
+      { length: B * (t1 - t0) },
+      (_, i) => a[Math.floor(i / (t1 - t0)) * T + t0 + (i % (t1 - t0))],
+    );
+  const cache = model.createCache(B, T, take(mask, 0, P));
+  const steps = [
+    await model.prefill(cache, Tensor.from(take(ids, 0, P), [B, P], "i32"), {
+      positionIds: Tensor.from(take(pos, 0, P), [B, P], "i32"),
+      attentionMask: Tensor.from(take(mask, 0, P), [B, P], "i32"),
+    }).toArray(),
+  ];
+  for (let t = P; t < T; t++) {
+    const step = model.decodeStep(
+      cache,
+      Tensor.from(take(ids, t, t + 1), [B, 1], "i32"),
+      Tensor.from(take(pos, t, t + 1), [B, 1], "i32"),
+    );
+    steps.push(await step.toArray());
+  }
+  const full = refLogits(config, weights, {
+    inputIds: ids,
+    batch: B,
+    seqLen: T,
+    attentionMask: mask,
+  });
+  steps.forEach((got, s) => {
+    const want = new Float64Array(B * V);
+    for (let b = 0; b < B; b++) {
+      want.set(full.subarray((b * T + P - 1 + s) * V, (b * T + P + s) * V), b * V);
+    }
+    assertClose(got, want, { atol: 2e-4, rtol: 1e-3, label: `${name} step ${s}` });
+  });
+  cache.dispose();
+  model.dispose();
+}
+
 gpuTest(
   "architecture yarn and llama3 scaling: KV-cache decoding equals the full forward",
   async () => {
-    for (const name of ["qwen2, yarn (5.x)", "llama 3.1 (4.x)"]) {
-      const { config, weights } = await writeAndRead(name, TINY_FAMILIES[name], 7);
-      const model = CausalLM.fromTensors(config, weights);
-      const B = 2, P = 4, T = 8, V = config.vocabSize;
-      const { ids, mask } = leftPadded(B, T, [2, 0], V, 11);
-      const pos = positionIdsFromMask(mask, B, T);
-      const take = (a: Int32Array, t0: number, t1: number) =>
-        Int32Array.from(
-          { length: B * (t1 - t0) },
-          (_, i) => a[Math.floor(i / (t1 - t0)) * T + t0 + (i % (t1 - t0))],
-        );
-      const cache = model.createCache(B, T, take(mask, 0, P));
-      const steps = [
-        await model.prefill(cache, Tensor.from(take(ids, 0, P), [B, P], "i32"), {
-          positionIds: Tensor.from(take(pos, 0, P), [B, P], "i32"),
-          attentionMask: Tensor.from(take(mask, 0, P), [B, P], "i32"),
-        }).toArray(),
-      ];
-      for (let t = P; t < T; t++) {
-        const step = model.decodeStep(
-          cache,
-          Tensor.from(take(ids, t, t + 1), [B, 1], "i32"),
-          Tensor.from(take(pos, t, t + 1), [B, 1], "i32"),
-        );
-        steps.push(await step.toArray());
-      }
-      const full = refLogits(config, weights, {
-        inputIds: ids,
-        batch: B,
-        seqLen: T,
-        attentionMask: mask,
-      });
-      steps.forEach((got, s) => {
-        const want = new Float64Array(B * V);
-        for (let b = 0; b < B; b++) {
-          want.set(full.subarray((b * T + P - 1 + s) * V, (b * T + P + s) * V), b * V);
-        }
-        assertClose(got, want, { atol: 2e-4, rtol: 1e-3, label: `${name} step ${s}` });
-      });
-      cache.dispose();
-      model.dispose();
-    }
+    for (const name of ["qwen2, yarn (5.x)", "llama 3.1 (4.x)"]) await decodeAgainstReference(name);
   },
 );
+
+gpuTest("KV-cache decoding with norms and the q/k/v sum in split sums, each bias", async () => {
+  // Forced K splits (a CPU adapter's decode products do not split): o_proj and down_proj norm in
+  // their split sums, q/k/v sums in the rotation (not Qwen3's, whose q/k norms come between);
+  // biases on q/k/v (Qwen2.5), on o (this Qwen3) and on every projection (this Llama).
+  linearNormPolicy.splits = qkvLinearPolicy.splits = 2;
+  try {
+    for (
+      const name of [
+        "qwen2.5 (5.x)",
+        "qwen3 (5.x, o bias, untied)",
+        "llama, attention and mlp bias (4.x)",
+      ]
+    ) {
+      const spans: KernelSpan[] = [];
+      await gpu().profile(() => decodeAgainstReference(name), { spans });
+      const ran = (part: string) => spans.filter((x) => x.kernel.includes(part)).length;
+      assert.ok(ran("splitk_rmsnorm:") > 0, `${name}: norms in the split sums`);
+      const rotated = ran("FROM_SPLITS=true");
+      assert.equal(rotated > 0, !name.startsWith("qwen3"), `${name}: q/k/v sums in the rotation`);
+      if (rotated > 0) assert.equal(ran("qkv_split_sum:"), 0, `${name}: no q/k/v split sum`);
+    }
+  } finally {
+    linearNormPolicy.splits = qkvLinearPolicy.splits = null;
+  }
+});

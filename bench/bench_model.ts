@@ -11,6 +11,7 @@ import {
   qkvLinearPolicy,
   skinnyPolicy,
   swigluLinearPolicy,
+  swigluSplitPolicy,
 } from "../src/tensor/mod.ts";
 import { isQwen25Shape, qwen25Config } from "./grpo_setup.ts";
 
@@ -33,7 +34,8 @@ export function arg(name: string, fallback: string): string {
  * --fused-mlp 0 / --fused-qkv 0: gate, up and SwiGLU (q, k and v) as separate dispatches;
  * --qkv-split 0 / --mlp-split 0: the fused products unsplit over K;
  * --linear-norm 0: o_proj and down_proj leave their norms to rmsNorm's own dispatch;
- * --qkv-rope 0: the split q/k/v sum apart from the rotation and cache write.
+ * --qkv-rope 0: the split q/k/v sum apart from the rotation and cache write; --swiglu-pair 0:
+ * split gate and up GEMMs summed apart, then swiglu.
  */
 export function applyDecodeFlags(): void {
   const targetGroups = arg("target-groups", "");
@@ -48,6 +50,7 @@ export function applyDecodeFlags(): void {
   qkvLinearPolicy.enabled = arg("fused-qkv", "1") !== "0";
   qkvLinearPolicy.splitK = arg("qkv-split", "1") !== "0";
   qkvLinearPolicy.rope = arg("qkv-rope", "1") !== "0";
+  swigluSplitPolicy.enabled = arg("swiglu-pair", "1") !== "0";
   swigluLinearPolicy.splitK = arg("mlp-split", "1") !== "0";
   decodePolicy.minChunk = Number(arg("attn-min-chunk", `${decodePolicy.minChunk}`));
   decodePolicy.maxChunk = Number(arg("attn-max-chunk", `${decodePolicy.maxChunk}`));

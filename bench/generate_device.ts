@@ -31,6 +31,7 @@ import {
   qkvLinearPolicy,
   skinnyPolicy,
   swigluLinearPolicy,
+  swigluSplitPolicy,
 } from "../src/tensor/mod.ts";
 import { scope } from "../src/tensor/mod.ts";
 import { Tensor } from "../src/tensor/mod.ts";
@@ -128,6 +129,7 @@ for (const dtype of arg("dtype", "f32,f16").split(",") as ("f32" | "f16")[]) {
       fused_qkv: qkvLinearPolicy.enabled,
       qkv_split: qkvLinearPolicy.splitK,
       qkv_rope: qkvLinearPolicy.rope,
+      swiglu_pair: swigluSplitPolicy.enabled,
       mlp_split: swigluLinearPolicy.splitK,
       prefill_plus_first_s: +first.toFixed(4),
       total_s: +full.toFixed(3),

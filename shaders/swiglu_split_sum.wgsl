@@ -1,6 +1,9 @@
 // Finishes a split-K swiglu_linear (matmul_skinny_swiglu.wgsl, `main_split`): the partials
 // part [splits, 2, M, N] hold each split's gate and up sums; y[i] = silu(g) * u with g and u the
 // sums of their splits, in order (the result does not depend on scheduling), plus their biases.
+// `main_pair*`: the gate and up products ran apart (split-K tiled GEMMs, swiglu_split.ts), their
+// partials in part and part_up, each [splits, M, N]; the sums equal matmul_splitk.wgsl's, so y
+// equals those two sums then swiglu.wgsl bit for bit.
 // One invocation per element of y [M, N] (grid.wgsl).
 
 #include "grid.wgsl"
@@ -21,6 +24,7 @@ struct Params {
 @group(0) @binding(2) var<storage, read_write> y: array<f32>;
 @group(0) @binding(3) var<storage, read> bias_g: array<BIAS_T>;
 @group(0) @binding(4) var<storage, read> bias_u: array<BIAS_T>;
+@group(0) @binding(5) var<storage, read> part_up: array<f32>; // main_pair*
 
 // (gate, up) of element i, summed over the splits.
 // Two splits loaded per round, then added in split order (as matmul_splitk.wgsl).
@@ -65,4 +69,43 @@ fn main_bias(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg
              @builtin(local_invocation_id) lid: vec3<u32>) {
   let i = flat_index(wid, nwg, lid);
   if (i < p.size) { finish(i, biases(i)); }
+}
+
+// (gate, up) of element i from the two products' partials, summed in split order, four splits
+// loaded per round.
+fn pair_sums(i: u32) -> vec2<f32> {
+  let n = p.size;
+  var s = vec2<f32>(0.0);
+  var z = 0u;
+  for (; z + 4u <= p.splits; z += 4u) {
+    let o = z * n + i;
+    let a = vec2<f32>(part[o], part_up[o]);
+    let b = vec2<f32>(part[o + n], part_up[o + n]);
+    let c = vec2<f32>(part[o + 2u * n], part_up[o + 2u * n]);
+    let d = vec2<f32>(part[o + 3u * n], part_up[o + 3u * n]);
+    s = (((s + a) + b) + c) + d;
+  }
+  for (; z < p.splits; z++) { s += vec2<f32>(part[z * n + i], part_up[z * n + i]); }
+  return s;
+}
+
+// Binding 3 and 4 (the biases) are left unbound here.
+@compute @workgroup_size(WG)
+fn main_pair(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+             @builtin(local_invocation_id) lid: vec3<u32>) {
+  let i = flat_index(wid, nwg, lid);
+  if (i < p.size) {
+    let s = pair_sums(i);
+    y[i] = s.x * sigmoid(s.x) * s.y;
+  }
+}
+
+@compute @workgroup_size(WG)
+fn main_pair_bias(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                  @builtin(local_invocation_id) lid: vec3<u32>) {
+  let i = flat_index(wid, nwg, lid);
+  if (i < p.size) {
+    let s = pair_sums(i) + biases(i);
+    y[i] = s.x * sigmoid(s.x) * s.y;
+  }
 }

@@ -13,7 +13,13 @@ import {
   writeModelFolder,
 } from "../io/mod.ts";
 import { gpu, type KernelSpan } from "../gpu/mod.ts";
-import { linearNormPolicy, qkvLinearPolicy, Tensor } from "../tensor/mod.ts";
+import {
+  linearNormPolicy,
+  qkvLinearPolicy,
+  swigluLinearPolicy,
+  swigluSplitPolicy,
+  Tensor,
+} from "../tensor/mod.ts";
 import { assertClose, gpuTest, leftPadded } from "../testing/mod.ts";
 import { CausalLM } from "./causal_lm.ts";
 import { positionIdsFromMask, refLogits } from "./ref_model.ts";
@@ -148,25 +154,30 @@ gpuTest(
 gpuTest("KV-cache decoding with norms and the q/k/v sum in split sums, each bias", async () => {
   // Forced K splits (a CPU adapter's decode products do not split): o_proj and down_proj norm in
   // their split sums, q/k/v sums in the rotation (not Qwen3's, whose q/k norms come between);
-  // biases on q/k/v (Qwen2.5), on o (this Qwen3) and on every projection (this Llama).
-  linearNormPolicy.splits = qkvLinearPolicy.splits = 2;
+  // biases on q/k/v (Qwen2.5), on o (this Qwen3) and on every projection (this Llama). Without
+  // the fused few-row MLP, gate and up run as split GEMMs summed in one pass with the SwiGLU.
+  linearNormPolicy.splits = qkvLinearPolicy.splits = swigluSplitPolicy.splits = 2;
+  const names = [
+    "qwen2.5 (5.x)",
+    "qwen3 (5.x, o bias, untied)",
+    "llama, attention and mlp bias (4.x)",
+  ];
   try {
-    for (
-      const name of [
-        "qwen2.5 (5.x)",
-        "qwen3 (5.x, o bias, untied)",
-        "llama, attention and mlp bias (4.x)",
-      ]
-    ) {
-      const spans: KernelSpan[] = [];
-      await gpu().profile(() => decodeAgainstReference(name), { spans });
-      const ran = (part: string) => spans.filter((x) => x.kernel.includes(part)).length;
-      assert.ok(ran("splitk_rmsnorm:") > 0, `${name}: norms in the split sums`);
-      const rotated = ran("FROM_SPLITS=true");
-      assert.equal(rotated > 0, !name.startsWith("qwen3"), `${name}: q/k/v sums in the rotation`);
-      if (rotated > 0) assert.equal(ran("qkv_split_sum:"), 0, `${name}: no q/k/v split sum`);
+    for (const fusedMlp of [true, false]) {
+      swigluLinearPolicy.enabled = fusedMlp;
+      for (const name of names) {
+        const spans: KernelSpan[] = [];
+        await gpu().profile(() => decodeAgainstReference(name), { spans });
+        const ran = (part: string) => spans.filter((x) => x.kernel.includes(part)).length;
+        assert.ok(ran("splitk_rmsnorm:") > 0, `${name}: norms in the split sums`);
+        const rotated = ran("FROM_SPLITS=true");
+        assert.equal(rotated > 0, !name.startsWith("qwen3"), `${name}: q/k/v sums in the rotation`);
+        if (rotated > 0) assert.equal(ran("qkv_split_sum:"), 0, `${name}: no q/k/v split sum`);
+        assert.equal(ran("swiglu_split_sum:main_pair") > 0, !fusedMlp, `${name}: gate/up pass`);
+      }
     }
   } finally {
-    linearNormPolicy.splits = qkvLinearPolicy.splits = null;
+    linearNormPolicy.splits = qkvLinearPolicy.splits = swigluSplitPolicy.splits = null;
+    swigluLinearPolicy.enabled = true;
   }
 });

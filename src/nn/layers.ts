@@ -18,6 +18,7 @@ import {
   swiglu,
   swigluLinear,
   swigluLinearApplies,
+  swigluProducts,
 } from "../tensor/mod.ts";
 import type { Tensor } from "../tensor/mod.ts";
 import { hasOutputBias } from "./weights.ts";
@@ -241,6 +242,8 @@ export function decoderLayerStep(
   const [wg, wu] = [fusedW(w.gate), fusedW(w.up)];
   const act = !adapted && swigluLinearApplies(x2, wg, wu, biases)
     ? swigluLinear(f16(x2), wg, wu, biases)
+    : fuses("gate_proj") && fuses("up_proj")
+    ? swigluProducts(x2, w.gate, w.up, biases)
     : swiglu(linear(x2, "gate_proj", w.gate, w.gateBias), linear(x2, "up_proj", w.up, w.upBias));
   if (ctx.nextNorm && fuses("down_proj")) {
     const [out, normed] = linearNorm(act, w.down, w.downBias, ctx.nextNorm, { residual: h1, eps });

@@ -54,6 +54,7 @@ export {
 } from "./ops/rope_cache.ts";
 export { ropeDynamicInvFreqRef } from "./ref/rope.ts";
 export { swiglu } from "./ops/swiglu.ts";
+export { swigluProducts, swigluSplitPolicy } from "./ops/swiglu_split.ts";
 export {
   linearNorm,
   type LinearNormOptions,

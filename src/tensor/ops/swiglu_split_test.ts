@@ -1,0 +1,88 @@
+import assert from "node:assert/strict";
+import { gpuTest, randomArray } from "../../testing/mod.ts";
+import { gpu } from "../../gpu/mod.ts";
+import { backward } from "../autograd.ts";
+import { noGrad } from "../grad_mode.ts";
+import { roundToF16 } from "../half.ts";
+import { Tensor } from "../tensor.ts";
+import { linear } from "./matmul.ts";
+import { gemm } from "./matmul_kernel.ts";
+import { sum } from "./reduce.ts";
+import { swiglu } from "./swiglu.ts";
+import { swigluProducts, swigluSplitPolicy } from "./swiglu_split.ts";
+
+const [M, N, K] = [6, 40, 64];
+
+function operands(seed: number, half: boolean) {
+  const w = (s: number) => {
+    const a = randomArray(N * K, s);
+    return Tensor.from(half ? a.map(roundToF16) : a, [N, K], half ? "f16" : "f32");
+  };
+  return {
+    x: Tensor.from(randomArray(M * K, seed), [2, M / 2, K]),
+    wg: w(seed + 1),
+    wu: w(seed + 2),
+    bg: Tensor.from(randomArray(N, seed + 3), [N]),
+    bu: Tensor.from(randomArray(N, seed + 4), [N]),
+  };
+}
+
+gpuTest("swigluProducts equals the split products' sums then swiglu, bit for bit", async () => {
+  const d = { batch: 1, m: M, n: N, k: K, transA: false, transB: true, strideA: 0, strideB: 0 };
+  for (const [splits, half, biased] of [[3, false, true], [2, true, false], [5, false, false]]) {
+    const { x, wg, wu, bg, bu } = operands(10 * Number(splits), half as boolean);
+    const [b1, b2] = biased ? [bg, bu] : [null, null];
+    swigluSplitPolicy.splits = splits as number;
+    try {
+      const d0 = gpu().recorder.dispatches;
+      const y = noGrad(() => swigluProducts(x, wg, wu, { biasGate: b1, biasUp: b2 }));
+      assert.equal(gpu().recorder.dispatches - d0, 3, "two products and one pass");
+      assert.deepEqual(y.shape, [2, M / 2, N]);
+      const [g, u] = [Tensor.empty([M, N]), Tensor.empty([M, N])];
+      gemm(x, wg, g, d, { bias: b1, splits: splits as number });
+      gemm(x, wu, u, d, { bias: b2, splits: splits as number });
+      const label = JSON.stringify({ splits, half, biased });
+      assert.deepEqual(await y.toArray(), await swiglu(g, u).toArray(), label);
+    } finally {
+      swigluSplitPolicy.splits = null;
+    }
+  }
+});
+
+gpuTest("swigluProducts unsplit, or with the policy off, is swiglu(linear, linear)", async () => {
+  const { x, wg, wu, bg, bu } = operands(3, false);
+  const want = await swiglu(linear(x, wg, bg), linear(x, wu, bu)).toArray();
+  for (const enabled of [true, false]) {
+    swigluSplitPolicy.enabled = enabled;
+    try {
+      const y = noGrad(() => swigluProducts(x, wg, wu, { biasGate: bg, biasUp: bu }));
+      assert.deepEqual(await y.toArray(), want, `policy ${enabled ? "on" : "off"}`);
+    } finally {
+      swigluSplitPolicy.enabled = true;
+    }
+  }
+});
+
+gpuTest("swigluProducts under the tape is swiglu(linear, linear) with its gradients", async () => {
+  const { x, wg, wu } = operands(5, false);
+  x.requiresGrad = wg.requiresGrad = true;
+  swigluSplitPolicy.splits = 2;
+  try {
+    const y = swigluProducts(x, wg, wu);
+    assert.ok(y.requiresGrad);
+    backward(sum(y));
+    assert.ok((await x.grad!.toArray()).some((v) => v !== 0) && wg.grad !== null);
+  } finally {
+    swigluSplitPolicy.splits = null;
+  }
+});
+
+gpuTest("swigluProducts leaves operands that do not fit to linear's error", () => {
+  const { x, wg } = operands(7, false);
+  const wide = Tensor.from(randomArray(N * (K + 4), 1), [N, K + 4]);
+  assert.throws(() => noGrad(() => swigluProducts(x, wide, wide)), /linear: x must end in in=68/);
+  assert.throws(
+    () => noGrad(() => swigluProducts(x, wg, Tensor.from(randomArray(8 * K, 2), [8, K]))),
+    /swiglu|shape/i,
+  );
+});

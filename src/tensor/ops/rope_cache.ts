@@ -113,7 +113,7 @@ export function dispatchRopeIntoCache(
   const Hq = t.q.shape[2], H = t.k.shape[2], D = t.q.shape[3];
   const packed = t.keys.dtype === "f16";
   const split = o.splits ?? null, biases = split?.biases ?? null;
-  if (split) checkSplits(split, o.rows, (Hq + 2 * H) * D);
+  if (split) checkSplits(split, o.rows, Hq * D, H * D);
   const invFreq = invFreqTensor(D, o.rope);
   // Invocations: one per pair of columns (d, d + D/2), or per two neighbouring pairs when packed.
   const n = o.rows * (Hq + H) * D / (packed ? 4 : 2);
@@ -146,19 +146,16 @@ export function dispatchRopeIntoCache(
   if (o.rope.invFreq !== undefined && !(o.rope.invFreq instanceof Tensor)) invFreq.dispose();
 }
 
-function checkSplits(s: QkvSplits, rows: number, width: number): void {
-  const b = s.biases;
+function checkSplits(s: QkvSplits, rows: number, nq: number, nk: number): void {
+  const b = s.biases, width = nq + 2 * nk;
   const ok = s.part.rank === 3 && s.part.shape[0] === s.splits && s.part.shape[1] === rows &&
     s.part.shape[2] === width && s.part.dtype === "f32" && ropeFromSplitsFits() &&
-    (!b || b.every((t, i) =>
-      t.rank === 1 && t.dtype === b[0].dtype && t.shape[0] ===
-        (i === 0 ? width - 2 * b[1].shape[0] : b[1].shape[0])
-    ));
+    (!b || b.every((t, i) => t.rank === 1 && t.dtype === b[0].dtype && t.size === [nq, nk, nk][i]));
   if (!ok) {
     throw new Error(
       `rope into cache from splits: expected part f32 [${s.splits}, ${rows}, ${width}] and ` +
-        `biases [Nq], [Nk], [Nk] of one dtype on a device binding ${SPLIT_BINDINGS} storage ` +
-        `buffers; got part ${fmtShape(s.part.shape)} ${s.part.dtype}, biases ` +
+        `biases [${nq}], [${nk}], [${nk}] of one dtype on a device binding ${SPLIT_BINDINGS} ` +
+        `storage buffers; got part ${fmtShape(s.part.shape)} ${s.part.dtype}, biases ` +
         (b ? b.map((t) => `${fmtShape(t.shape)} ${t.dtype}`).join(", ") : "none"),
     );
   }

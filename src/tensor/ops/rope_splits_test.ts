@@ -112,4 +112,20 @@ gpuTest("the rotation from split partials names partials that do not fit", () =>
       ),
     /expected part f32 \[2, 1, 64\].*got part \[2, 1, 48\] f32, biases none/,
   );
+  const bias = (n: number) => Tensor.from(randomArray(n, n), [n]);
+  assert.throws(
+    () =>
+      noGrad(() =>
+        ropeQKIntoCache(q, k, v, Tensor.from([3], [1, 1], "i32"), {
+          theta: 1e4,
+          cache: { keys, values, start: 0 },
+          splits: {
+            part: Tensor.empty([2, 1, 64]),
+            splits: 2,
+            biases: [bias(Hq * D), bias(H * D + 1), bias(H * D)],
+          },
+        })
+      ),
+    /biases \[32\], \[16\], \[16\].*biases \[32\] f32, \[17\] f32, \[16\] f32/,
+  );
 });

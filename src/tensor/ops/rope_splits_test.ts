@@ -97,35 +97,26 @@ gpuTest("the rotation from split partials equals the split sum then the rotation
 gpuTest("the rotation from split partials names partials that do not fit", () => {
   if (!ropeFromSplitsFits()) return;
   const q = Tensor.from(randomArray(Hq * D, 1), [1, 1, Hq, D]);
-  const k = Tensor.from(randomArray(H * D, 2), [1, 1, H, D]),
-    v = Tensor.from(randomArray(H * D, 3), k.shape);
+  const k = Tensor.from(randomArray(H * D, 2), [1, 1, H, D]);
+  const v = Tensor.from(randomArray(H * D, 3), k.shape);
   const keys = Tensor.empty([1, 4, H, D]), values = Tensor.empty([1, 4, H, D]);
+  const rotate = (splits: QkvSplits) =>
+    noGrad(() =>
+      ropeQKIntoCache(q, k, v, Tensor.from([3], [1, 1], "i32"), {
+        theta: 1e4,
+        cache: { keys, values, start: 0 },
+        splits,
+      })
+    );
   const part = Tensor.empty([2, 1, (Hq + H) * D]); // v's columns missing
   assert.throws(
-    () =>
-      noGrad(() =>
-        ropeQKIntoCache(q, k, v, Tensor.from([3], [1, 1], "i32"), {
-          theta: 1e4,
-          cache: { keys, values, start: 0 },
-          splits: { part, splits: 2, biases: null },
-        })
-      ),
+    () => rotate({ part, splits: 2, biases: null }),
     /expected part f32 \[2, 1, 64\].*got part \[2, 1, 48\] f32, biases none/,
   );
   const bias = (n: number) => Tensor.from(randomArray(n, n), [n]);
+  const biases = [bias(Hq * D), bias(H * D + 1), bias(H * D)] as const;
   assert.throws(
-    () =>
-      noGrad(() =>
-        ropeQKIntoCache(q, k, v, Tensor.from([3], [1, 1], "i32"), {
-          theta: 1e4,
-          cache: { keys, values, start: 0 },
-          splits: {
-            part: Tensor.empty([2, 1, 64]),
-            splits: 2,
-            biases: [bias(Hq * D), bias(H * D + 1), bias(H * D)],
-          },
-        })
-      ),
+    () => rotate({ part: Tensor.empty([2, 1, 64]), splits: 2, biases }),
     /biases \[32\], \[16\], \[16\].*biases \[32\] f32, \[17\] f32, \[16\] f32/,
   );
 });

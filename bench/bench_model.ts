@@ -61,6 +61,21 @@ export function applyDecodeFlags(): void {
   decodePolicy.wideInvocations = Number(arg("attn-wide", `${decodePolicy.wideInvocations}`));
 }
 
+/** The decode policies `applyDecodeFlags` sets, as a bench's JSON line reports them. */
+export function decodeFlagsUsed() {
+  return {
+    skinny_policy: skinnyPolicy,
+    decode_policy: decodePolicy,
+    fused_mlp: swigluLinearPolicy.enabled,
+    linear_norm: linearNormPolicy.enabled,
+    fused_qkv: qkvLinearPolicy.enabled,
+    qkv_split: qkvLinearPolicy.splitK,
+    qkv_rope: qkvLinearPolicy.rope,
+    swiglu_pair: swigluSplitPolicy.enabled,
+    mlp_split: swigluLinearPolicy.splitK,
+  };
+}
+
 /** --config tiny | qwen2.5-0.5b | qwen2.5-1.5b (the Qwen2.5 shapes of grpo_setup.ts). */
 export function benchConfig(name: string): ModelConfig {
   const common = { eosTokenId: 0, rmsNormEps: 1e-6 };

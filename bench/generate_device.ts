@@ -20,19 +20,17 @@
  * matmul, no split K), so the count on a GPU differs.
  */
 import { gpu, initGpu } from "../src/gpu/mod.ts";
-import { applyDecodeFlags, arg, benchConfig, randomArrays } from "./bench_model.ts";
+import {
+  applyDecodeFlags,
+  arg,
+  benchConfig,
+  decodeFlagsUsed,
+  randomArrays,
+} from "./bench_model.ts";
 import { CausalLM, type KvDtype } from "../src/nn/mod.ts";
 import { generate } from "../src/rollout/mod.ts";
 import { SampleBuffers, sampleStep } from "../src/rollout/mod.ts";
 import { noGrad } from "../src/tensor/mod.ts";
-import {
-  decodePolicy,
-  linearNormPolicy,
-  qkvLinearPolicy,
-  skinnyPolicy,
-  swigluLinearPolicy,
-  swigluSplitPolicy,
-} from "../src/tensor/mod.ts";
 import { scope } from "../src/tensor/mod.ts";
 import { Tensor } from "../src/tensor/mod.ts";
 
@@ -122,15 +120,7 @@ for (const dtype of arg("dtype", "f32,f16").split(",") as ("f32" | "f16")[]) {
       prompt: P,
       new_tokens: R,
       sampling: sample ? "top_k 50, top_p 0.9" : "greedy",
-      skinny_policy: skinnyPolicy,
-      decode_policy: decodePolicy,
-      fused_mlp: swigluLinearPolicy.enabled,
-      linear_norm: linearNormPolicy.enabled,
-      fused_qkv: qkvLinearPolicy.enabled,
-      qkv_split: qkvLinearPolicy.splitK,
-      qkv_rope: qkvLinearPolicy.rope,
-      swiglu_pair: swigluSplitPolicy.enabled,
-      mlp_split: swigluLinearPolicy.splitK,
+      ...decodeFlagsUsed(),
       prefill_plus_first_s: +first.toFixed(4),
       total_s: +full.toFixed(3),
       ms_per_step: +((full - first) / (R - 1) * 1000).toFixed(2),

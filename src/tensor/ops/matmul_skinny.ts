@@ -53,8 +53,9 @@ export const skinnyPolicy = {
   /**
    * A product whose K is at least this many times its N takes the tiled kernel too (when its
    * tiles are used over half, as above): the MLP's down projection at 64 rows, whose tiled
-   * blocks split K 32 ways. One H100 (2026-11-27, 0.5B, B 64, f16, `profile_generate.ts`): 0.84
-   * ms per step tiled against 1.01 skinny.
+   * blocks split K 32 ways. One H100 (2026-11-27, 0.5B, B 64, f16, `profile_generate.ts`):
+   * 0.84-0.93 ms per step tiled against 1.01 skinny; whole steps 5.27 -> 5.23 ms, and at 1.5B
+   * 14.2 -> 13.6.
    */
   tiledDeepK: 4,
   /**

@@ -11,7 +11,6 @@ import { sameShape, shapeSize, Tensor } from "../tensor.ts";
 import { grid1d } from "./grid.ts";
 import { linear } from "./matmul.ts";
 import { gemm } from "./matmul_kernel.ts";
-import { sumSplits } from "./matmul_skinny.ts";
 import { swiglu } from "./swiglu.ts";
 
 const WG = 256;
@@ -65,14 +64,12 @@ export function swigluProducts(
   };
   const [g, pg] = product(wGate, bg);
   const [u, pu] = product(wUp, bu);
+  if (!pg && !pu) return swiglu(g, u); // neither split: both wrote their outputs
+  // Two products of one shape and options run one plan.
   if (!pg || !pu || pg.splits !== pu.splits) {
-    // One product only split (it never happens for two products of one shape): sum it alone.
-    for (const [p, out, bias] of [[pg, g, bg], [pu, u, bu]] as const) {
-      if (p) sumSplits(p.part, out, { m, n, splits: p.splits, bias });
-    }
-    const y = swiglu(g, u);
-    for (const t of [g, u, pg?.part, pu?.part]) t?.dispose();
-    return y;
+    throw new Error(
+      `swigluProducts: gate and up split K differently (${pg?.splits}, ${pu?.splits})`,
+    );
   }
   g.dispose();
   u.dispose();

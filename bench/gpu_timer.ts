@@ -90,13 +90,18 @@ export class GpuTimer {
 /**
  * Runs `fn` (which records GPU work) until `ms` of wall time have passed, a sync after each
  * batch: an idle GPU runs at a low clock, so a product timed right after operands were made on the
- * host (seconds of CPU work) reads slow (bench/README.md).
+ * host (seconds of CPU work) reads slow (bench/README.md). Batches double until one takes 50 ms:
+ * a sync costs milliseconds in Deno, and ten 70 us products between syncs kept an H100 at 345 MHz
+ * (`nvidia-smi`), its GPU idle most of the time.
  */
 export async function warmGpu(fn: () => void, ms = 300): Promise<void> {
   const end = performance.now() + ms;
+  let batch = 10;
   while (performance.now() < end) {
-    for (let i = 0; i < 10; i++) fn();
+    const t0 = performance.now();
+    for (let i = 0; i < batch; i++) fn();
     await gpu().sync();
+    if (performance.now() - t0 < 50) batch *= 2;
   }
 }
 

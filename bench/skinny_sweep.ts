@@ -1,0 +1,147 @@
+/**
+ * Every skinny tile and K split of the decode step's f16-weight products (Qwen2.5-0.5B shape) and
+ * the tiled kernel, timed interleaved: each variant is checked once against f64 sums, then all of
+ * them run round after round with no readback between (one timestamp span per variant and round,
+ * read at the end), after 1.5 s of the same work. A GPU that waits on readbacks between variants
+ * drops its clock (an H100 went from 1,980 to 345-1,000 MHz within a `skinny_device.ts --f16`
+ * run), which reorders variants that differ by less than that.
+ *
+ *   deno run -A bench/skinny_sweep.ts [--m 64,128,256] [--shapes qkv,qo,kv,gate_up,down]
+ *     [--rounds 5] [--per-span 40]
+ */
+import { initGpu } from "../src/gpu/mod.ts";
+import {
+  gemm,
+  gemmSkinny,
+  pickTile,
+  type SkinnyConfig,
+  skinnyConfig,
+  Tensor,
+} from "../src/tensor/mod.ts";
+import { rng } from "../src/testing/mod.ts";
+import { arg } from "./bench_model.ts";
+import { GpuTimer, warmGpu } from "./gpu_timer.ts";
+
+const SHAPES: Record<string, [number, number]> = {
+  qkv: [1152, 896],
+  qo: [896, 896],
+  kv: [128, 896],
+  gate_up: [4864, 896],
+  down: [896, 4864],
+};
+const TILES: Record<string, SkinnyConfig> = {
+  bm64_bn128_t8: { wgX: 16, wgY: 16, tn: 8, tm: 4, bk: 16 },
+  bm64_bn64_t4: { wgX: 16, wgY: 16, tn: 4, tm: 4, bk: 16 },
+  bm64_bn64_t8: { wgX: 8, wgY: 16, tn: 8, tm: 4, bk: 16 },
+  bm64_bn64_t8_bk8: { wgX: 8, wgY: 16, tn: 8, tm: 4, bk: 8 },
+  bm64_bn32_t4: { wgX: 8, wgY: 16, tn: 4, tm: 4, bk: 16 },
+  bm64_bn32_t8: { wgX: 4, wgY: 16, tn: 8, tm: 4, bk: 16 },
+  bm32_bn128_t8: { wgX: 16, wgY: 8, tn: 8, tm: 4, bk: 16 },
+  bm32_bn64_t8: { wgX: 8, wgY: 8, tn: 8, tm: 4, bk: 16 },
+};
+const SPLITS = [undefined, 1, 2, 4, 8];
+const rounds = Number(arg("rounds", "5")), perSpan = Number(arg("per-span", "40"));
+const g = await initGpu();
+if (!g.hasF16) throw new Error("skinny_sweep: needs shader-f16 (decode products are f16)");
+
+function data(n: number, seed: number): Float32Array {
+  const r = rng(seed);
+  return Float32Array.from({ length: n }, () => r() * 2 - 1);
+}
+
+/** Largest relative error of 16 outputs of y = x w^T against f64 sums of the stored halves. */
+async function spot(
+  y: Tensor,
+  x: Float32Array,
+  w: Float32Array,
+  d: { m: number; n: number; k: number },
+) {
+  const out = await y.toArray() as Float32Array;
+  let worst = 0;
+  for (let t = 0; t < 16; t++) {
+    const i = (t * 7919) % d.m, j = (t * 104729) % d.n;
+    let s = 0;
+    for (let p = 0; p < d.k; p++) s += x[i * d.k + p] * w[j * d.k + p];
+    worst = Math.max(worst, Math.abs(out[i * d.n + j] - s) / (Math.abs(s) + 1e-3));
+  }
+  return worst;
+}
+
+async function sweep(m: number, name: string) {
+  const [n, k] = SHAPES[name];
+  const xs = data(m * k, 1);
+  const x = Tensor.from(xs, [m, k]).keep();
+  const w = Tensor.from(data(n * k, 2), [n, k], "f16").keep();
+  const ws = await w.toArray() as Float32Array;
+  const y = Tensor.empty([m, n]).keep();
+  const d = { batch: 1, m, n, k, transA: false, transB: true, strideA: 0, strideB: 0 };
+  const tile = pickTile(1, m, n);
+  const variants: [string, () => void][] = [[
+    `tiled_${tile.wgX * tile.tn}`,
+    () => gemm(x, w, y, d, { tile }),
+  ]];
+  const tiles = { default: skinnyConfig(m), ...TILES };
+  for (const [t, config] of Object.entries(tiles)) {
+    for (const splits of SPLITS) {
+      variants.push([
+        `${t}_s${splits ?? "auto"}`,
+        () => gemmSkinny(x, w, y, { m, n, k }, { config, splits }),
+      ]);
+    }
+  }
+  const errs = new Map<string, number>();
+  const usable: (readonly [string, () => void])[] = [];
+  for (const [v, fn] of variants) {
+    try {
+      fn();
+      errs.set(v, await spot(y, xs, ws, { m, n, k }));
+      usable.push([v, fn] as const);
+    } catch (e) {
+      console.error(`${name} m=${m} ${v}: ${(e as Error).message}`);
+    }
+  }
+  let i = 0;
+  await warmGpu(() => usable[i++ % usable.length][1](), 1500);
+  const timer = new GpuTimer(rounds * usable.length);
+  for (let r = 0; r < rounds; r++) {
+    for (const [, fn] of usable) {
+      await timer.begin();
+      for (let c = 0; c < perSpan; c++) fn();
+      await timer.end();
+    }
+  }
+  const ms = await timer.read();
+  timer.destroy();
+  const flop = 2 * m * n * k;
+  const rows = usable.map(([v], j) => {
+    const mine = Array.from({ length: rounds }, (_, r) => ms[r * usable.length + j] / perSpan)
+      .sort((a, b) => a - b);
+    const med = mine[Math.floor(rounds / 2)];
+    return {
+      variant: v,
+      us: +(med * 1000).toFixed(1),
+      tflops: +(flop / med / 1e9).toFixed(2),
+      err: errs.get(v),
+    };
+  });
+  const byName = (v: string) => rows.find((r) => r.variant === v);
+  rows.sort((a, b) => a.us - b.us);
+  console.log(JSON.stringify({
+    shape: name,
+    m,
+    n,
+    k,
+    tiled: rows.find((r) => r.variant.startsWith("tiled")),
+    auto: byName("default_sauto"),
+    best: rows.slice(0, 6),
+    worst_err: Math.max(...rows.map((r) => r.err ?? 0)),
+  }));
+  for (const t of [x, w, y]) t.dispose();
+}
+
+for (const m of arg("m", "64,128,256").split(",").map(Number)) {
+  for (const name of arg("shapes", Object.keys(SHAPES).join(",")).split(",")) {
+    if (!(name in SHAPES)) throw new Error(`--shapes ${name}: one of ${Object.keys(SHAPES)}`);
+    await sweep(m, name);
+  }
+}

@@ -1,0 +1,123 @@
+/**
+ * The decode step's fused gate/up/SwiGLU product (`swigluLinear`, matmul_skinny_swiglu.wgsl) at
+ * few rows, over register tiles and K splits (each timed after a second of the same work: an
+ * H100 left mostly idle runs at 345 MHz), and with parts of its k loop dropped (`--variant`):
+ * where its time goes. Weights cycle through eight layers (more than the L2 cache holds), as a
+ * decode step reads them. Each line: microseconds per product (its split sum included), TFLOP/s.
+ * Variants other than `base` give wrong results on purpose; `base` is checked against f64 sums.
+ *
+ *   deno run -A bench/swiglu_probe.ts [--m 64] [--n 4864] [--k 896] [--variant base|noload|
+ *     nobar|noput] [--configs 8x16,...] [--splits auto,1,...]
+ */
+import { initGpu, registerShaderSources, shaderSource } from "../src/gpu/mod.ts";
+import { scope, swigluLinear, type SwigluLinearConfig, Tensor } from "../src/tensor/mod.ts";
+import { arg } from "./bench_model.ts";
+import { timeGpu, warmGpu } from "./gpu_timer.ts";
+import { randomData } from "./raw_kernel.ts";
+
+const SHADER = "matmul_skinny_swiglu";
+/** Text each variant removes from the shader's k loop. */
+const DROPS: Record<string, string[]> = {
+  base: [],
+  noload: ["if (more) { staged = fetch(m0, n0, k_lo + (t + 1u) * K4, k_hi, tid); }"],
+  noput: ["if (more) { put(1u - cur, tid, staged); }"],
+  nobar: ["    workgroupBarrier();\n  }\n  return"],
+  // The stage's shared reads of the weights (of three of x's four rows) replaced by x's first
+  // (the loop comes written out: one text per vec4 of the stage).
+  nowread: [0, 1, 2, 3].flatMap((c) =>
+    [0, 1, 2, 3].flatMap((i) =>
+      ["g", "u"].map((t) => `vec4<f32>(${t}s[cur][${i}][lid.x][${c} % K4])`)
+    )
+  ),
+  noxread: [0, 1, 2, 3].flatMap((c) =>
+    [1, 2, 3].map((i) => `xs[cur][${i}u % TM][lid.y][${c} % K4]`)
+  ),
+};
+/** What a dropped text becomes (`return` keeps the loop's end; a read becomes x's first row). */
+const STANDIN = (d: string) =>
+  d.endsWith("return") ? "  }\n  return" : d.includes(" % K4]") ? "x0" : "";
+const variant = arg("variant", "base");
+if (!(variant in DROPS)) throw new Error(`--variant ${variant}: one of ${Object.keys(DROPS)}`);
+const g = await initGpu();
+let code = shaderSource(SHADER);
+for (const d of DROPS[variant]) {
+  if (!code.includes(d)) throw new Error(`${SHADER} lacks ${JSON.stringify(d)}`);
+  code = code.replaceAll(d, STANDIN(d));
+}
+registerShaderSources({ [SHADER]: code });
+
+const m = Number(arg("m", "64")), n = Number(arg("n", "4864")), k = Number(arg("k", "896"));
+const LAYERS = 8;
+const x = Tensor.from(randomData(m * k, 1), [m, k]).keep();
+const wData = randomData(n * k, 2);
+const layers = Array.from({ length: LAYERS }, (_, i) => ({
+  g: Tensor.from(wData, [n, k], "f16").keep(),
+  u: Tensor.from(randomData(n * k, 3 + i), [n, k], "f16").keep(),
+}));
+
+const CONFIGS: Record<string, SwigluLinearConfig> = {
+  "8x16": { wgX: 8, wgY: 16, tm: 4, bk: 16 },
+  "16x8": { wgX: 16, wgY: 8, tm: 4, bk: 16 },
+  "4x16": { wgX: 4, wgY: 16, tm: 4, bk: 16 },
+  "16x16": { wgX: 16, wgY: 16, tm: 4, bk: 16 },
+  "8x16_bk8": { wgX: 8, wgY: 16, tm: 4, bk: 8 },
+  "8x8": { wgX: 8, wgY: 8, tm: 4, bk: 16 },
+  "32x4": { wgX: 32, wgY: 4, tm: 4, bk: 16 },
+};
+
+/** Largest relative error of a few outputs against f64 sums (the half weights as stored). */
+async function check(y: Tensor, wg: Tensor, wu: Tensor): Promise<number> {
+  const out = await y.toArray() as Float32Array;
+  const xs = await x.toArray() as Float32Array;
+  const [gs, us] = [await wg.toArray(), await wu.toArray()] as Float32Array[];
+  let worst = 0;
+  for (let t = 0; t < 16; t++) {
+    const i = (t * 7919) % m, j = (t * 104729) % n;
+    let a = 0, b = 0;
+    for (let p = 0; p < k; p++) {
+      a += xs[i * k + p] * gs[j * k + p];
+      b += xs[i * k + p] * us[j * k + p];
+    }
+    const want = a / (1 + Math.exp(-a)) * b;
+    worst = Math.max(worst, Math.abs(out[i * n + j] - want) / (Math.abs(want) + 1e-3));
+  }
+  return worst;
+}
+
+const flop = 2 * 2 * m * n * k;
+// The first config again at the end: a drift of the GPU's clock shows as two figures for it.
+const only = arg("configs", "");
+const picked = only
+  ? only.split(",").map((c) => [c, CONFIGS[c]] as const)
+  : Object.entries(CONFIGS);
+const runs = [...picked, ["8x16 (again)", CONFIGS["8x16"]] as const];
+for (const [name, config] of runs) {
+  for (const splits of arg("splits", "auto,1,2,3,4,6").split(",")) {
+    const split = splits === "auto" ? undefined : Number(splits);
+    let layer = 0, y: Tensor | null = null;
+    const run = () => {
+      const l = layers[layer++ % LAYERS];
+      y?.dispose();
+      y = scope(() => swigluLinear(x, l.g, l.u, { config, splits: split }).keep());
+    };
+    try {
+      await warmGpu(run, Number(arg("warm-ms", "1000")));
+      const { medianMs } = await timeGpu(run, { reps: 3, perSpan: 32 * LAYERS });
+      const err = variant === "base"
+        ? await check(y!, layers[(layer - 1) % LAYERS].g, layers[(layer - 1) % LAYERS].u)
+        : null;
+      console.log(JSON.stringify({
+        variant,
+        config: name,
+        splits,
+        us: +(medianMs * 1000).toFixed(1),
+        tflops: +(flop / medianMs / 1e9).toFixed(2),
+        err,
+      }));
+    } catch (e) {
+      console.log(JSON.stringify({ variant, config: name, splits, error: (e as Error).message }));
+    }
+    (y as Tensor | null)?.dispose();
+  }
+}
+console.log(JSON.stringify({ device: g.adapterName }));

@@ -7,7 +7,7 @@
  * Variants other than `base` give wrong results on purpose; `base` is checked against f64 sums.
  *
  *   deno run -A bench/swiglu_probe.ts [--m 64] [--n 4864] [--k 896] [--variant base|noload|
- *     nobar|noput] [--configs 8x16,...] [--splits auto,1,...]
+ *     nobar|noput|nowread|noxread] [--configs 8x16,...] [--splits auto,1,...] [--warm-ms 1000]
  */
 import { initGpu, registerShaderSources, shaderSource } from "../src/gpu/mod.ts";
 import { scope, swigluLinear, type SwigluLinearConfig, Tensor } from "../src/tensor/mod.ts";
@@ -16,7 +16,7 @@ import { timeGpu, warmGpu } from "./gpu_timer.ts";
 import { randomData } from "./raw_kernel.ts";
 
 const SHADER = "matmul_skinny_swiglu";
-/** Text each variant removes from the shader's k loop. */
+/** Text each variant drops from the shader's k loop, or replaces (`STANDIN`). */
 const DROPS: Record<string, string[]> = {
   base: [],
   noload: ["if (more) { staged = fetch(m0, n0, k_lo + (t + 1u) * K4, k_hi, tid); }"],

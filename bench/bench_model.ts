@@ -34,7 +34,8 @@ export function arg(name: string, fallback: string): string {
  * --fused-mlp 0 / --fused-qkv 0: gate, up and SwiGLU (q, k and v) as separate dispatches;
  * --qkv-split 0 / --mlp-split 0: the fused products unsplit over K;
  * --linear-norm 0: o_proj and down_proj leave their norms to rmsNorm's own dispatch;
- * --qkv-rope 0: the split q/k/v sum apart from the rotation and cache write; --swiglu-pair 0:
+ * --qkv-rope 0: the split q/k/v sum apart from the rotation and cache write; --qkv-wg-x N: the
+ * fused q/k/v tile's threads along N past 128 rows (8: the skinny tile's); --swiglu-pair 0:
  * split gate and up GEMMs summed apart, then swiglu.
  */
 export function applyDecodeFlags(): void {
@@ -50,6 +51,7 @@ export function applyDecodeFlags(): void {
   qkvLinearPolicy.enabled = arg("fused-qkv", "1") !== "0";
   qkvLinearPolicy.splitK = arg("qkv-split", "1") !== "0";
   qkvLinearPolicy.rope = arg("qkv-rope", "1") !== "0";
+  qkvLinearPolicy.wideX = Number(arg("qkv-wg-x", `${qkvLinearPolicy.wideX}`));
   swigluSplitPolicy.enabled = arg("swiglu-pair", "1") !== "0";
   swigluLinearPolicy.splitK = arg("mlp-split", "1") !== "0";
   decodePolicy.minChunk = Number(arg("attn-min-chunk", `${decodePolicy.minChunk}`));
@@ -71,6 +73,7 @@ export function decodeFlagsUsed() {
     fused_qkv: qkvLinearPolicy.enabled,
     qkv_split: qkvLinearPolicy.splitK,
     qkv_rope: qkvLinearPolicy.rope,
+    qkv_wg_x: qkvLinearPolicy.wideX,
     swiglu_pair: swigluSplitPolicy.enabled,
     mlp_split: swigluLinearPolicy.splitK,
   };

@@ -6,7 +6,10 @@
  * drops its clock (an H100 went from 1,980 to 345-1,000 MHz within a `skinny_device.ts --f16`
  * run), which reorders variants that differ by less than that.
  *
- *   deno run -A bench/skinny_sweep.ts [--m 64,128,256] [--shapes qkv,qo,kv,gate_up,down]
+ * `qkv_fused` is the fused q/k/v product with biases (`qkvLinear`) over its own tiles and splits,
+ * its split sum included.
+ *
+ *   deno run -A bench/skinny_sweep.ts [--m 64,128,256] [--shapes qkv,qo,kv,gate_up,down,qkv_fused]
  *     [--rounds 5] [--per-span 40]
  */
 import { initGpu } from "../src/gpu/mod.ts";
@@ -14,6 +17,12 @@ import {
   gemm,
   gemmSkinny,
   pickTile,
+  type QkvBiases,
+  qkvLinear,
+  type QkvLinearConfig,
+  qkvLinearConfig,
+  type QkvWeights,
+  scope,
   type SkinnyConfig,
   skinnyConfig,
   Tensor,
@@ -40,6 +49,14 @@ const TILES: Record<string, SkinnyConfig> = {
   bm32_bn64_t8: { wgX: 8, wgY: 8, tn: 8, tm: 4, bk: 16 },
 };
 const SPLITS = [undefined, 1, 2, 4, 8];
+/** Tiles of the fused q/k/v product (4 rows of each weight per thread). */
+const FUSED_TILES: Record<string, QkvLinearConfig> = {
+  "16x16": { wgX: 16, wgY: 16, tm: 4, bk: 16 },
+  "8x16_bk8": { wgX: 8, wgY: 16, tm: 4, bk: 8 },
+  "16x8": { wgX: 16, wgY: 8, tm: 4, bk: 16 },
+  "8x8": { wgX: 8, wgY: 8, tm: 4, bk: 16 },
+  "4x16": { wgX: 4, wgY: 16, tm: 4, bk: 16 },
+};
 const rounds = Number(arg("rounds", "5")), perSpan = Number(arg("per-span", "40"));
 const g = await initGpu();
 if (!g.hasF16) throw new Error("skinny_sweep: needs shader-f16 (decode products are f16)");
@@ -49,70 +66,52 @@ function data(n: number, seed: number): Float32Array {
   return Float32Array.from({ length: n }, () => r() * 2 - 1);
 }
 
-/** Largest relative error of 16 outputs of y = x w^T against f64 sums of the stored halves. */
+/** Largest relative error of 16 outputs of y = x w^T (+ bias) against f64 sums of the stored halves. */
 async function spot(
   y: Tensor,
   x: Float32Array,
   w: Float32Array,
   d: { m: number; n: number; k: number },
+  bias?: Float32Array,
 ) {
   const out = await y.toArray() as Float32Array;
   let worst = 0;
   for (let t = 0; t < 16; t++) {
     const i = (t * 7919) % d.m, j = (t * 104729) % d.n;
-    let s = 0;
+    let s = bias ? bias[j] : 0;
     for (let p = 0; p < d.k; p++) s += x[i * d.k + p] * w[j * d.k + p];
     worst = Math.max(worst, Math.abs(out[i * d.n + j] - s) / (Math.abs(s) + 1e-3));
   }
   return worst;
 }
 
-async function sweep(m: number, name: string) {
-  const [n, k] = SHAPES[name];
-  const xs = data(m * k, 1);
-  const x = Tensor.from(xs, [m, k]).keep();
-  const w = Tensor.from(data(n * k, 2), [n, k], "f16").keep();
-  const ws = await w.toArray() as Float32Array;
-  const y = Tensor.empty([m, n]).keep();
-  const d = { batch: 1, m, n, k, transA: false, transB: true, strideA: 0, strideB: 0 };
-  const tile = pickTile(1, m, n);
-  const variants: [string, () => void][] = [[
-    `tiled_${tile.wgX * tile.tn}`,
-    () => gemm(x, w, y, d, { tile }),
-  ]];
-  const tiles = { default: skinnyConfig(m), ...TILES };
-  for (const [t, config] of Object.entries(tiles)) {
-    for (const splits of SPLITS) {
-      variants.push([
-        `${t}_s${splits ?? "auto"}`,
-        () => gemmSkinny(x, w, y, { m, n, k }, { config, splits }),
-      ]);
-    }
-  }
+type Variant = readonly [name: string, run: () => void, check: () => Promise<number>];
+
+/** Checks each variant once, then times them all interleaved; prints one JSON line. */
+async function timeAll(head: Record<string, unknown>, variants: Variant[], flop: number) {
   const errs = new Map<string, number>();
-  const usable: (readonly [string, () => void])[] = [];
-  for (const [v, fn] of variants) {
+  const usable: Variant[] = [];
+  for (const v of variants) {
     try {
-      fn();
-      errs.set(v, await spot(y, xs, ws, { m, n, k }));
-      usable.push([v, fn] as const);
+      errs.set(v[0], await v[2]());
+      usable.push(v);
     } catch (e) {
-      console.error(`${name} m=${m} ${v}: ${(e as Error).message}`);
+      console.error(`${JSON.stringify(head)} ${v[0]}: ${(e as Error).message}`);
     }
   }
   let i = 0;
+  if (usable.length === 0) throw new Error(`${JSON.stringify(head)}: no variant ran`);
   await warmGpu(() => usable[i++ % usable.length][1](), 1500);
   const timer = new GpuTimer(rounds * usable.length);
   for (let r = 0; r < rounds; r++) {
-    for (const [, fn] of usable) {
+    for (const [, run] of usable) {
       await timer.begin();
-      for (let c = 0; c < perSpan; c++) fn();
+      for (let c = 0; c < perSpan; c++) run();
       await timer.end();
     }
   }
   const ms = await timer.read();
   timer.destroy();
-  const flop = 2 * m * n * k;
   const rows = usable.map(([v], j) => {
     const mine = Array.from({ length: rounds }, (_, r) => ms[r * usable.length + j] / perSpan)
       .sort((a, b) => a - b);
@@ -127,21 +126,70 @@ async function sweep(m: number, name: string) {
   const byName = (v: string) => rows.find((r) => r.variant === v);
   rows.sort((a, b) => a.us - b.us);
   console.log(JSON.stringify({
-    shape: name,
-    m,
-    n,
-    k,
+    ...head,
     tiled: rows.find((r) => r.variant.startsWith("tiled")),
     auto: byName("default_sauto"),
     best: rows.slice(0, 6),
     worst_err: Math.max(...rows.map((r) => r.err ?? 0)),
   }));
+}
+
+async function sweep(m: number, name: string) {
+  const [n, k] = SHAPES[name];
+  const xs = data(m * k, 1);
+  const x = Tensor.from(xs, [m, k]).keep();
+  const w = Tensor.from(data(n * k, 2), [n, k], "f16").keep();
+  const ws = await w.toArray() as Float32Array;
+  const y = Tensor.empty([m, n]).keep();
+  const d = { batch: 1, m, n, k, transA: false, transB: true, strideA: 0, strideB: 0 };
+  const tile = pickTile(1, m, n);
+  const variant = (v: string, run: () => void): Variant => [v, run, () => {
+    run();
+    return spot(y, xs, ws, { m, n, k });
+  }];
+  const variants = [variant(`tiled_${tile.wgX * tile.tn}`, () => gemm(x, w, y, d, { tile }))];
+  for (const [t, config] of Object.entries({ default: skinnyConfig(m), ...TILES })) {
+    for (const splits of SPLITS) {
+      variants.push(variant(
+        `${t}_s${splits ?? "auto"}`,
+        () => gemmSkinny(x, w, y, { m, n, k }, { config, splits }),
+      ));
+    }
+  }
+  await timeAll({ shape: name, m, n, k }, variants, 2 * m * n * k);
   for (const t of [x, w, y]) t.dispose();
 }
 
+/** The fused q/k/v product with biases (`qkvLinear`, Qwen2.5-0.5B: 896, 128 and 128 rows). */
+async function sweepQkv(m: number) {
+  const k = 896, ns = [896, 128, 128];
+  const xs = data(m * k, 1);
+  const x = Tensor.from(xs, [m, k]).keep();
+  const w = ns.map((n, i) => Tensor.from(data(n * k, 2 + i), [n, k], "f16").keep());
+  const b = ns.map((n, i) => Tensor.from(data(n, 5 + i), [n]).keep());
+  const wq = await w[0].toArray() as Float32Array, bq = await b[0].toArray() as Float32Array;
+  const weights = w as unknown as QkvWeights, biases = b as unknown as QkvBiases;
+  const variants: Variant[] = [];
+  for (const [t, c] of Object.entries({ default: qkvLinearConfig(m), ...FUSED_TILES })) {
+    for (const splits of [...SPLITS, 3, 6]) {
+      const run = () => scope(() => void qkvLinear(x, weights, biases, { config: c, splits }));
+      variants.push([`${t}_s${splits ?? "auto"}`, run, async () => {
+        const q = scope(() => qkvLinear(x, weights, biases, { config: c, splits })[0].keep());
+        const err = await spot(q, xs, wq, { m, n: ns[0], k }, bq);
+        q.dispose();
+        return err;
+      }]);
+    }
+  }
+  const n = ns[0] + ns[1] + ns[2];
+  await timeAll({ shape: "qkv_fused", m, n, k }, variants, 2 * m * n * k);
+  for (const t of [x, ...w, ...b]) t.dispose();
+}
+
+const names = [...Object.keys(SHAPES), "qkv_fused"];
 for (const m of arg("m", "64,128,256").split(",").map(Number)) {
-  for (const name of arg("shapes", Object.keys(SHAPES).join(",")).split(",")) {
-    if (!(name in SHAPES)) throw new Error(`--shapes ${name}: one of ${Object.keys(SHAPES)}`);
-    await sweep(m, name);
+  for (const name of arg("shapes", names.join(",")).split(",")) {
+    if (!names.includes(name)) throw new Error(`--shapes ${name}: one of ${names}`);
+    await (name === "qkv_fused" ? sweepQkv(m) : sweep(m, name));
   }
 }

@@ -31,6 +31,17 @@ export const qkvLinearPolicy = {
   rope: true,
   /** K splits forced on every fused product (tests: a CPU adapter's products do not split). */
   splits: null as number | null,
+  /**
+   * Threads along N of the tile from `wideFrom` rows (the skinny kernels' tile has 8: 32 weight
+   * rows a block). One H100 (2026-11-28, 0.5B q/k/v with biases, f16): the product alone
+   * (`skinny_sweep.ts --shapes qkv_fused`, split sum included) took 36.1-40.1 us at 256 rows with
+   * 16 against 54.2, 14.6 at 64 against 20.3, the same at 128. Whole decode steps
+   * (`generate_device.ts --qkv-wg-x 8|16`, twice each): B 256 13.02 / 13.04 -> 12.71 / 12.74 ms,
+   * B 128 8.07 / 8.06 -> 8.19 / 8.20 (its splits, and so the rotation's sum, grow), B 64 5.12 /
+   * 5.11 -> 5.08 / 5.09 (within noise): wide past 128 rows only.
+   */
+  wideX: 16,
+  wideFrom: 129,
 };
 
 /** The three weights [N*, K] (f32 or f16, one dtype), in the order q, k, v. */
@@ -53,8 +64,12 @@ export interface QkvLinearOptions {
 /** Storage buffers the biased entry binds: x, three weights, three outputs, three biases. */
 const BIAS_BINDINGS = 10;
 
-/** The tile for M rows (skinny_fused.ts). */
-export const qkvLinearConfig: (m: number) => QkvLinearConfig = fusedSkinnyConfig;
+/** The tile for M rows: skinny_fused.ts's, `qkvLinearPolicy.wideX` threads wide from `wideFrom`. */
+export function qkvLinearConfig(m: number): QkvLinearConfig {
+  const c = fusedSkinnyConfig(m);
+  const p = qkvLinearPolicy;
+  return m >= p.wideFrom && !gpu().isCpuAdapter ? { ...c, wgX: p.wideX } : c;
+}
 
 const biasCount = (b: QkvBiases) => b.filter((t) => t !== null).length;
 

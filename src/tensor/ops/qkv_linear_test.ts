@@ -6,7 +6,7 @@ import { noGrad } from "../grad_mode.ts";
 import { checkpoint } from "./checkpoint.ts";
 import { clone } from "./basic.ts";
 import { round16, TILES, TOL } from "./skinny_testing.ts";
-import { qkvLinear, qkvLinearApplies } from "./qkv_linear.ts";
+import { qkvLinear, qkvLinearApplies, qkvLinearConfig, qkvLinearPolicy } from "./qkv_linear.ts";
 import { skinnyPolicy } from "./matmul_skinny.ts";
 import { swigluLinearApplies } from "./swiglu_linear.ts";
 
@@ -15,7 +15,7 @@ async function check(
   m: number,
   ns: [number, number, number],
   k: number,
-  options: { bias?: boolean; f16?: boolean; splits?: number } = {},
+  options: { bias?: boolean; f16?: boolean; splits?: number; tiles?: typeof TILES } = {},
 ): Promise<void> {
   const seed = m * 131 + ns[0] * 7 + k;
   const x = randomArray(m * k, seed);
@@ -28,7 +28,7 @@ async function check(
   const X = Tensor.from(x, [m, k]);
   const W = ns.map((n, i) => Tensor.from(ws[i], [n, k], dt));
   const Bs = ns.map((n, i) => bs[i] ? Tensor.from(bs[i], [n]) : null);
-  for (const config of TILES) {
+  for (const config of options.tiles ?? TILES) {
     const outs = qkvLinear(X, [W[0], W[1], W[2]], [Bs[0], Bs[1], Bs[2]], {
       config,
       splits: options.splits,
@@ -36,7 +36,7 @@ async function check(
     for (let i = 0; i < 3; i++) {
       assert.deepEqual(outs[i].shape, [m, ns[i]]);
       const want = linear(x, ws[i], bs[i], m, k, ns[i]);
-      const label = JSON.stringify({ m, ns, k, ...options, config, out: "qkv"[i] });
+      const label = JSON.stringify({ m, ns, k, ...options, tiles: 0, config, out: "qkv"[i] });
       assertClose(await outs[i].toArray(), want, { ...TOL, label });
       outs[i].dispose();
     }
@@ -66,6 +66,15 @@ gpuTest("qkvLinear split over K sums its partials in the finishing pass, biases 
   }
   await check(5, [8, 21, 21], 36, { splits: 100, bias: true }); // more splits than K slices
 });
+
+gpuTest(
+  "qkvLinear's wide tile (what a GPU takes past 128 rows: qkvLinearPolicy)",
+  async () => {
+    const wide = { ...qkvLinearConfig(qkvLinearPolicy.wideFrom), wgX: qkvLinearPolicy.wideX };
+    await check(70, [37, 9, 9], 36, { bias: true, tiles: [wide] }); // two row blocks, a short one
+    await check(64, [64, 16, 16], 32, { splits: 3, tiles: [wide] });
+  },
+);
 
 gpuTest("qkvLinear with f16 weights (skipped without shader-f16)", async () => {
   await check(2, [37, 9, 9], 36, { f16: true });

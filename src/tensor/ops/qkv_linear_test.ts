@@ -28,7 +28,8 @@ async function check(
   const X = Tensor.from(x, [m, k]);
   const W = ns.map((n, i) => Tensor.from(ws[i], [n, k], dt));
   const Bs = ns.map((n, i) => bs[i] ? Tensor.from(bs[i], [n]) : null);
-  for (const config of options.tiles ?? TILES) {
+  const { tiles, ...shown } = options;
+  for (const config of tiles ?? TILES) {
     const outs = qkvLinear(X, [W[0], W[1], W[2]], [Bs[0], Bs[1], Bs[2]], {
       config,
       splits: options.splits,
@@ -36,7 +37,7 @@ async function check(
     for (let i = 0; i < 3; i++) {
       assert.deepEqual(outs[i].shape, [m, ns[i]]);
       const want = linear(x, ws[i], bs[i], m, k, ns[i]);
-      const label = JSON.stringify({ m, ns, k, ...options, tiles: 0, config, out: "qkv"[i] });
+      const label = JSON.stringify({ m, ns, k, ...shown, config, out: "qkv"[i] });
       assertClose(await outs[i].toArray(), want, { ...TOL, label });
       outs[i].dispose();
     }

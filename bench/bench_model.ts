@@ -10,6 +10,7 @@ import {
   linearNormPolicy,
   qkvLinearPolicy,
   skinnyPolicy,
+  type SwigluLinearConfig,
   swigluLinearPolicy,
   swigluSplitPolicy,
 } from "../src/tensor/mod.ts";
@@ -78,6 +79,20 @@ export function decodeFlagsUsed() {
     mlp_split: swigluLinearPolicy.splitK,
   };
 }
+
+/**
+ * Tiles the fused skinny products' probes try (`swiglu_probe.ts`, `skinny_sweep.ts`), by threads
+ * along N x M: 4 rows of each weight per thread, 4 rows of x.
+ */
+export const FUSED_TILES: Record<string, SwigluLinearConfig> = {
+  "8x16": { wgX: 8, wgY: 16, tm: 4, bk: 16 },
+  "16x8": { wgX: 16, wgY: 8, tm: 4, bk: 16 },
+  "4x16": { wgX: 4, wgY: 16, tm: 4, bk: 16 },
+  "16x16": { wgX: 16, wgY: 16, tm: 4, bk: 16 },
+  "8x16_bk8": { wgX: 8, wgY: 16, tm: 4, bk: 8 },
+  "8x8": { wgX: 8, wgY: 8, tm: 4, bk: 16 },
+  "32x4": { wgX: 32, wgY: 4, tm: 4, bk: 16 },
+};
 
 /** --config tiny | qwen2.5-0.5b | qwen2.5-1.5b (the Qwen2.5 shapes of grpo_setup.ts). */
 export function benchConfig(name: string): ModelConfig {

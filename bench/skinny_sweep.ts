@@ -19,7 +19,6 @@ import {
   pickTile,
   type QkvBiases,
   qkvLinear,
-  type QkvLinearConfig,
   qkvLinearConfig,
   type QkvWeights,
   scope,
@@ -28,7 +27,7 @@ import {
   Tensor,
 } from "../src/tensor/mod.ts";
 import { rng } from "../src/testing/mod.ts";
-import { arg } from "./bench_model.ts";
+import { arg, FUSED_TILES } from "./bench_model.ts";
 import { GpuTimer, warmGpu } from "./gpu_timer.ts";
 
 const SHAPES: Record<string, [number, number]> = {
@@ -49,14 +48,6 @@ const TILES: Record<string, SkinnyConfig> = {
   bm32_bn64_t8: { wgX: 8, wgY: 8, tn: 8, tm: 4, bk: 16 },
 };
 const SPLITS = [undefined, 1, 2, 4, 8];
-/** Tiles of the fused q/k/v product (4 rows of each weight per thread). */
-const FUSED_TILES: Record<string, QkvLinearConfig> = {
-  "16x16": { wgX: 16, wgY: 16, tm: 4, bk: 16 },
-  "8x16_bk8": { wgX: 8, wgY: 16, tm: 4, bk: 8 },
-  "16x8": { wgX: 16, wgY: 8, tm: 4, bk: 16 },
-  "8x8": { wgX: 8, wgY: 8, tm: 4, bk: 16 },
-  "4x16": { wgX: 4, wgY: 16, tm: 4, bk: 16 },
-};
 const rounds = Number(arg("rounds", "5")), perSpan = Number(arg("per-span", "40"));
 const g = await initGpu();
 if (!g.hasF16) throw new Error("skinny_sweep: needs shader-f16 (decode products are f16)");

@@ -10,8 +10,8 @@
  *     nobar|noput|nowread|noxread] [--configs 8x16,...] [--splits auto,1,...] [--warm-ms 1000]
  */
 import { initGpu, registerShaderSources, shaderSource } from "../src/gpu/mod.ts";
-import { scope, swigluLinear, type SwigluLinearConfig, Tensor } from "../src/tensor/mod.ts";
-import { arg } from "./bench_model.ts";
+import { scope, swigluLinear, Tensor } from "../src/tensor/mod.ts";
+import { arg, FUSED_TILES } from "./bench_model.ts";
 import { timeGpu, warmGpu } from "./gpu_timer.ts";
 import { randomData } from "./raw_kernel.ts";
 
@@ -55,16 +55,6 @@ const layers = Array.from({ length: LAYERS }, (_, i) => ({
   u: Tensor.from(randomData(n * k, 3 + i), [n, k], "f16").keep(),
 }));
 
-const CONFIGS: Record<string, SwigluLinearConfig> = {
-  "8x16": { wgX: 8, wgY: 16, tm: 4, bk: 16 },
-  "16x8": { wgX: 16, wgY: 8, tm: 4, bk: 16 },
-  "4x16": { wgX: 4, wgY: 16, tm: 4, bk: 16 },
-  "16x16": { wgX: 16, wgY: 16, tm: 4, bk: 16 },
-  "8x16_bk8": { wgX: 8, wgY: 16, tm: 4, bk: 8 },
-  "8x8": { wgX: 8, wgY: 8, tm: 4, bk: 16 },
-  "32x4": { wgX: 32, wgY: 4, tm: 4, bk: 16 },
-};
-
 /** Largest relative error of a few outputs against f64 sums (the half weights as stored). */
 async function check(y: Tensor, wg: Tensor, wu: Tensor): Promise<number> {
   const out = await y.toArray() as Float32Array;
@@ -88,9 +78,12 @@ const flop = 2 * 2 * m * n * k;
 // The first config again at the end: a drift of the GPU's clock shows as two figures for it.
 const only = arg("configs", "");
 const picked = only
-  ? only.split(",").map((c) => [c, CONFIGS[c]] as const)
-  : Object.entries(CONFIGS);
-const runs = [...picked, ["8x16 (again)", CONFIGS["8x16"]] as const];
+  ? only.split(",").map((c) => {
+    if (!(c in FUSED_TILES)) throw new Error(`--configs ${c}: one of ${Object.keys(FUSED_TILES)}`);
+    return [c, FUSED_TILES[c]] as const;
+  })
+  : Object.entries(FUSED_TILES);
+const runs = [...picked, ["8x16 (again)", FUSED_TILES["8x16"]] as const];
 for (const [name, config] of runs) {
   for (const splits of arg("splits", "auto,1,2,3,4,6").split(",")) {
     const split = splits === "auto" ? undefined : Number(splits);

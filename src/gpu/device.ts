@@ -6,8 +6,6 @@ import { KernelProfiler, type KernelSpan, Recorder } from "./recorder.ts";
 import type { Binding } from "./types.ts";
 import type { Params } from "./params.ts";
 
-export { packParams, paramBytes, type ParamField, type Params } from "./params.ts";
-
 export interface GpuOptions {
   powerPreference?: GPUPowerPreference;
   /** Ignore `shader-f16` even where the adapter has it (f32 everywhere). */

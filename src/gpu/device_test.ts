@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { gpuTest } from "../testing/mod.ts";
-import { gpu, packParams } from "./device.ts";
+import { gpu } from "./device.ts";
+import { packParams } from "./params.ts";
 
 function u32Buffer(values: number[]): GPUBuffer {
   const g = gpu();

@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { gpuTest } from "../testing/mod.ts";
 import { gpuGaps, kernelTotals } from "./gaps.ts";
-import { gpu, packParams } from "./device.ts";
+import { gpu } from "./device.ts";
+import { packParams } from "./params.ts";
 import type { KernelSpan } from "./recorder.ts";
 
 /** A span from ms figures (the clock starts far from zero, as a GPU's does). */

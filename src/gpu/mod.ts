@@ -1,15 +1,6 @@
 export type { Binding } from "./types.ts";
-export {
-  type DispatchOptions,
-  Gpu,
-  gpu,
-  type GpuOptions,
-  initGpu,
-  packParams,
-  paramBytes,
-  type ParamField,
-  type Params,
-} from "./device.ts";
+export { type DispatchOptions, Gpu, gpu, type GpuOptions, initGpu } from "./device.ts";
+export { packParams, paramBytes, type ParamField, type Params } from "./params.ts";
 export { formatBytes, GpuError } from "./errors.ts";
 export { BufferPool } from "./buffer_pool.ts";
 export { kernelKey, type KernelSpec, PipelineCache } from "./pipelines.ts";

@@ -14,6 +14,9 @@ export interface Params {
   readonly fields: readonly ParamField[];
 }
 
+/** Bytes a uniform of `n` fields takes: a multiple of 16, at least 16. */
+const paddedBytes = (n: number) => Math.max(16, Math.ceil(n / 4) * 16);
+
 /** The uniform fields of a dispatch (`DispatchOptions.params`), in order. */
 export function packParams(fields: readonly ParamField[]): Params {
   return { fields };
@@ -22,7 +25,7 @@ export function packParams(fields: readonly ParamField[]): Params {
 /** Writes `params` at byte `offset` of `view` and zero-pads them; returns the bytes they take. */
 export function writeParams(view: DataView, offset: number, params: Params): number {
   const f = params.fields;
-  const bytes = Math.max(16, Math.ceil(f.length / 4) * 16);
+  const bytes = paddedBytes(f.length);
   for (let i = 0; i < f.length; i++) {
     const v = f[i];
     if (typeof v === "number") view.setUint32(offset + i * 4, v >>> 0, true);
@@ -35,7 +38,7 @@ export function writeParams(view: DataView, offset: number, params: Params): num
 
 /** `params` as bytes of their own (a uniform buffer made by hand: benches). */
 export function paramBytes(params: Params): ArrayBuffer {
-  const buf = new ArrayBuffer(Math.max(16, Math.ceil(params.fields.length / 4) * 16));
+  const buf = new ArrayBuffer(paddedBytes(params.fields.length));
   writeParams(new DataView(buf), 0, params);
   return buf;
 }

@@ -5,7 +5,7 @@
  * gradient is being recorded.
  */
 import { gpu, packParams } from "../../gpu/mod.ts";
-import { sameShape, shapeSize, Tensor } from "../tensor.ts";
+import { type DType, sameShape, shapeSize, Tensor } from "../tensor.ts";
 import { grid1d } from "./grid.ts";
 import {
   checkFusedConfig,
@@ -90,10 +90,8 @@ export function swigluLinear(
   if (m === 0 || n === 0) return out;
   const c = options.config ?? swigluLinearConfig(m);
   checkFusedConfig(c, { op: "swiglu_linear", weightTiles: 2 });
-  // A lone bias runs with zeros in place of the other.
-  const dtype = (bg ?? bu)?.dtype ?? "f32";
-  const zero = (bg || bu) && !(bg && bu) ? Tensor.from(new Float32Array(n), [n], dtype) : null;
-  const biasG = bg ?? zero, biasU = bu ?? zero;
+  const pair = biasPair(bg, bu, n);
+  const biasG = pair?.gate ?? null, dtype = pair?.dtype ?? "f32";
   const spec = fusedSkinnySpec(c, {
     shader: "matmul_skinny_swiglu",
     entry: biasG ? "main_bias" : "main",
@@ -108,7 +106,7 @@ export function swigluLinear(
     forced: options.splits,
   });
   const params = packParams([m, n, k / 4, splits > 1 ? split4 : k / 4]);
-  const biases = biasG && biasU ? [biasG.buffer, biasU.buffer] : [];
+  const biases = pair ? [pair.gate.buffer, pair.up.buffer] : [];
   if (splits === 1) {
     gpu().dispatch(spec, {
       params,
@@ -134,8 +132,23 @@ export function swigluLinear(
     });
     part.dispose();
   }
-  zero?.dispose();
+  pair?.zero?.dispose();
   return out;
 }
 
 const SUM_WG = 256;
+
+/**
+ * The gate and up biases for kernels that bind both or neither (null: neither given). A lone
+ * bias is paired with zeros of its dtype, `zero`, for the caller to dispose after its dispatches.
+ */
+export function biasPair(
+  bg: Tensor | null,
+  bu: Tensor | null,
+  n: number,
+): { gate: Tensor; up: Tensor; dtype: DType; zero: Tensor | null } | null {
+  const given = bg ?? bu;
+  if (!given) return null;
+  const zero = bg && bu ? null : Tensor.from(new Float32Array(n), [n], given.dtype);
+  return { gate: bg ?? zero!, up: bu ?? zero!, dtype: given.dtype, zero };
+}

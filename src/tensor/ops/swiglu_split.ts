@@ -12,6 +12,7 @@ import { grid1d } from "./grid.ts";
 import { linear } from "./matmul.ts";
 import { gemm } from "./matmul_kernel.ts";
 import { swiglu } from "./swiglu.ts";
+import { biasPair } from "./swiglu_linear.ts";
 
 const WG = 256;
 
@@ -74,12 +75,11 @@ export function swigluProducts(
   g.dispose();
   u.dispose();
   const y = Tensor.empty([...lead, n], "f32", "swiglu_products");
-  const dtype = bg?.dtype ?? bu?.dtype ?? "f32";
-  const zero = (bg || bu) && !(bg && bu) ? Tensor.from(new Float32Array(n), [n], dtype) : null;
-  const biases = bg || bu ? [(bg ?? zero)!.buffer, (bu ?? zero)!.buffer] : [null, null];
+  const pair = biasPair(bg, bu, n), dtype = pair?.dtype ?? "f32";
+  const biases = pair ? [pair.gate.buffer, pair.up.buffer] : [null, null];
   gpu().dispatch({
     shader: "swiglu_split_sum",
-    entry: bg || bu ? "main_pair_bias" : "main_pair",
+    entry: pair ? "main_pair_bias" : "main_pair",
     f16: dtype === "f16",
     defines: { WG, BIAS_T: dtype },
   }, {
@@ -87,6 +87,6 @@ export function swigluProducts(
     buffers: [pg.part.buffer, y.buffer, ...biases, pu.part.buffer],
     workgroups: grid1d(m * n, WG),
   });
-  for (const t of [pg.part, pu.part, zero]) t?.dispose();
+  for (const t of [pg.part, pu.part, pair?.zero]) t?.dispose();
   return y;
 }

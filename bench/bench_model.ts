@@ -9,6 +9,7 @@ import {
   decodePolicy,
   linearNormPolicy,
   qkvLinearPolicy,
+  type SkinnyConfig,
   skinnyPolicy,
   type SwigluLinearConfig,
   swigluLinearPolicy,
@@ -79,6 +80,21 @@ export function decodeFlagsUsed() {
     mlp_split: swigluLinearPolicy.splitK,
   };
 }
+
+/**
+ * Tiles the skinny product's probes try (`skinny_device.ts`, `skinny_sweep.ts`): rows x weight
+ * rows a block, weight rows a thread (tn), K per stage where not 16.
+ */
+export const SKINNY_TILES: Record<string, SkinnyConfig> = {
+  bm64_bn128_t8: { wgX: 16, wgY: 16, tn: 8, tm: 4, bk: 16 },
+  bm64_bn64_t4: { wgX: 16, wgY: 16, tn: 4, tm: 4, bk: 16 },
+  bm64_bn64_t8: { wgX: 8, wgY: 16, tn: 8, tm: 4, bk: 16 },
+  bm64_bn64_t8_bk8: { wgX: 8, wgY: 16, tn: 8, tm: 4, bk: 8 },
+  bm64_bn32_t4: { wgX: 8, wgY: 16, tn: 4, tm: 4, bk: 16 },
+  bm64_bn32_t8: { wgX: 4, wgY: 16, tn: 8, tm: 4, bk: 16 },
+  bm32_bn128_t8: { wgX: 16, wgY: 8, tn: 8, tm: 4, bk: 16 },
+  bm32_bn64_t8: { wgX: 8, wgY: 8, tn: 8, tm: 4, bk: 16 },
+};
 
 /**
  * Tiles the fused skinny products' probes try (`swiglu_probe.ts`, `skinny_sweep.ts`), by threads

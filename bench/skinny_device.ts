@@ -10,10 +10,11 @@
  */
 import { initGpu } from "../src/gpu/mod.ts";
 import { gemm, pickTile } from "../src/tensor/mod.ts";
-import { gemmSkinny, type SkinnyConfig, skinnyConfig } from "../src/tensor/mod.ts";
+import { gemmSkinny, skinnyConfig } from "../src/tensor/mod.ts";
 import { Tensor } from "../src/tensor/mod.ts";
 import { rng } from "../src/testing/mod.ts";
 import { timeGpu, warmGpu } from "./gpu_timer.ts";
+import { SKINNY_TILES } from "./bench_model.ts";
 
 const flag = (name: string) => Deno.args.includes(`--${name}`);
 const num = (name: string, d: number) => {
@@ -30,12 +31,12 @@ const SHAPES: [string, number, number][] = [
   ["down", 896, 4864],
   ["lm_head", 151936, 896],
 ];
-const CONFIGS: Record<string, SkinnyConfig> = {
-  bn128_t8x4: { wgX: 16, wgY: 16, tn: 8, tm: 4, bk: 16 },
-  bn64_t4x4: { wgX: 16, wgY: 16, tn: 4, tm: 4, bk: 16 },
-  bn64_t8x4_128: { wgX: 8, wgY: 16, tn: 8, tm: 4, bk: 16 },
-  bn32_t4x4_128: { wgX: 8, wgY: 16, tn: 4, tm: 4, bk: 16 },
-};
+/** The 64-row tiles of `SKINNY_TILES` (at 64 rows and more). */
+const CONFIGS = Object.fromEntries(
+  ["bm64_bn128_t8", "bm64_bn64_t4", "bm64_bn64_t8", "bm64_bn32_t4"].map((
+    t,
+  ) => [t, SKINNY_TILES[t]]),
+);
 
 function data(n: number, seed: number): Float32Array {
   const r = rng(seed);

@@ -22,12 +22,11 @@ import {
   qkvLinearConfig,
   type QkvWeights,
   scope,
-  type SkinnyConfig,
   skinnyConfig,
   Tensor,
 } from "../src/tensor/mod.ts";
 import { rng } from "../src/testing/mod.ts";
-import { arg, FUSED_TILES } from "./bench_model.ts";
+import { arg, FUSED_TILES, SKINNY_TILES } from "./bench_model.ts";
 import { GpuTimer, warmGpu } from "./gpu_timer.ts";
 
 const SHAPES: Record<string, [number, number]> = {
@@ -36,16 +35,6 @@ const SHAPES: Record<string, [number, number]> = {
   kv: [128, 896],
   gate_up: [4864, 896],
   down: [896, 4864],
-};
-const TILES: Record<string, SkinnyConfig> = {
-  bm64_bn128_t8: { wgX: 16, wgY: 16, tn: 8, tm: 4, bk: 16 },
-  bm64_bn64_t4: { wgX: 16, wgY: 16, tn: 4, tm: 4, bk: 16 },
-  bm64_bn64_t8: { wgX: 8, wgY: 16, tn: 8, tm: 4, bk: 16 },
-  bm64_bn64_t8_bk8: { wgX: 8, wgY: 16, tn: 8, tm: 4, bk: 8 },
-  bm64_bn32_t4: { wgX: 8, wgY: 16, tn: 4, tm: 4, bk: 16 },
-  bm64_bn32_t8: { wgX: 4, wgY: 16, tn: 8, tm: 4, bk: 16 },
-  bm32_bn128_t8: { wgX: 16, wgY: 8, tn: 8, tm: 4, bk: 16 },
-  bm32_bn64_t8: { wgX: 8, wgY: 8, tn: 8, tm: 4, bk: 16 },
 };
 const SPLITS = [undefined, 1, 2, 4, 8];
 const rounds = Number(arg("rounds", "5")), perSpan = Number(arg("per-span", "40"));
@@ -139,7 +128,7 @@ async function sweep(m: number, name: string) {
     return spot(y, xs, ws, { m, n, k });
   }];
   const variants = [variant(`tiled_${tile.wgX * tile.tn}`, () => gemm(x, w, y, d, { tile }))];
-  for (const [t, config] of Object.entries({ default: skinnyConfig(m), ...TILES })) {
+  for (const [t, config] of Object.entries({ default: skinnyConfig(m), ...SKINNY_TILES })) {
     for (const splits of SPLITS) {
       variants.push(variant(
         `${t}_s${splits ?? "auto"}`,

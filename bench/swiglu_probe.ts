@@ -7,7 +7,7 @@
  * Variants other than `base` give wrong results on purpose; `base` is checked against f64 sums.
  *
  *   deno run -A bench/swiglu_probe.ts [--m 64] [--n 4864] [--k 896] [--variant base|noload|
- *     nobar|noput|nowread|noxread] [--configs 8x16,...] [--splits auto,1,...] [--warm-ms 1000]
+ *     nobar|noput|nowread|noxread|nolds] [--configs 8x16,...] [--splits auto,1,...] [--warm-ms 1000]
  */
 import { initGpu, registerShaderSources, shaderSource } from "../src/gpu/mod.ts";
 import { scope, swigluLinear, Tensor } from "../src/tensor/mod.ts";
@@ -16,33 +16,43 @@ import { timeGpu, warmGpu } from "./gpu_timer.ts";
 import { randomData } from "./raw_kernel.ts";
 
 const SHADER = "matmul_skinny_swiglu";
-/** Text each variant drops from the shader's k loop, or replaces (`STANDIN`). */
-const DROPS: Record<string, string[]> = {
+/** Per variant, the texts of the shader's k loop it replaces, each with its stand-in. */
+type Edits = Array<[string, string]>;
+/** A stage's vec4 of K, one text per read (the loop comes written out by `c`). */
+const perC = (f: (c: number) => Edits): Edits => [0, 1, 2, 3].flatMap(f);
+const xRead = (i: number, c: number) =>
+  i === 0 ? `xs[cur][0][lid.y][${c} % K4]` : `xs[cur][${i}u % TM][lid.y][${c} % K4]`;
+const wRead = (t: string, i: number, c: number) => `${t}s[cur][${i}][lid.x][${c} % K4]`;
+const EDITS: Record<string, Edits> = {
   base: [],
-  noload: ["if (more) { staged = fetch(m0, n0, k_lo + (t + 1u) * K4, k_hi, tid); }"],
-  noput: ["if (more) { put(1u - cur, tid, staged); }"],
-  nobar: ["    workgroupBarrier();\n  }\n  return"],
-  // The stage's shared reads of the weights (of three of x's four rows) replaced by x's first
-  // (the loop comes written out: one text per vec4 of the stage).
-  nowread: [0, 1, 2, 3].flatMap((c) =>
-    [0, 1, 2, 3].flatMap((i) =>
-      ["g", "u"].map((t) => `vec4<f32>(${t}s[cur][${i}][lid.x][${c} % K4])`)
-    )
+  noload: [["if (more) { staged = fetch(m0, n0, k_lo + (t + 1u) * K4, k_hi, tid); }", ""]],
+  noput: [["if (more) { put(1u - cur, tid, staged); }", ""]],
+  nobar: [["    workgroupBarrier();\n  }\n  return", "  }\n  return"]],
+  // The stage's shared reads of the weights (of three of x's four rows) replaced by x's first.
+  nowread: perC((c) =>
+    [0, 1, 2, 3].flatMap((i) => ["g", "u"].map((t): [string, string] => [wRead(t, i, c), "x0"]))
   ),
-  noxread: [0, 1, 2, 3].flatMap((c) =>
-    [1, 2, 3].map((i) => `xs[cur][${i}u % TM][lid.y][${c} % K4]`)
-  ),
+  noxread: perC((c) => [1, 2, 3].map((i): [string, string] => [xRead(i, c), "x0"])),
+  // Every shared read of the loop replaced by registers this thread loaded for the stage (kept
+  // distinct per row, so no two sums are the same chain): loads, stores and barriers stay.
+  nolds: [
+    ["let more = t + 1u < stages;", "let more = t + 1u < stages;\n    let held = staged;"],
+    ...perC((c) =>
+      [0, 1, 2, 3].flatMap((i): Edits => [
+        [xRead(i, c), `(held.x${i % 2} + f32(${i}))`],
+        [wRead("g", i, c), `(held.w0[0] + f32(${i}))`],
+        [wRead("u", i, c), `(held.w0[1] + f32(${i}))`],
+      ])
+    ),
+  ],
 };
-/** What a dropped text becomes (`return` keeps the loop's end; a read becomes x's first row). */
-const STANDIN = (d: string) =>
-  d.endsWith("return") ? "  }\n  return" : d.includes(" % K4]") ? "x0" : "";
 const variant = arg("variant", "base");
-if (!(variant in DROPS)) throw new Error(`--variant ${variant}: one of ${Object.keys(DROPS)}`);
+if (!(variant in EDITS)) throw new Error(`--variant ${variant}: one of ${Object.keys(EDITS)}`);
 const g = await initGpu();
 let code = shaderSource(SHADER);
-for (const d of DROPS[variant]) {
-  if (!code.includes(d)) throw new Error(`${SHADER} lacks ${JSON.stringify(d)}`);
-  code = code.replaceAll(d, STANDIN(d));
+for (const [from, to] of EDITS[variant]) {
+  if (!code.includes(from)) throw new Error(`${SHADER} lacks ${JSON.stringify(from)}`);
+  code = code.replaceAll(from, to);
 }
 registerShaderSources({ [SHADER]: code });
 

@@ -14,6 +14,7 @@ import {
   type SwigluLinearConfig,
   swigluLinearPolicy,
   swigluSplitPolicy,
+  swigluWovenPolicy,
 } from "../src/tensor/mod.ts";
 import { isQwen25Shape, qwen25Config } from "./grpo_setup.ts";
 
@@ -38,7 +39,9 @@ export function arg(name: string, fallback: string): string {
  * --linear-norm 0: o_proj and down_proj leave their norms to rmsNorm's own dispatch;
  * --qkv-rope 0: the split q/k/v sum apart from the rotation and cache write; --qkv-wg-x N: the
  * fused q/k/v tile's threads along N past 128 rows (8: the skinny tile's); --swiglu-pair 0:
- * split gate and up GEMMs summed apart, then swiglu.
+ * split gate and up GEMMs summed apart, then swiglu; --swiglu-woven 0: gate and up past the fused
+ * skinny op's rows as two GEMMs (with one pass for both where they split K), not one woven
+ * product; --woven-tile wide|large: the woven product's tile at any rows.
  */
 export function applyDecodeFlags(): void {
   const targetGroups = arg("target-groups", "");
@@ -55,6 +58,12 @@ export function applyDecodeFlags(): void {
   qkvLinearPolicy.rope = arg("qkv-rope", "1") !== "0";
   qkvLinearPolicy.wideX = Number(arg("qkv-wg-x", `${qkvLinearPolicy.wideX}`));
   swigluSplitPolicy.enabled = arg("swiglu-pair", "1") !== "0";
+  swigluWovenPolicy.enabled = arg("swiglu-woven", "1") !== "0";
+  const wovenTile = arg("woven-tile", "");
+  if (wovenTile !== "" && wovenTile !== "wide" && wovenTile !== "large") {
+    throw new Error(`--woven-tile ${wovenTile}: wide or large`);
+  }
+  swigluWovenPolicy.tile = wovenTile === "" ? null : wovenTile;
   swigluLinearPolicy.splitK = arg("mlp-split", "1") !== "0";
   decodePolicy.minChunk = Number(arg("attn-min-chunk", `${decodePolicy.minChunk}`));
   decodePolicy.maxChunk = Number(arg("attn-max-chunk", `${decodePolicy.maxChunk}`));
@@ -77,6 +86,7 @@ export function decodeFlagsUsed() {
     qkv_rope: qkvLinearPolicy.rope,
     qkv_wg_x: qkvLinearPolicy.wideX,
     swiglu_pair: swigluSplitPolicy.enabled,
+    swiglu_woven: swigluWovenPolicy,
     mlp_split: swigluLinearPolicy.splitK,
   };
 }

@@ -6,11 +6,12 @@
  * `deno run -A bench/grpo_step_device.ts [--shape=0.5b|1.5b] [--prompts=8] [--n=8]
  * [--prompt-len=128] [--response-len=256] [--micro=8] [--layers=N] [--vocab=151936]
  * [--checkpointing=1] [--max-tokens=N] [--rmpad=1] [--ragged=1] [--rollout=engine|generate]
- * [--vec4=0] [--exact=0] [--tails=0] [--keep-logits-gb=G] [--split-element-cost=X]`:
+ * [--vec4=0] [--exact=0] [--tails=0] [--woven=0] [--keep-logits-gb=G] [--split-element-cost=X]`:
  * --keep-logits-gb sets
  * actor.keep_logits_gb (the update's LM-head logits kept from forward to backward within G GB);
  * --vec4=0 keeps the tiled GEMM on scalar reads and --exact=0 keeps its bounds checks on whole
- * blocks (before/after runs); --tails=0 runs no product's last wave apart (`splitPlan`);
+ * blocks (before/after runs); --tails=0 runs no product's last wave apart (`splitPlan`); --woven=0
+ * runs gate and up of the passes without a tape (gen's prefill, old_log_prob) as two GEMMs;
  * --split-element-cost sets the K-split wave model's cost of a partial
  * element (`splitPolicy.elementCost`);
  * --rollout picks gen's decoding: the continuous-batching engine (the trainer's default) or
@@ -31,7 +32,7 @@
 import { gpuGaps, initGpu, type KernelSpan, kernelTotals } from "../src/gpu/mod.ts";
 import { type CausalLM, initWeights, weightShapes } from "../src/nn/mod.ts";
 import { charTokenizer } from "../src/io/mod.ts";
-import { loadPolicy, splitPolicy } from "../src/tensor/mod.ts";
+import { loadPolicy, splitPolicy, swigluWovenPolicy } from "../src/tensor/mod.ts";
 import { loadConfig } from "../src/config/mod.ts";
 import { rolloutFor, rolloutPrecision, trainStep } from "../src/trainer/mod.ts";
 import {
@@ -68,6 +69,8 @@ if (raw("split-element-cost")) splitPolicy.elementCost = arg("split-element-cost
 if (arg("exact", 1) === 0) loadPolicy.exact = false;
 // --tails=0: no product runs its last wave apart (splitPolicy.tails; before/after runs).
 if (arg("tails", 1) === 0) splitPolicy.tails = false;
+// --woven=0: gate and up of the passes without a tape as two GEMMs, not one woven product.
+if (arg("woven", 1) === 0) swigluWovenPolicy.enabled = false;
 const rolloutMode = raw("rollout") ?? "engine";
 if (rolloutMode !== "engine" && rolloutMode !== "generate") {
   throw new Error(`--rollout=${rolloutMode}: use engine or generate`);

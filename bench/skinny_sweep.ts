@@ -10,7 +10,7 @@
  * its split sum included.
  *
  *   deno run -A bench/skinny_sweep.ts [--m 64,128,256] [--shapes qkv,qo,kv,gate_up,down,qkv_fused]
- *     [--rounds 5] [--per-span 40]
+ *     [--rounds 5] [--per-span 40] [--tiled-splits 1,2,4: the tiled kernel's three blocks so split]
  */
 import { initGpu } from "../src/gpu/mod.ts";
 import {
@@ -24,6 +24,7 @@ import {
   scope,
   skinnyConfig,
   Tensor,
+  TILES,
 } from "../src/tensor/mod.ts";
 import { rng } from "../src/testing/mod.ts";
 import { arg, FUSED_TILES, SKINNY_TILES } from "./bench_model.ts";
@@ -34,6 +35,9 @@ const SHAPES: Record<string, [number, number]> = {
   qo: [896, 896],
   kv: [128, 896],
   gate_up: [4864, 896],
+  // gate and up as one product (their weights side by side), as cuBLAS runs them in
+  // torch_matmul.py --decode
+  gate_up_cat: [9728, 896],
   down: [896, 4864],
 };
 const SPLITS = [undefined, 1, 2, 4, 8];
@@ -128,6 +132,16 @@ async function sweep(m: number, name: string) {
     return spot(y, xs, ws, { m, n, k });
   }];
   const variants = [variant(`tiled_${tile.wgX * tile.tn}`, () => gemm(x, w, y, d, { tile }))];
+  // The tiled kernel's other blocks and K splits (--tiled-splits 1,2,...; none by default).
+  for (const splits of arg("tiled-splits", "").split(",").filter(Boolean).map(Number)) {
+    for (const name of ["wide", "tall", "large"] as const) {
+      const t = TILES[name];
+      variants.push(variant(
+        `tiled_${t.wgY * t.tm}x${t.wgX * t.tn}_s${splits}`,
+        () => gemm(x, w, y, d, { tile: t, splits }),
+      ));
+    }
+  }
   for (const [t, config] of Object.entries({ default: skinnyConfig(m), ...SKINNY_TILES })) {
     for (const splits of SPLITS) {
       variants.push(variant(

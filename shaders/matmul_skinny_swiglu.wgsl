@@ -118,10 +118,6 @@ fn block(wid: vec3<u32>, lid: vec3<u32>) -> array<vec4<f32>, 8> {
   return array<vec4<f32>, 8>(acc0, acc1, acc2, acc3, acc4, acc5, acc6, acc7);
 }
 
-fn sigmoid4(g: vec4<f32>) -> vec4<f32> {
-  return vec4<f32>(sigmoid(g.x), sigmoid(g.y), sigmoid(g.z), sigmoid(g.w));
-}
-
 // Row m at columns n + (0..3) * WG_X: silu(g) * u.
 fn store4(m: u32, n: u32, g: vec4<f32>, u: vec4<f32>) {
   if (m >= p.m) { return; }

@@ -3,7 +3,9 @@
 // sums of their splits, in order (the result does not depend on scheduling), plus their biases.
 // `main_pair*`: the gate and up products ran apart (split-K tiled GEMMs, swiglu_split.ts), their
 // partials in part and part_up, each [splits, M, N]; the sums equal matmul_splitk.wgsl's, so y
-// equals those two sums then swiglu.wgsl bit for bit.
+// equals those two sums then swiglu.wgsl bit for bit. `main_woven*`: one woven product
+// (matmul_swiglu.wgsl) wrote both into part [splits, M, N'], gate's unit u at column
+// u / H * 2H + u % H and up's H columns further (H = `half`, N' = 2H ceil(N / H)).
 // One invocation per element of y [M, N] (grid.wgsl).
 
 #include "grid.wgsl"
@@ -16,7 +18,7 @@ struct Params {
   size: u32, // M * N
   n: u32,
   splits: u32,
-  _p0: u32,
+  half: u32, // main_woven*: H
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -106,6 +108,47 @@ fn main_pair_bias(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups
   let i = flat_index(wid, nwg, lid);
   if (i < p.size) {
     let s = pair_sums(i) + biases(i);
+    y[i] = s.x * sigmoid(s.x) * s.y;
+  }
+}
+
+// (gate, up) of element i from a woven product's partials, summed in split order as `pair_sums`.
+fn woven_sums(i: u32) -> vec2<f32> {
+  let h = p.half;
+  let wide = (p.n + h - 1u) / h * 2u * h; // N'
+  let u = i % p.n;
+  let at = i / p.n * wide + u / h * 2u * h + u % h;
+  let n = p.size / p.n * wide; // M N': one split's partials
+  var s = vec2<f32>(0.0);
+  var z = 0u;
+  for (; z + 4u <= p.splits; z += 4u) {
+    let o = z * n + at;
+    let a = vec2<f32>(part[o], part[o + h]);
+    let b = vec2<f32>(part[o + n], part[o + n + h]);
+    let c = vec2<f32>(part[o + 2u * n], part[o + 2u * n + h]);
+    let d = vec2<f32>(part[o + 3u * n], part[o + 3u * n + h]);
+    s = (((s + a) + b) + c) + d;
+  }
+  for (; z < p.splits; z++) { s += vec2<f32>(part[z * n + at], part[z * n + at + h]); }
+  return s;
+}
+
+@compute @workgroup_size(WG)
+fn main_woven(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+              @builtin(local_invocation_id) lid: vec3<u32>) {
+  let i = flat_index(wid, nwg, lid);
+  if (i < p.size) {
+    let s = woven_sums(i);
+    y[i] = s.x * sigmoid(s.x) * s.y;
+  }
+}
+
+@compute @workgroup_size(WG)
+fn main_woven_bias(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                   @builtin(local_invocation_id) lid: vec3<u32>) {
+  let i = flat_index(wid, nwg, lid);
+  if (i < p.size) {
+    let s = woven_sums(i) + biases(i);
     y[i] = s.x * sigmoid(s.x) * s.y;
   }
 }

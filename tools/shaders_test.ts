@@ -98,6 +98,7 @@ export const COVERAGE: Record<string, Coverage> = {
   matmul_skinny_qkv: tensorOp("qkv_linear", "matmul"),
   qkv_split_sum: tensorOp("qkv_linear", "matmul"),
   matmul_skinny_swiglu: tensorOp("swiglu_linear", "swiglu"),
+  matmul_swiglu: tensorOp("swiglu_woven", "swiglu"),
   swiglu_split_sum: tensorOp("swiglu_linear", "swiglu"),
   matmul_splitk: skinny,
   splitk_rmsnorm: tensorOp("linear_norm", "rmsnorm"),

@@ -18,6 +18,7 @@ import {
   qkvLinearPolicy,
   swigluLinearPolicy,
   swigluSplitPolicy,
+  swigluWovenPolicy,
   Tensor,
 } from "../tensor/mod.ts";
 import { assertClose, gpuTest, leftPadded } from "../testing/mod.ts";
@@ -155,7 +156,8 @@ gpuTest("KV-cache decoding with norms and the q/k/v sum in split sums, each bias
   // Forced K splits (a CPU adapter's decode products do not split): o_proj and down_proj norm in
   // their split sums, q/k/v sums in the rotation (not Qwen3's, whose q/k norms come between);
   // biases on q/k/v (Qwen2.5), on o (this Qwen3) and on every projection (this Llama). Without
-  // the fused few-row MLP, gate and up run as split GEMMs summed in one pass with the SwiGLU.
+  // the fused few-row MLP, gate and up run as one split woven GEMM, or as two split GEMMs, each
+  // summed in one pass with the SwiGLU.
   linearNormPolicy.splits = qkvLinearPolicy.splits = swigluSplitPolicy.splits = 2;
   const names = [
     "qwen2.5 (5.x)",
@@ -163,8 +165,9 @@ gpuTest("KV-cache decoding with norms and the q/k/v sum in split sums, each bias
     "llama, attention and mlp bias (4.x)",
   ];
   try {
-    for (const fusedMlp of [true, false]) {
+    for (const [fusedMlp, woven] of [[true, true], [false, true], [false, false]]) {
       swigluLinearPolicy.enabled = fusedMlp;
+      swigluWovenPolicy.enabled = woven;
       for (const name of names) {
         const spans: KernelSpan[] = [];
         await gpu().profile(() => decodeAgainstReference(name), { spans });
@@ -173,11 +176,12 @@ gpuTest("KV-cache decoding with norms and the q/k/v sum in split sums, each bias
         const rotated = ran("FROM_SPLITS=true");
         assert.equal(rotated > 0, !name.startsWith("qwen3"), `${name}: q/k/v sums in the rotation`);
         if (rotated > 0) assert.equal(ran("qkv_split_sum:"), 0, `${name}: no q/k/v split sum`);
-        assert.equal(ran("swiglu_split_sum:main_pair") > 0, !fusedMlp, `${name}: gate/up pass`);
+        const pass = ran(`swiglu_split_sum:main_${woven ? "woven" : "pair"}`);
+        assert.equal(pass > 0, !fusedMlp, `${name}: gate/up pass, woven ${woven}`);
       }
     }
   } finally {
     linearNormPolicy.splits = qkvLinearPolicy.splits = swigluSplitPolicy.splits = null;
-    swigluLinearPolicy.enabled = true;
+    swigluLinearPolicy.enabled = swigluWovenPolicy.enabled = true;
   }
 });

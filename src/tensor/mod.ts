@@ -56,6 +56,13 @@ export { ropeDynamicInvFreqRef } from "./ref/rope.ts";
 export { swiglu } from "./ops/swiglu.ts";
 export { swigluProducts, swigluSplitPolicy } from "./ops/swiglu_split.ts";
 export {
+  swigluWoven,
+  swigluWovenApplies,
+  type SwigluWovenOptions,
+  swigluWovenPolicy,
+  swigluWovenTile,
+} from "./ops/swiglu_woven.ts";
+export {
   linearNorm,
   type LinearNormOptions,
   linearNormPolicy,

@@ -17,6 +17,7 @@ import {
 } from "./matmul_skinny.ts";
 import { catBuffers, catDefines, type GemmCat } from "./matmul_cat_kernel.ts";
 import {
+  kSlices,
   type SplitPlan,
   type SplitTail,
   type TileDims,
@@ -318,7 +319,7 @@ export function gemm(a: Tensor, b: Tensor, out: Tensor, d: Gemm, options: GemmOp
   const tail = plan.tail;
   const by = Math.ceil(d.m / bm), bx = Math.ceil(d.n / bn);
   if (!tail) {
-    if (kSlices(launch, plan.splits).splits > 1) {
+    if (kSlices(launch.k, tile.bk, plan.splits).splits > 1) {
       const at = { mOff: 0, nOff: 0 };
       splitProduct(launch, plan.splits, at, out, bias, residual, options.sum);
     } else wholeProduct(launch, d.batch, [bx, by], out, bias, residual);
@@ -384,14 +385,6 @@ function checkTail(t: SplitTail, d: Gemm, by: number, bx: number, causal: boolea
   if (why) throw new Error(`matmul: a split tail needs ${why}`);
 }
 
-/** The K slice per split for `asked` splits, and how many splits that makes. */
-function kSlices(l: Launch, asked: number): { kSplit: number; splits: number } {
-  const stages = Math.ceil(l.k / l.tile.bk);
-  const wanted = Math.max(1, Math.min(asked, stages));
-  const kSplit = Math.ceil(stages / wanted) * l.tile.bk;
-  return { kSplit, splits: Math.ceil(l.k / kSplit) };
-}
-
 /** Blocks [0, grid x) x [0, grid y) of `batch` products, K whole, written into `out`. */
 function wholeProduct(
   l: Launch,
@@ -432,7 +425,7 @@ function splitProduct(
 ): void {
   const { d, k } = l, g = gpu();
   if (d.batch !== 1) throw new Error(`matmul: split-K needs a single product, got ${d.batch}`);
-  const { kSplit, splits } = kSlices(l, asked);
+  const { kSplit, splits } = kSlices(l.k, l.tile.bk, asked);
   const rows = d.m - mOff, cols = d.n - nOff;
   const { bm, bn } = tileShape(l.tile);
   const part = Tensor.empty([splits, rows, cols], "f32", "matmul_split");

@@ -99,6 +99,17 @@ export function tiledPlan(d: SplitShape, tile: TileDims): SplitPlan {
   return splitPlan(d, tile, { multiprocessors: g.multiprocessors, align });
 }
 
+/**
+ * The K slice per split for `asked` splits of a K loop of `k` in steps of `bk` (whole steps each),
+ * and how many splits that makes.
+ */
+export function kSlices(k: number, bk: number, asked: number): { kSplit: number; splits: number } {
+  const stages = Math.ceil(k / bk);
+  const wanted = Math.max(1, Math.min(asked, stages));
+  const kSplit = Math.ceil(stages / wanted) * bk;
+  return { kSplit, splits: Math.ceil(k / kSplit) };
+}
+
 /** Blocks the GPU runs at once: a multiprocessor holds 512 threads of these register-heavy tiles. */
 export function waveSlots(multiprocessors: number, threads: number): number {
   return multiprocessors * Math.max(1, Math.floor(512 / threads));

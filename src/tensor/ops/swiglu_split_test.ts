@@ -10,6 +10,7 @@ import { gemm } from "./matmul_kernel.ts";
 import { sum } from "./reduce.ts";
 import { swiglu } from "./swiglu.ts";
 import { swigluProducts, swigluSplitPolicy } from "./swiglu_split.ts";
+import { swigluWovenPolicy, swigluWovenTile } from "./swiglu_woven.ts";
 
 const [M, N, K] = [6, 40, 64];
 
@@ -30,23 +31,32 @@ function operands(seed: number, half: boolean) {
 gpuTest("swigluProducts equals the split products' sums then swiglu, bit for bit", async () => {
   const d = { batch: 1, m: M, n: N, k: K, transA: false, transB: true, strideA: 0, strideB: 0 };
   const cases = [[3, false, "both"], [2, true, "none"], [5, false, "none"], [4, false, "up"]];
-  for (const [splits, half, biased] of cases) {
-    const { x, wg, wu, bg, bu } = operands(10 * Number(splits), half as boolean);
-    // A lone bias: the pass binds zeros in place of the other.
-    const [b1, b2] = biased === "both" ? [bg, bu] : biased === "up" ? [null, bu] : [null, null];
-    swigluSplitPolicy.splits = splits as number;
-    try {
-      const d0 = gpu().recorder.dispatches;
-      const y = noGrad(() => swigluProducts(x, wg, wu, { biasGate: b1, biasUp: b2 }));
-      assert.equal(gpu().recorder.dispatches - d0, 3, "two products and one pass");
-      assert.deepEqual(y.shape, [2, M / 2, N]);
-      const [g, u] = [Tensor.empty([M, N]), Tensor.empty([M, N])];
-      gemm(x, wg, g, d, { bias: b1, splits: splits as number });
-      gemm(x, wu, u, d, { bias: b2, splits: splits as number });
-      const label = JSON.stringify({ splits, half, biased });
-      assert.deepEqual(await y.toArray(), await swiglu(g, u).toArray(), label);
-    } finally {
-      swigluSplitPolicy.splits = null;
+  // Woven: one product over both weights and its pass; past the woven product's rows, two
+  // products and one pass.
+  const maxM = swigluWovenPolicy.maxM;
+  for (const [woven, dispatches] of [[true, 2], [false, 3]] as const) {
+    for (const [splits, half, biased] of cases) {
+      swigluWovenPolicy.maxM = woven ? M : M - 1;
+      const { x, wg, wu, bg, bu } = operands(10 * Number(splits), half as boolean);
+      // A lone bias: the pass binds zeros in place of the other.
+      const [b1, b2] = biased === "both" ? [bg, bu] : biased === "up" ? [null, bu] : [null, null];
+      swigluSplitPolicy.splits = splits as number;
+      try {
+        const d0 = gpu().recorder.dispatches;
+        const y = noGrad(() => swigluProducts(x, wg, wu, { biasGate: b1, biasUp: b2 }));
+        const label = JSON.stringify({ woven, splits, half, biased });
+        assert.equal(gpu().recorder.dispatches - d0, dispatches, label);
+        assert.deepEqual(y.shape, [2, M / 2, N]);
+        const [g, u] = [Tensor.empty([M, N]), Tensor.empty([M, N])];
+        // The woven product's tile (a GPU would take few rows skinny), or each product's own.
+        const tile = woven ? swigluWovenTile(M) : undefined;
+        gemm(x, wg, g, d, { bias: b1, splits: splits as number, tile });
+        gemm(x, wu, u, d, { bias: b2, splits: splits as number, tile });
+        assert.deepEqual(await y.toArray(), await swiglu(g, u).toArray(), label);
+      } finally {
+        swigluSplitPolicy.splits = null;
+        swigluWovenPolicy.maxM = maxM;
+      }
     }
   }
 });
@@ -54,13 +64,15 @@ gpuTest("swigluProducts equals the split products' sums then swiglu, bit for bit
 gpuTest("swigluProducts unsplit, or with the policy off, is swiglu(linear, linear)", async () => {
   const { x, wg, wu, bg, bu } = operands(3, false);
   const want = await swiglu(linear(x, wg, bg), linear(x, wu, bu)).toArray();
-  for (const enabled of [true, false]) {
+  for (const [enabled, woven] of [[true, true], [true, false], [false, false]]) {
     swigluSplitPolicy.enabled = enabled;
+    swigluWovenPolicy.enabled = woven;
     try {
       const y = noGrad(() => swigluProducts(x, wg, wu, { biasGate: bg, biasUp: bu }));
-      assert.deepEqual(await y.toArray(), want, `policy ${enabled ? "on" : "off"}`);
+      assert.deepEqual(await y.toArray(), want, JSON.stringify({ enabled, woven }));
     } finally {
       swigluSplitPolicy.enabled = true;
+      swigluWovenPolicy.enabled = true;
     }
   }
 });

@@ -1,0 +1,148 @@
+/**
+ * The first half of a SwiGLU MLP off the tape as one tiled GEMM over both weights
+ * (shaders/matmul_swiglu.wgsl): the gate and up weights are read as one woven weight whose rows
+ * alternate between them in groups of half a block, so each thread holds gate and up of the same
+ * units and writes silu(g) * u itself. Where K splits, one pass sums the partials and activates
+ * (swiglu_split_sum.wgsl's `main_woven`). The result equals
+ * `swiglu(linear(x, Wg, bg), linear(x, Wu, bu))` with the same tile and K slices bit for bit.
+ */
+import { gpu, type KernelSpec, packParams } from "../../gpu/mod.ts";
+import { shapeSize, Tensor } from "../tensor.ts";
+import { grid1d } from "./grid.ts";
+import {
+  formKey,
+  loadPolicy,
+  type TileConfig,
+  tileDims,
+  tileForms,
+  type TileName,
+  TILES,
+  tileShape,
+} from "./matmul_kernel.ts";
+import { kSlices, tiledSplits } from "./matmul_splits.ts";
+import { biasPair } from "./swiglu_linear.ts";
+
+/**
+ * Whether `swigluProducts` weaves (benchmarks: before/after), up to how many rows, and a tile
+ * forced on it (null: by rows, `swigluWovenTile`). Few rows make few blocks of each product, which
+ * one product over both weights spreads better; many rows fill the GPU either way, and there the
+ * two products' own plans (a last wave apart) ran faster. One H100, 0.5B shape, f16: decode steps
+ * (`generate_device.ts`) at 128 rows 8.07 -> 7.53 ms, 192 rows 11.55-11.63 -> 11.33-11.36, 256
+ * rows 12.73 -> 12.68; old_log_prob at 6,144 rows (`grpo_step_device.ts --micro=16`) 0.644-0.650
+ * -> 0.670-0.671 s woven.
+ */
+export const swigluWovenPolicy = { enabled: true, maxM: 256, tile: null as TileName | null };
+
+/** Whether `swigluProducts` weaves a product of `m` rows. */
+export const swigluWovenApplies = (m: number) =>
+  swigluWovenPolicy.enabled && m <= swigluWovenPolicy.maxM;
+
+export interface SwigluWovenOptions {
+  biasGate?: Tensor | null;
+  biasUp?: Tensor | null;
+  /** The tile (8 columns a thread, so each holds gate and up); default by rows. */
+  tile?: TileName | TileConfig;
+  /** K splits; default from the wave model over the woven product. */
+  splits?: number;
+}
+
+/**
+ * The tile for M rows: 128 x 128 blocks, or 64 x 128 where those leave fewer rows of their last
+ * block empty; CPU adapters their own. One H100, 0.5B decode steps (f16, `generate_device.ts`,
+ * ms): 128 rows 7.56 with 128 x 128 against 8.26-8.31 with 64 x 128; 192 rows 11.57 against
+ * 11.36-11.38; 256 rows 12.67-12.70 against 12.68.
+ */
+export function swigluWovenTile(m: number): TileConfig {
+  if (gpu().isCpuAdapter) return TILES.medium;
+  if (swigluWovenPolicy.tile) return TILES[swigluWovenPolicy.tile];
+  const padded = (bm: number) => Math.ceil(m / bm) * bm;
+  return padded(64) < padded(128) ? TILES.wide : TILES.large;
+}
+
+/**
+ * y [..., N] f32 = silu(x Wg^T + bg) * (x Wu^T + bu) for x [..., K] f32, Wg and Wu [N, K] (f32 or
+ * f16, alike), biases [N]. No gradient: the caller (`swigluProducts`) keeps taped inputs apart.
+ */
+export function swigluWoven(
+  x: Tensor,
+  wGate: Tensor,
+  wUp: Tensor,
+  options: SwigluWovenOptions = {},
+): Tensor {
+  const [n, k] = wGate.shape, lead = x.shape.slice(0, -1), m = shapeSize(lead);
+  const tile = typeof options.tile === "string"
+    ? TILES[options.tile]
+    : options.tile ?? swigluWovenTile(m);
+  if (tile.tn !== 8) {
+    throw new Error(`swigluWoven: the tile needs 8 columns a thread, got ${JSON.stringify(tile)}`);
+  }
+  const { bm, bn } = tileShape(tile), h = bn / 2;
+  const wide = 2 * h * Math.ceil(n / h); // the woven weight's rows
+  const y = Tensor.empty([...lead, n], "f32", "swiglu_woven");
+  if (m === 0) return y;
+  const pair = biasPair(options.biasGate ?? null, options.biasUp ?? null, n);
+  const f16 = [x, wGate, wUp, pair?.gate].some((t) => t?.dtype === "f16");
+  const vec = k % 4 === 0 && loadPolicy.vec4;
+  const exact = loadPolicy.exact && m % bm === 0 && n % h === 0 && k % tile.bk === 0;
+  const form = tileForms[formKey("nt", f16)];
+  const elem = (t: Tensor) => vec ? `vec4<${t.dtype}>` : t.dtype;
+  const kernel = (entry: string): KernelSpec => ({
+    shader: "matmul_swiglu",
+    entry,
+    f16,
+    defines: {
+      WG_X: tile.wgX,
+      WG_Y: tile.wgY,
+      TM: tile.tm,
+      TN: tile.tn,
+      BK: tile.bk,
+      TRANS_A: false,
+      TRANS_B: true,
+      A_T: x.dtype,
+      B_T: wGate.dtype,
+      VEC_A: vec,
+      VEC_B: vec,
+      EXACT_A: exact && form.exactA,
+      EXACT_B: exact && form.exactB,
+      FETCH_HALF: form.fetchAt / 4,
+      A_V: elem(x),
+      B_V: elem(wGate),
+      BIAS_T: pair?.dtype ?? "f32",
+      CAUSAL: 0,
+    },
+  });
+  const asked = options.splits ?? tiledSplits({ batch: 1, m, n: wide, k }, tileDims(tile));
+  const { kSplit, splits } = kSlices(k, tile.bk, asked);
+  const grid: [number, number, number] = [wide / bn, Math.ceil(m / bm), splits];
+  const params = (out: number) =>
+    packParams([m, wide, k, 0, 0, out, 0, kSplit, 0, { i32: 0 }, 0, 0, n, 0, 0, 0]);
+  const biases = pair ? [pair.gate.buffer, pair.up.buffer] : [null, null];
+  const g = gpu();
+  if (splits === 1) {
+    g.dispatch(kernel(pair ? "main_swiglu_bias" : "main_swiglu"), {
+      params: params(0),
+      buffers: [x.buffer, wGate.buffer, y.buffer, biases[0], null, wUp.buffer, biases[1]],
+      workgroups: grid,
+    });
+  } else {
+    const part = Tensor.empty([splits, m, wide], "f32", "swiglu_woven.part");
+    g.dispatch(kernel("main"), {
+      params: params(m * wide),
+      buffers: [x.buffer, wGate.buffer, part.buffer, null, null, wUp.buffer],
+      workgroups: grid,
+    });
+    g.dispatch({
+      shader: "swiglu_split_sum",
+      entry: pair ? "main_woven_bias" : "main_woven",
+      f16: pair?.dtype === "f16",
+      defines: { WG: 256, BIAS_T: pair?.dtype ?? "f32" },
+    }, {
+      params: packParams([m * n, n, splits, h]),
+      buffers: [part.buffer, y.buffer, ...biases],
+      workgroups: grid1d(m * n, 256),
+    });
+    part.dispose();
+  }
+  pair?.zero?.dispose();
+  return y;
+}

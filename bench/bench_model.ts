@@ -41,7 +41,8 @@ export function arg(name: string, fallback: string): string {
  * fused q/k/v tile's threads along N past 128 rows (8: the skinny tile's); --swiglu-pair 0:
  * split gate and up GEMMs summed apart, then swiglu; --swiglu-woven 0: gate and up past the fused
  * skinny op's rows as two GEMMs (with one pass for both where they split K), not one woven
- * product; --woven-tile wide|large: the woven product's tile at any rows.
+ * product; --woven-tile wide|large: the woven product's tile at any rows; --woven-splits N: its
+ * K splits.
  */
 export function applyDecodeFlags(): void {
   const targetGroups = arg("target-groups", "");
@@ -64,6 +65,8 @@ export function applyDecodeFlags(): void {
     throw new Error(`--woven-tile ${wovenTile}: wide or large`);
   }
   swigluWovenPolicy.tile = wovenTile === "" ? null : wovenTile;
+  const wovenSplits = arg("woven-splits", "");
+  swigluWovenPolicy.splits = wovenSplits === "" ? null : Number(wovenSplits);
   swigluLinearPolicy.splitK = arg("mlp-split", "1") !== "0";
   decodePolicy.minChunk = Number(arg("attn-min-chunk", `${decodePolicy.minChunk}`));
   decodePolicy.maxChunk = Number(arg("attn-max-chunk", `${decodePolicy.maxChunk}`));

@@ -59,8 +59,8 @@ export {
   swigluWoven,
   swigluWovenApplies,
   type SwigluWovenOptions,
+  swigluWovenPlan,
   swigluWovenPolicy,
-  swigluWovenTile,
 } from "./ops/swiglu_woven.ts";
 export {
   linearNorm,

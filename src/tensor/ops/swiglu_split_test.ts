@@ -10,7 +10,7 @@ import { gemm } from "./matmul_kernel.ts";
 import { sum } from "./reduce.ts";
 import { swiglu } from "./swiglu.ts";
 import { swigluProducts, swigluSplitPolicy } from "./swiglu_split.ts";
-import { swigluWovenPolicy, swigluWovenTile } from "./swiglu_woven.ts";
+import { swigluWovenPlan, swigluWovenPolicy } from "./swiglu_woven.ts";
 
 const [M, N, K] = [6, 40, 64];
 
@@ -49,7 +49,7 @@ gpuTest("swigluProducts equals the split products' sums then swiglu, bit for bit
         assert.deepEqual(y.shape, [2, M / 2, N]);
         const [g, u] = [Tensor.empty([M, N]), Tensor.empty([M, N])];
         // The woven product's tile (a GPU would take few rows skinny), or each product's own.
-        const tile = woven ? swigluWovenTile(M) : undefined;
+        const tile = woven ? swigluWovenPlan(M, N).tile : undefined;
         gemm(x, wg, g, d, { bias: b1, splits: splits as number, tile });
         gemm(x, wu, u, d, { bias: b2, splits: splits as number, tile });
         assert.deepEqual(await y.toArray(), await swiglu(g, u).toArray(), label);

@@ -23,15 +23,21 @@ import { kSlices, tiledSplits } from "./matmul_splits.ts";
 import { biasPair } from "./swiglu_linear.ts";
 
 /**
- * Whether `swigluProducts` weaves (benchmarks: before/after), up to how many rows, and a tile
- * forced on it (null: by rows, `swigluWovenTile`). Few rows make few blocks of each product, which
- * one product over both weights spreads better; many rows fill the GPU either way, and there the
- * two products' own plans (a last wave apart) ran faster. One H100, 0.5B shape, f16: decode steps
- * (`generate_device.ts`) at 128 rows 8.07 -> 7.53 ms, 192 rows 11.55-11.63 -> 11.33-11.36, 256
- * rows 12.73 -> 12.68; old_log_prob at 6,144 rows (`grpo_step_device.ts --micro=16`) 0.644-0.650
- * -> 0.670-0.671 s woven.
+ * Whether `swigluProducts` weaves (benchmarks: before/after) and up to how many rows; past the
+ * fused skinny op's few rows each product alone makes few blocks, which one product over both
+ * spreads better, while many rows fill the GPU either way and there the two products' own plans
+ * (a last wave apart) ran faster: old_log_prob at 6,144 rows (`grpo_step_device.ts --micro=16`,
+ * one H100) 0.644-0.650 s as two products, 0.670-0.671 woven. `wholeBlocks`: 64 x 128 blocks per
+ * multiprocessor from which the product runs them unsplit (`swigluWovenPlan`). `tile` / `splits`
+ * force a tile or K splits on every woven product (benchmarks).
  */
-export const swigluWovenPolicy = { enabled: true, maxM: 256, tile: null as TileName | null };
+export const swigluWovenPolicy = {
+  enabled: true,
+  maxM: 256,
+  wholeBlocks: 1.5,
+  tile: null as TileName | null,
+  splits: null as number | null,
+};
 
 /** Whether `swigluProducts` weaves a product of `m` rows. */
 export const swigluWovenApplies = (m: number) =>
@@ -40,23 +46,31 @@ export const swigluWovenApplies = (m: number) =>
 export interface SwigluWovenOptions {
   biasGate?: Tensor | null;
   biasUp?: Tensor | null;
-  /** The tile (8 columns a thread, so each holds gate and up); default by rows. */
+  /** The tile (8 columns a thread, so each holds gate and up); default `swigluWovenPlan`'s. */
   tile?: TileName | TileConfig;
-  /** K splits; default from the wave model over the woven product. */
+  /** K splits; default `swigluWovenPlan`'s. */
   splits?: number;
 }
 
 /**
- * The tile for M rows: 128 x 128 blocks, or 64 x 128 where those leave fewer rows of their last
- * block empty; CPU adapters their own. One H100, 0.5B decode steps (f16, `generate_device.ts`,
- * ms): 128 rows 7.56 with 128 x 128 against 8.26-8.31 with 64 x 128; 192 rows 11.57 against
- * 11.36-11.38; 256 rows 12.67-12.70 against 12.68.
+ * The tile and K splits (null: the wave model's) for M rows of N units: 64 x 128 blocks unsplit,
+ * with the activation in their epilogue, where they number `wholeBlocks` per multiprocessor;
+ * else 128 x 128 blocks split as the wave model says. CPU adapters take their own tile. One H100,
+ * 0.5B decode steps (f16, `generate_device.ts`, ms a step): 128 rows (152 blocks of 64 x 128)
+ * 7.61 this way, 8.27 with 64 x 128 unsplit, 8.75 / 8.13 / 8.46 with 128 x 128 in 1 / 2 / 4
+ * splits; 192 rows 10.52 with 64 x 128 unsplit, 11.37 split in two; 256 rows 12.37 with 64 x 128
+ * unsplit or in two, 12.72 with 128 x 128 in three, 13.19 unsplit.
  */
-export function swigluWovenTile(m: number): TileConfig {
-  if (gpu().isCpuAdapter) return TILES.medium;
-  if (swigluWovenPolicy.tile) return TILES[swigluWovenPolicy.tile];
-  const padded = (bm: number) => Math.ceil(m / bm) * bm;
-  return padded(64) < padded(128) ? TILES.wide : TILES.large;
+export function swigluWovenPlan(m: number, n: number): { tile: TileConfig; splits: number | null } {
+  const forced = swigluWovenPolicy.splits;
+  if (gpu().isCpuAdapter) return { tile: TILES.medium, splits: forced };
+  if (swigluWovenPolicy.tile) return { tile: TILES[swigluWovenPolicy.tile], splits: forced };
+  const mp = gpu().multiprocessors;
+  const wideBlocks = Math.ceil(m / 64) * Math.ceil(n / 64);
+  if (mp !== null && wideBlocks >= swigluWovenPolicy.wholeBlocks * mp) {
+    return { tile: TILES.wide, splits: forced ?? 1 };
+  }
+  return { tile: TILES.large, splits: forced };
 }
 
 /**
@@ -70,9 +84,8 @@ export function swigluWoven(
   options: SwigluWovenOptions = {},
 ): Tensor {
   const [n, k] = wGate.shape, lead = x.shape.slice(0, -1), m = shapeSize(lead);
-  const tile = typeof options.tile === "string"
-    ? TILES[options.tile]
-    : options.tile ?? swigluWovenTile(m);
+  const plan = swigluWovenPlan(m, n);
+  const tile = typeof options.tile === "string" ? TILES[options.tile] : options.tile ?? plan.tile;
   if (tile.tn !== 8) {
     throw new Error(`swigluWoven: the tile needs 8 columns a thread, got ${JSON.stringify(tile)}`);
   }
@@ -111,7 +124,8 @@ export function swigluWoven(
       CAUSAL: 0,
     },
   });
-  const asked = options.splits ?? tiledSplits({ batch: 1, m, n: wide, k }, tileDims(tile));
+  const asked = options.splits ?? plan.splits ??
+    tiledSplits({ batch: 1, m, n: wide, k }, tileDims(tile));
   const { kSplit, splits } = kSlices(k, tile.bk, asked);
   const grid: [number, number, number] = [wide / bn, Math.ceil(m / bm), splits];
   const params = (out: number) =>

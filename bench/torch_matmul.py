@@ -18,6 +18,20 @@ import json
 import torch
 
 
+def median_ms(run, reps: int) -> float:
+    """Milliseconds per product: the median of five timed calls of `run` (`reps` products each)."""
+    times = []
+    for _ in range(5):
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        start.record()
+        run()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end) / reps)
+    return sorted(times)[len(times) // 2]
+
+
 def measure(n: int, dtype: torch.dtype, reps: int, layout: str = "") -> dict:
     a = torch.randn(n, n, device="cuda", dtype=dtype)
     b = torch.randn(n, n, device="cuda", dtype=dtype)
@@ -26,17 +40,12 @@ def measure(n: int, dtype: torch.dtype, reps: int, layout: str = "") -> dict:
     for _ in range(3):
         op()
     torch.cuda.synchronize()
-    times = []
-    for _ in range(5):
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
-        start.record()
+
+    def run() -> None:
         for _ in range(reps):
             op()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end) / reps)
-    ms = sorted(times)[len(times) // 2]
+
+    ms = median_ms(run, reps)
     return {
         "name": f"torch_matmul_{str(dtype).removeprefix('torch.')}"
         + (f"_{layout}" if layout else ""),
@@ -78,16 +87,7 @@ def measure_decode(m: int, name: str, n: int, k: int, dtype: torch.dtype) -> dic
         torch.cuda.synchronize()
         if warm_start.elapsed_time(warm_end) > 1000:
             break
-    times = []
-    for _ in range(5):
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
-        start.record()
-        run()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end) / reps)
-    ms = sorted(times)[len(times) // 2]
+    ms = median_ms(run, reps)
     return {
         "name": f"torch_decode_{str(dtype).removeprefix('torch.')}",
         "product": name,

@@ -4,7 +4,7 @@
  * in `colsum.ts`). No autograd here; the differentiable ops in `matmul.ts` are built on these.
  */
 import { gpu, packParams } from "../../gpu/mod.ts";
-import type { KernelSpec } from "../../gpu/mod.ts";
+import type { Defines, KernelSpec } from "../../gpu/mod.ts";
 import { Tensor } from "../tensor.ts";
 import {
   epilogueBuffers,
@@ -279,31 +279,16 @@ export function gemm(a: Tensor, b: Tensor, out: Tensor, d: Gemm, options: GemmOp
   const k = d.k + (cat?.k ?? 0); // the whole K loop, both products of a K-joined one
   const vec = vecReads(d, cat);
   const exact = exactBlocks(d, k, tile);
-  const form = tileForms[formKey(gemmLayout(d), f16)];
-  const elem = (t: Tensor, v: boolean) => v ? `vec4<${t.dtype}>` : t.dtype;
   const kernel: Omit<KernelSpec, "shader"> = {
     entry: epilogueEntry(bias, residual),
     f16,
     defines: {
-      WG_X: tile.wgX,
-      WG_Y: tile.wgY,
-      TM: tile.tm,
-      TN: tile.tn,
-      BK: tile.bk,
-      TRANS_A: d.transA,
-      TRANS_B: d.transB,
-      A_T: a.dtype,
-      B_T: b.dtype,
-      VEC_A: vec.a,
-      VEC_B: vec.b,
-      EXACT_A: exact && form.exactA,
-      EXACT_B: exact && form.exactB,
-      FETCH_HALF: form.fetchAt / 4,
-      A_V: elem(a, vec.a),
-      B_V: elem(b, vec.b),
+      ...tileDefines(tile, { ...d, a, b, vec, exact, f16 }),
       BIAS_T: bias?.dtype ?? "f32",
       CAUSAL: causal,
-      ...(cat ? { ...catDefines(cat), A2_V: elem(cat.a, vec.a), B2_V: elem(cat.b, vec.b) } : {}),
+      ...(cat
+        ? { ...catDefines(cat), A2_V: vecType(cat.a, vec.a), B2_V: vecType(cat.b, vec.b) }
+        : {}),
     },
   };
   const spec: KernelSpec = cat
@@ -332,6 +317,46 @@ export function gemm(a: Tensor, b: Tensor, out: Tensor, d: Gemm, options: GemmOp
   wholeProduct(launch, 1, [headX, headY], out, bias, residual);
   const at = tail.along === "m" ? { mOff: headY * bm, nOff: 0 } : { mOff: 0, nOff: headX * bn };
   splitProduct(launch, tail.splits, at, out, bias, residual);
+}
+
+/** What an operand's array element holds: its type, or a vec4 of it where it is read so. */
+const vecType = (t: Tensor, vec: boolean) => vec ? `vec4<${t.dtype}>` : t.dtype;
+
+/**
+ * The tiled kernel's defines for a tile (matmul_tile.wgsl) over operands `a` and `b` in a layout:
+ * their types and vec4 reads, and the layout's form (`tileForms`) where every block is whole.
+ */
+export function tileDefines(
+  tile: TileConfig,
+  o: {
+    transA: boolean;
+    transB: boolean;
+    a: Tensor;
+    b: Tensor;
+    vec: { a: boolean; b: boolean };
+    exact: boolean;
+    f16: boolean;
+  },
+): Defines {
+  const form = tileForms[formKey(gemmLayout(o), o.f16)];
+  return {
+    WG_X: tile.wgX,
+    WG_Y: tile.wgY,
+    TM: tile.tm,
+    TN: tile.tn,
+    BK: tile.bk,
+    TRANS_A: o.transA,
+    TRANS_B: o.transB,
+    A_T: o.a.dtype,
+    B_T: o.b.dtype,
+    VEC_A: o.vec.a,
+    VEC_B: o.vec.b,
+    EXACT_A: o.exact && form.exactA,
+    EXACT_B: o.exact && form.exactB,
+    FETCH_HALF: form.fetchAt / 4,
+    A_V: vecType(o.a, o.vec.a),
+    B_V: vecType(o.b, o.vec.b),
+  };
 }
 
 /** One product's operands and kernel, as `gemm` launches them. */

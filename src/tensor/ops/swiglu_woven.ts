@@ -10,11 +10,10 @@ import { gpu, type KernelSpec, packParams } from "../../gpu/mod.ts";
 import { shapeSize, Tensor } from "../tensor.ts";
 import { grid1d } from "./grid.ts";
 import {
-  formKey,
   loadPolicy,
   type TileConfig,
+  tileDefines,
   tileDims,
-  tileForms,
   type TileName,
   TILES,
   tileShape,
@@ -97,29 +96,13 @@ export function swigluWoven(
   const f16 = [x, wGate, wUp, pair?.gate].some((t) => t?.dtype === "f16");
   const vec = k % 4 === 0 && loadPolicy.vec4;
   const exact = loadPolicy.exact && m % bm === 0 && n % h === 0 && k % tile.bk === 0;
-  const form = tileForms[formKey("nt", f16)];
-  const elem = (t: Tensor) => vec ? `vec4<${t.dtype}>` : t.dtype;
+  const layout = { transA: false, transB: true, a: x, b: wGate, vec: { a: vec, b: vec } };
   const kernel = (entry: string): KernelSpec => ({
     shader: "matmul_swiglu",
     entry,
     f16,
     defines: {
-      WG_X: tile.wgX,
-      WG_Y: tile.wgY,
-      TM: tile.tm,
-      TN: tile.tn,
-      BK: tile.bk,
-      TRANS_A: false,
-      TRANS_B: true,
-      A_T: x.dtype,
-      B_T: wGate.dtype,
-      VEC_A: vec,
-      VEC_B: vec,
-      EXACT_A: exact && form.exactA,
-      EXACT_B: exact && form.exactB,
-      FETCH_HALF: form.fetchAt / 4,
-      A_V: elem(x),
-      B_V: elem(wGate),
+      ...tileDefines(tile, { ...layout, exact, f16 }),
       BIAS_T: pair?.dtype ?? "f32",
       CAUSAL: 0,
     },

@@ -46,10 +46,14 @@ fn sums(i: u32) -> vec2<f32> {
   return s;
 }
 
-// y[i] = silu(g) * u, g and u element i's sums plus `b`, its column's (gate, up) biases.
-fn finish(i: u32, b: vec2<f32>) {
-  let s = sums(i) + b;
+// y[i] = silu(g) * u for s = (g, u).
+fn activate(i: u32, s: vec2<f32>) {
   y[i] = s.x * sigmoid(s.x) * s.y;
+}
+
+// Element i's sums plus `b`, its column's (gate, up) biases, activated.
+fn finish(i: u32, b: vec2<f32>) {
+  activate(i, sums(i) + b);
 }
 
 @compute @workgroup_size(WG)
@@ -96,20 +100,14 @@ fn pair_sums(i: u32) -> vec2<f32> {
 fn main_pair(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
              @builtin(local_invocation_id) lid: vec3<u32>) {
   let i = flat_index(wid, nwg, lid);
-  if (i < p.size) {
-    let s = pair_sums(i);
-    y[i] = s.x * sigmoid(s.x) * s.y;
-  }
+  if (i < p.size) { activate(i, pair_sums(i)); }
 }
 
 @compute @workgroup_size(WG)
 fn main_pair_bias(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
                   @builtin(local_invocation_id) lid: vec3<u32>) {
   let i = flat_index(wid, nwg, lid);
-  if (i < p.size) {
-    let s = pair_sums(i) + biases(i);
-    y[i] = s.x * sigmoid(s.x) * s.y;
-  }
+  if (i < p.size) { activate(i, pair_sums(i) + biases(i)); }
 }
 
 // (gate, up) of element i from a woven product's partials, summed in split order as `pair_sums`.
@@ -137,18 +135,12 @@ fn woven_sums(i: u32) -> vec2<f32> {
 fn main_woven(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
               @builtin(local_invocation_id) lid: vec3<u32>) {
   let i = flat_index(wid, nwg, lid);
-  if (i < p.size) {
-    let s = woven_sums(i);
-    y[i] = s.x * sigmoid(s.x) * s.y;
-  }
+  if (i < p.size) { activate(i, woven_sums(i)); }
 }
 
 @compute @workgroup_size(WG)
 fn main_woven_bias(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
                    @builtin(local_invocation_id) lid: vec3<u32>) {
   let i = flat_index(wid, nwg, lid);
-  if (i < p.size) {
-    let s = woven_sums(i) + biases(i);
-    y[i] = s.x * sigmoid(s.x) * s.y;
-  }
+  if (i < p.size) { activate(i, woven_sums(i) + biases(i)); }
 }

@@ -7,7 +7,7 @@
  * `swiglu(linear(x, Wg, bg), linear(x, Wu, bu))` with the same tile and K slices bit for bit.
  */
 import { gpu, type KernelSpec, packParams } from "../../gpu/mod.ts";
-import { shapeSize, Tensor } from "../tensor.ts";
+import { fmtShape, sameShape, shapeSize, Tensor } from "../tensor.ts";
 import { grid1d } from "./grid.ts";
 import {
   loadPolicy,
@@ -72,6 +72,30 @@ export function swigluWovenPlan(m: number, n: number): { tile: TileConfig; split
   return { tile: TILES.large, splits: forced };
 }
 
+/** Throws, naming the operand, unless the shapes and types fit one woven product. */
+function checkOperands(x: Tensor, wg: Tensor, wu: Tensor, o: SwigluWovenOptions): void {
+  const [bg, bu] = [o.biasGate ?? null, o.biasUp ?? null];
+  const float = (t: Tensor) => t.dtype === "f32" || t.dtype === "f16";
+  const why = wg.rank !== 2 || !sameShape(wg.shape, wu.shape) || wg.dtype !== wu.dtype
+    ? "w_gate and w_up must be the same 2-D [N, K] of one type"
+    : x.rank < 1 || x.shape.at(-1) !== wg.shape[1]
+    ? `x must end in K = ${wg.shape[1]}`
+    : ![x, wg].every(float)
+    ? "x and the weights must be f32 or f16"
+    : [bg, bu].some((b) => b && (b.rank !== 1 || b.shape[0] !== wg.shape[0] || !float(b)))
+    ? `each bias must be f32 or f16 [${wg.shape[0]}]`
+    : bg && bu && bg.dtype !== bu.dtype
+    ? "the two biases must have one type"
+    : null;
+  if (why) {
+    const desc = (t: Tensor | null) => t ? `${fmtShape(t.shape)} ${t.dtype}` : "none";
+    throw new Error(
+      `swigluWoven: ${why}; got x ${desc(x)}, w_gate ${desc(wg)}, w_up ${desc(wu)}, ` +
+        `bias_gate ${desc(bg)}, bias_up ${desc(bu)}`,
+    );
+  }
+}
+
 /**
  * y [..., N] f32 = silu(x Wg^T + bg) * (x Wu^T + bu) for x [..., K] f32, Wg and Wu [N, K] (f32 or
  * f16, alike), biases [N]. No gradient: the caller (`swigluProducts`) keeps taped inputs apart.
@@ -83,6 +107,7 @@ export function swigluWoven(
   options: SwigluWovenOptions = {},
 ): Tensor {
   const [n, k] = wGate.shape, lead = x.shape.slice(0, -1), m = shapeSize(lead);
+  checkOperands(x, wGate, wUp, options);
   const plan = swigluWovenPlan(m, n);
   const tile = typeof options.tile === "string" ? TILES[options.tile] : options.tile ?? plan.tile;
   if (tile.tn !== 8) {

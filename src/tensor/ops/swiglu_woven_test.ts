@@ -70,10 +70,34 @@ gpuTest("swigluWoven with the GPU's 64 x 128 blocks (groups of 64 units)", async
   await check({ m: 6, n: 72, k: 32, half: true, biases: "none", splits: 2, tile: "wide" });
 });
 
-gpuTest("swigluWoven refuses a tile without gate and up in each thread", () => {
+gpuTest("swigluWoven refuses operands and tiles that do not fit, naming them", () => {
   const x = Tensor.from(randomArray(8, 1), [2, 4]), w = Tensor.from(randomArray(8, 2), [2, 4]);
   assert.throws(
     () => noGrad(() => swigluWoven(x, w, w, { tile: TILES.small })),
     /swigluWoven: the tile needs 8 columns a thread, got \{"wgX":8,"wgY":8,"tm":4,"tn":4/,
   );
+  const w3 = Tensor.from(randomArray(12, 3), [3, 4]);
+  assert.throws(
+    () => swigluWoven(x, w, w3),
+    new RegExp(
+      "swigluWoven: w_gate and w_up must be the same 2-D \\[N, K\\] of one type; " +
+        "got x \\[2, 4\\] f32, w_gate \\[2, 4\\] f32, w_up \\[3, 4\\] f32",
+    ),
+  );
+  assert.throws(
+    () => swigluWoven(Tensor.from(randomArray(6, 1), [2, 3]), w, w),
+    /swigluWoven: x must end in K = 4; got x \[2, 3\] f32/,
+  );
+  const b32 = Tensor.from(randomArray(2, 4), [2]), b3 = Tensor.from(randomArray(3, 5), [3]);
+  assert.throws(
+    () => swigluWoven(x, w, w, { biasGate: b32, biasUp: b3 }),
+    /swigluWoven: each bias must be f32 or f16 \[2\];.* bias_gate \[2\] f32, bias_up \[3\] f32/,
+  );
+  if (gpu().hasF16) {
+    const b16 = Tensor.from(randomArray(2, 6), [2], "f16");
+    assert.throws(
+      () => swigluWoven(x, w, w, { biasGate: b32, biasUp: b16 }),
+      /swigluWoven: the two biases must have one type/,
+    );
+  }
 });

@@ -6,12 +6,14 @@
  * `deno run -A bench/grpo_step_device.ts [--shape=0.5b|1.5b] [--prompts=8] [--n=8]
  * [--prompt-len=128] [--response-len=256] [--micro=8] [--layers=N] [--vocab=151936]
  * [--checkpointing=1] [--max-tokens=N] [--rmpad=1] [--ragged=1] [--rollout=engine|generate]
- * [--vec4=0] [--exact=0] [--tails=0] [--woven=0] [--keep-logits-gb=G] [--split-element-cost=X]`:
+ * [--vec4=0] [--exact=0] [--tails=0] [--woven-max-m=N] [--keep-logits-gb=G]
+ * [--split-element-cost=X]`:
  * --keep-logits-gb sets
  * actor.keep_logits_gb (the update's LM-head logits kept from forward to backward within G GB);
  * --vec4=0 keeps the tiled GEMM on scalar reads and --exact=0 keeps its bounds checks on whole
- * blocks (before/after runs); --tails=0 runs no product's last wave apart (`splitPlan`); --woven=0
- * runs gate and up of the passes without a tape (gen's prefill, old_log_prob) as two GEMMs;
+ * blocks (before/after runs); --tails=0 runs no product's last wave apart (`splitPlan`);
+ * --woven-max-m sets the most rows whose gate and up run as one woven product off the tape
+ * (`swigluWovenPolicy.maxM`: 0 never, 6144 old_log_prob's micro-batches of 16 too);
  * --split-element-cost sets the K-split wave model's cost of a partial
  * element (`splitPolicy.elementCost`);
  * --rollout picks gen's decoding: the continuous-batching engine (the trainer's default) or
@@ -69,8 +71,8 @@ if (raw("split-element-cost")) splitPolicy.elementCost = arg("split-element-cost
 if (arg("exact", 1) === 0) loadPolicy.exact = false;
 // --tails=0: no product runs its last wave apart (splitPolicy.tails; before/after runs).
 if (arg("tails", 1) === 0) splitPolicy.tails = false;
-// --woven=0: gate and up of the passes without a tape as two GEMMs, not one woven product.
-if (arg("woven", 1) === 0) swigluWovenPolicy.enabled = false;
+// --woven-max-m=N: the most rows whose gate and up run as one woven product (before/after runs).
+if (raw("woven-max-m")) swigluWovenPolicy.maxM = arg("woven-max-m", 0);
 const rolloutMode = raw("rollout") ?? "engine";
 if (rolloutMode !== "engine" && rolloutMode !== "generate") {
   throw new Error(`--rollout=${rolloutMode}: use engine or generate`);

@@ -46,15 +46,9 @@ struct Params {
 @group(0) @binding(1) var<storage, read> a: array<A_V>;
 @group(0) @binding(2) var<storage, read> b: array<B_V>;
 
-// Element (row i, depth kk) of op(A), 0 outside. Branch-free: the index is clamped to 0 and
-// the value selected, which keeps the unrolled loads cheap to compile and to run.
-fn load_a(base: u32, i: u32, kk: u32, k_end: u32) -> f32 {
-  let ok = EXACT_A || (i < p.m && kk < k_end);
-  var idx = base + i * p.k + kk;
-  if (TRANS_A) { idx = base + kk * p.m + i; }
-  return select(0.0, a_at(select(0u, idx, ok)).x, ok);
-}
+#include "matmul_load_a.wgsl"
 
+// Element (kk, j) of op(B), 0 outside, as load_a reads A.
 fn load_b(base: u32, kk: u32, j: u32, k_end: u32) -> f32 {
   let ok = EXACT_B || (j < p.n && kk < k_end);
   var idx = base + kk * p.n + j;
@@ -62,15 +56,7 @@ fn load_b(base: u32, kk: u32, j: u32, k_end: u32) -> f32 {
   return select(0.0, b_at(select(0u, idx, ok)).x, ok);
 }
 
-// Four elements from (i, kk) along A's contiguous dimension (matmul_tile.wgsl); the TS side
-// makes that dimension, the batch stride and so every index here a multiple of 4.
-fn load4_a(base: u32, i: u32, kk: u32, k_end: u32) -> vec4<f32> {
-  let ok = EXACT_A || (i < p.m && kk < k_end);
-  var idx = base + i * p.k + kk;
-  if (TRANS_A) { idx = base + kk * p.m + i; }
-  return select(vec4<f32>(0.0), a_at(select(0u, idx / 4u, ok)), ok);
-}
-
+// Four elements from (kk, j) along B's contiguous dimension, as load4_a reads A.
 fn load4_b(base: u32, kk: u32, j: u32, k_end: u32) -> vec4<f32> {
   let ok = EXACT_B || (j < p.n && kk < k_end);
   var idx = base + kk * p.n + j;

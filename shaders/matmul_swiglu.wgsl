@@ -40,15 +40,7 @@ struct Params {
 @group(0) @binding(6) var<storage, read> b_up: array<B_V>; // Wu
 @group(0) @binding(7) var<storage, read> bias_up: array<BIAS_T>; // bu (`bias`, binding 4: bg)
 
-fn load_a(base: u32, i: u32, kk: u32, k_end: u32) -> f32 {
-  let ok = EXACT_A || (i < p.m && kk < k_end);
-  return select(0.0, a_at(select(0u, base + i * p.k + kk, ok)).x, ok);
-}
-
-fn load4_a(base: u32, i: u32, kk: u32, k_end: u32) -> vec4<f32> {
-  let ok = EXACT_A || (i < p.m && kk < k_end);
-  return select(vec4<f32>(0.0), a_at(select(0u, (base + i * p.k + kk) / 4u, ok)), ok);
-}
+#include "matmul_load_a.wgsl"
 
 // Row j of W': (its unit, 1 for up's rows). A tile's B slots hold whole row groups, so the
 // weight a load reads is the same across a warp.

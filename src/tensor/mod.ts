@@ -55,13 +55,7 @@ export {
 export { ropeDynamicInvFreqRef } from "./ref/rope.ts";
 export { swiglu } from "./ops/swiglu.ts";
 export { swigluProducts, swigluSplitPolicy } from "./ops/swiglu_split.ts";
-export {
-  swigluWoven,
-  swigluWovenApplies,
-  type SwigluWovenOptions,
-  swigluWovenPlan,
-  swigluWovenPolicy,
-} from "./ops/swiglu_woven.ts";
+export { swigluWoven, type SwigluWovenOptions, swigluWovenPolicy } from "./ops/swiglu_woven.ts";
 export {
   linearNorm,
   type LinearNormOptions,

@@ -2,11 +2,10 @@
  * The first half of a SwiGLU MLP off the tape for rows the fused skinny op does not take (more
  * than its few): up to a few hundred rows one tiled GEMM over both weights woven together, which
  * applies silu(g) * u itself (swiglu_woven.ts). Past them (or with weights of two types), the gate
- * and up products run as
- * GEMMs, and where both split K, one pass sums both products' partials, adds their biases and
- * applies the activation (swiglu_split_sum.wgsl's `main_pair`) in place of two split sums and the
- * swiglu pass. Either way the result equals `swiglu(linear(x, Wg, bg), linear(x, Wu, bu))` (with
- * the same tile and K slices) bit for bit.
+ * and up products run as GEMMs, and where both split K, one pass sums both products' partials,
+ * adds their biases and applies the activation (swiglu_split_sum.wgsl's `main_pair`) in place of
+ * two split sums and the swiglu pass. Either way the result equals
+ * `swiglu(linear(x, Wg, bg), linear(x, Wu, bu))` (with the same tile and K slices) bit for bit.
  */
 import { gpu, packParams } from "../../gpu/mod.ts";
 import { isGradEnabled } from "../grad_mode.ts";
@@ -55,12 +54,11 @@ export function swigluProducts(
     [bg, bu].every((b) => !b || b.rank === 1 && b.shape[0] === n);
   if (taped || !plain || !swigluSplitPolicy.enabled) return unfused();
   const lead = x.shape.slice(0, -1), m = shapeSize(lead);
+  const splits = swigluSplitPolicy.splits ?? undefined;
   if (swigluWovenApplies(m) && wGate.dtype === wUp.dtype) {
-    const splits = swigluSplitPolicy.splits ?? undefined;
     return swigluWoven(x, wGate, wUp, { biasGate: bg, biasUp: bu, splits });
   }
   const d = { batch: 1, m, n, k, transA: false, transB: true, strideA: 0, strideB: 0 };
-  const splits = swigluSplitPolicy.splits ?? undefined;
   const product = (w: Tensor, bias: Tensor | null): [Tensor, Partials | null] => {
     const out = Tensor.empty([...lead, n], "f32", "swiglu_products");
     let kept: Partials | null = null;

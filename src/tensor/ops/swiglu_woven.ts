@@ -26,7 +26,8 @@ import { biasPair } from "./swiglu_linear.ts";
  * fused skinny op's few rows each product alone makes few blocks, which one product over both
  * spreads better, while many rows fill the GPU either way and there the two products' own plans
  * (a last wave apart) ran faster: old_log_prob at 6,144 rows (`grpo_step_device.ts --micro=16`,
- * one H100) 0.644-0.650 s as two products, 0.670-0.671 woven. `wholeBlocks`: 64 x 128 blocks per
+ * one H100) 0.644-0.650 s as two products, 0.670-0.671 woven in 128 x 128 blocks (the plan then;
+ * its `--woven-max-m` sets this bound). `wholeBlocks`: 64 x 128 blocks per
  * multiprocessor from which the product runs them unsplit (`swigluWovenPlan`). `tile` / `splits`
  * force a tile or K splits on every woven product (benchmarks).
  */
@@ -108,8 +109,11 @@ export function swigluWoven(
 ): Tensor {
   const [n, k] = wGate.shape, lead = x.shape.slice(0, -1), m = shapeSize(lead);
   checkOperands(x, wGate, wUp, options);
-  const plan = swigluWovenPlan(m, n);
-  const tile = typeof options.tile === "string" ? TILES[options.tile] : options.tile ?? plan.tile;
+  // A tile given keeps the wave model's splits for it: the plan's go with the plan's tile.
+  const plan = options.tile === undefined
+    ? swigluWovenPlan(m, n)
+    : { tile: typeof options.tile === "string" ? TILES[options.tile] : options.tile, splits: null };
+  const tile = plan.tile;
   if (tile.tn !== 8) {
     throw new Error(`swigluWoven: the tile needs 8 columns a thread, got ${JSON.stringify(tile)}`);
   }
@@ -132,7 +136,7 @@ export function swigluWoven(
       CAUSAL: 0,
     },
   });
-  const asked = options.splits ?? plan.splits ??
+  const asked = options.splits ?? plan.splits ?? swigluWovenPolicy.splits ??
     tiledSplits({ batch: 1, m, n: wide, k }, tileDims(tile));
   const { kSplit, splits } = kSlices(k, tile.bk, asked);
   const grid: [number, number, number] = [wide / bn, Math.ceil(m / bm), splits];

@@ -14,7 +14,8 @@
  *   deno run -A bench/lora_device.ts --rollout-compare --shapes=0.5b,1.5b [--batch=64]
  *                            # decode through adapters vs merge + decode, same model, alternated
  *   ... --keep-logits-gb=G   # actor.keep_logits_gb: the update's LM-head logits kept within G GB
- *   ... --profile=N          # the last step's N kernels with the most GPU time in update_actor
+ *   ... --profile=N          # the last step's N kernels with the most GPU time in update_actor,
+ *                            # then every kernel's time summed by role (`kernel_roles_ms`)
  */
 import { initGpu, type KernelSpan, kernelTotals } from "../src/gpu/mod.ts";
 import { charTokenizer, type ModelConfig } from "../src/io/mod.ts";
@@ -125,6 +126,12 @@ async function child(shape: string, rank: number): Promise<void> {
           JSON.stringify({ fig: "kernel", shape, mode, ms, count: r.count, key: r.kernel }),
         );
       }
+      const groups: Record<string, number> = {};
+      for (const r of rows) {
+        groups[kernelRole(r.kernel)] = (groups[kernelRole(r.kernel)] ?? 0) + r.ms;
+      }
+      for (const k in groups) groups[k] = Math.round(groups[k]);
+      console.log(JSON.stringify({ fig: "kernel_roles_ms", shape, mode, ...groups }));
     } else m = await run();
     const genTokens = prompts * n * m["response_length/mean"];
     last = {
@@ -142,6 +149,30 @@ async function child(shape: string, rank: number): Promise<void> {
   const model = parts.actor.model as CausalLM;
   if (model.lora) last.merge_s = await mergeSeconds(model);
   console.log(JSON.stringify({ fig: "lora_result", shape, mode, ...last }));
+}
+
+/**
+ * What a profiled kernel does in the update, from its pipeline key: the products by layout
+ * (forward x W^T, input gradient g W, weight gradient g^T x: the same three for the LM head's
+ * chunks), the small-tile products (TM=4: at these shapes the adapters' rank-r ones), attention,
+ * the other layers' kernels, split-K sums, the loss and log-prob rows, gradient sums and scaling,
+ * and the optimizer with its gradient norm.
+ */
+export function kernelRole(key: string): string {
+  const [name, entry] = key.split(":");
+  if (name.startsWith("attention") || /CAUSAL=[1-9]/.test(key)) return "attention";
+  if (name === "matmul_bias") return "weight_grad";
+  if (name === "matmul" || name === "matmul_cat") {
+    if (key.includes("TM=4,")) return "small_tile_products";
+    if (key.includes("TRANS_A=true")) return "weight_grad";
+    return key.includes("TRANS_B=true") ? "forward" : "input_grad";
+  }
+  if (name === "matmul_splitk") return "split_sums";
+  if (name === "axpy" || (name === "basic" && entry === "scale")) return "grad_sums_scale";
+  if (["adamw", "grad_norm", "grad_norm_finish"].includes(name)) return "optimizer";
+  if (name === "basic" && entry === "fill") return "optimizer";
+  if (name.startsWith("lm_head_logprob") || name.startsWith("ppo_loss")) return "loss_rows";
+  return "layers_other";
 }
 
 /** Seconds to build W + s B A for every adapted module (what a merged rollout pays per step). */
@@ -277,12 +308,14 @@ async function compareRollout(shape: string, rank: number): Promise<void> {
   }));
 }
 
-const which = opt("child", "");
-if (Deno.args.includes("--rollout-compare")) {
-  for (const shape of opt("shapes", "0.5b").split(",")) {
-    await compareRollout(shape, num("rank", 32));
-  }
-} else if (which) {
-  const [shape, r] = which.split(":");
-  await child(shape, Number(r));
-} else await parent();
+if (import.meta.main) {
+  const which = opt("child", "");
+  if (Deno.args.includes("--rollout-compare")) {
+    for (const shape of opt("shapes", "0.5b").split(",")) {
+      await compareRollout(shape, num("rank", 32));
+    }
+  } else if (which) {
+    const [shape, r] = which.split(":");
+    await child(shape, Number(r));
+  } else await parent();
+}

@@ -14,10 +14,12 @@
 import { initGpu } from "./gpu/mod.ts";
 import { renderPrompt } from "./data/mod.ts";
 import {
+  applySavedModules,
   type ChatMessage,
   type HfTokenizer,
   type ModelConfig,
   readAdapterFolder,
+  savedModules,
   stopTokenIds,
 } from "./io/mod.ts";
 import { CausalLM } from "./nn/mod.ts";
@@ -60,10 +62,16 @@ export async function loadModel(
   const tokenizer = tokenizerFromFiles(w.tokenizerFiles, path);
   const adapter = options.adapter ? await readAdapterFolder(options.adapter, w.config) : null;
   const lora = adapter ? { settings: adapter.settings, arrays: adapter.adapters } : undefined;
+  // The adapter's modules_to_save tensors stand in for the base's, as in PEFT's adapted model.
+  const saved = adapter
+    ? savedModules(w.config, adapter.saved, options.adapter!, adapter.settings.ensureWeightTying)
+    : null;
+  const config = saved?.config ?? w.config;
+  const tensors = saved ? applySavedModules(w.tensors, saved, (x) => x) : w.tensors;
   return {
     path,
-    config: w.config,
-    network: CausalLM.fromTensors(w.config, w.tensors, {
+    config,
+    network: CausalLM.fromTensors(config, tensors, {
       dtype: options.dtype === "float16" ? "f16" : "f32",
       lora,
     }),

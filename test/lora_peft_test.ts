@@ -20,74 +20,7 @@ import { loadModel, responseLogProbs, saveModel } from "../src/mod.ts";
 import { mergeLoraRef, refLogits } from "../src/nn/mod.ts";
 import { mergeLoraFolder } from "../src/trainer/mod.ts";
 import { gpuTest, randomArray } from "../src/testing/mod.ts";
-
-const FIX = new URL("./fixtures/transformers_written", import.meta.url).pathname;
-const BASE = `${FIX}/qwen2_tied`;
-
-/** adapter_config.json with the fields PEFT 0.17's LoraConfig saves (set order kept as PEFT's). */
-function peftConfig(extra: Record<string, unknown> = {}): Record<string, unknown> {
-  return {
-    alpha_pattern: {},
-    auto_mapping: null,
-    base_model_name_or_path: "qwen2_tied",
-    bias: "none",
-    corda_config: null,
-    eva_config: null,
-    exclude_modules: null,
-    fan_in_fan_out: false,
-    inference_mode: true,
-    init_lora_weights: true,
-    layer_replication: null,
-    layers_pattern: null,
-    layers_to_transform: null,
-    loftq_config: {},
-    lora_alpha: 8,
-    lora_bias: false,
-    lora_dropout: 0.05,
-    megatron_config: null,
-    megatron_core: "megatron.core",
-    modules_to_save: null,
-    peft_type: "LORA",
-    qalora_group_size: 16,
-    r: 4,
-    rank_pattern: {},
-    revision: null,
-    target_modules: ["v_proj", "q_proj"],
-    target_parameters: null,
-    task_type: "CAUSAL_LM",
-    trainable_token_indices: null,
-    use_dora: false,
-    use_qalora: false,
-    use_rslora: false,
-    ...extra,
-  };
-}
-
-/** Writes an adapter folder byte by byte as peft does: random A and B on q_proj and v_proj. */
-async function writePeftFixture(dir: string, extra: Record<string, unknown> = {}) {
-  const folder = await readModelFolder(BASE, { tensors: false });
-  const shapes = linearModules(folder.config);
-  Deno.mkdirSync(dir, { recursive: true });
-  Deno.writeTextFileSync(`${dir}/adapter_config.json`, JSON.stringify(peftConfig(extra), null, 2));
-  const tensors = [];
-  let seed = 1;
-  for (const [m, [out, inF]] of shapes) {
-    if (!/(q|v)_proj$/.test(m)) continue;
-    for (const [w, shape] of [["A", [4, inF]], ["B", [out, 4]]] as const) {
-      const x = randomArray(shape[0] * shape[1], seed++, -0.3, 0.3);
-      tensors.push({
-        name: `base_model.model.${m}.lora_${w}.weight`,
-        dtype: "F32" as const,
-        shape: [...shape],
-        bytes: fromFloat32(x, "F32"),
-      });
-    }
-  }
-  Deno.writeFileSync(
-    `${dir}/adapter_model.safetensors`,
-    serializeSafetensors(tensors, { metadata: { format: "pt" } }),
-  );
-}
+import { BASE, FIX, peftConfig, writePeftFixture } from "./peft_fixture.ts";
 
 const IDS = [5, 17, 33, 40, 2, 61, 70, 12, 9, 44];
 const seqs = [{ prompt: IDS.slice(0, 3), response: IDS.slice(3) }, {

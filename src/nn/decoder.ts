@@ -6,6 +6,8 @@
  */
 import { gpu } from "../gpu/mod.ts";
 import {
+  EMBED_WEIGHT,
+  HEAD_WEIGHT,
   type LoraArrays,
   type LoraSettings,
   type ModelConfig,
@@ -73,11 +75,11 @@ export interface LoadOptions {
   lora?: { settings: LoraSettings; arrays: LoraArrays };
 }
 
-export const EMBED = "model.embed_tokens.weight";
+export const EMBED = EMBED_WEIGHT;
 
 /** A matrix that feeds `linear` (the only weights worth storing in f16). */
 export function isMatrix(name: string): boolean {
-  return name.endsWith("_proj.weight") || name === "lm_head.weight";
+  return name.endsWith("_proj.weight") || name === HEAD_WEIGHT;
 }
 
 /** What a model of dtype "f16" stores in half precision: the matrices and the embedding table. */

@@ -56,6 +56,7 @@ export function loraSettings(o: {
     useRslora: false,
     dropout: o.dropout ?? 0,
     modulesToSave: o.taskType === "TOKEN_CLS" ? ["score"] : null,
+    ensureWeightTying: false,
     baseModelNameOrPath: o.baseModel ?? null,
     taskType: o.taskType ?? "CAUSAL_LM",
   };

@@ -6,6 +6,7 @@
  */
 import {
   type AdapterFolder,
+  inSavedModules,
   type LoraArrays,
   type LoraSettings,
   type ModelConfig,
@@ -63,6 +64,17 @@ export function loraStart(
       );
     }
     const settings = { ...adapter.settings, taskType: o.taskType ?? adapter.settings.taskType };
+    // Training a saved module in full is what a critic does with its value head (`score`); the
+    // actor trains its adapters only, so another saved module could be neither trained nor kept.
+    const trainsInFull = settings.taskType === "TOKEN_CLS" ? ["score."] : [];
+    for (const name of adapter.saved.keys()) {
+      if (trainsInFull.some((p) => name.startsWith(p))) continue;
+      throw new Error(
+        `${o.section}.lora_adapter_path=${keys.lora_adapter_path ?? "(the checkpoint)"}: the ` +
+          `adapter's modules_to_save holds ${name}, which training here cannot update in full; ` +
+          `merge the adapter into its base (deno task merge) and train the merged model`,
+      );
+    }
     return { settings, arrays: adapter.adapters, saved: adapter.saved };
   }
   if (keys.lora_alpha <= 0) throw new Error(`${o.section}.lora_alpha must be > 0 with LoRA`);
@@ -98,7 +110,7 @@ export async function checkpointArrays(model: TrainableModel): Promise<Map<strin
   const toSave = lora.settings.modulesToSave ?? [];
   if (toSave.length > 0) {
     for (const [name, x] of await model.toArrays()) {
-      if (toSave.some((s) => name.startsWith(`${s}.`))) out.set(name, x);
+      if (inSavedModules(name, toSave)) out.set(name, x);
     }
   }
   return out;

@@ -5,10 +5,12 @@
  * with the base's companion files (tokenizer, chat template, generation config).
  */
 import {
+  applySavedModules,
   fromFloat32,
   type HfTensor,
   readAdapterFolder,
   readModelFolder,
+  savedModules,
   tensorToFloat32,
   writeModelFolder,
 } from "../io/mod.ts";
@@ -36,11 +38,22 @@ export async function mergeLoraFolder(
   const names = [...adapter.adapters.keys()].map((m) => `${m}.weight`);
   const f32 = new Map(names.map((n) => [n, tensorToFloat32(base.tensors.get(n)!)]));
   const merged = mergeLoraRef(base.config, f32, adapter.adapters, adapter.settings);
-  const tensors = new Map<string, HfTensor>(base.tensors);
+  // modules_to_save tensors replace the base's, in its dtype (PEFT's merge_and_unload keeps them).
+  const saved = savedModules(
+    base.config,
+    adapter.saved,
+    adapterDir,
+    adapter.settings.ensureWeightTying,
+  );
+  const tensors = applySavedModules(base.tensors, saved, (x, like): HfTensor => ({
+    dtype: like.dtype,
+    shape: like.shape,
+    data: fromFloat32(x, like.dtype),
+  }));
   for (const n of names) {
     const t = base.tensors.get(n)!;
     tensors.set(n, { dtype: t.dtype, shape: t.shape, data: fromFloat32(merged.get(n)!, t.dtype) });
   }
-  await writeModelFolder(outDir, { config: base.config, tensors, files: base.files });
+  await writeModelFolder(outDir, { config: saved.config, tensors, files: base.files });
   return { modules: names.length, dtype: base.config.torchDtype };
 }

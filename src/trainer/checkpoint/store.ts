@@ -10,7 +10,10 @@
  */
 import { gpu } from "../../gpu/mod.ts";
 import {
+  EMBED_WEIGHT,
   floatTensor,
+  HEAD_WEIGHT,
+  inSavedModules,
   type ModelConfig,
   readSafetensorsFile,
   tensorToFloat32,
@@ -69,14 +72,18 @@ async function writeAdapter(dir: string, m: Omit<SavedModel, "optimizer">): Prom
     [`${k}.lora_B`, x.b],
   ]);
   const saved = new Map<string, { shape: number[]; data: Float32Array }>();
-  const toSave = lora.settings.modulesToSave ?? [];
-  if (toSave.length > 0) {
+  const toSave = lora.settings.modulesToSave;
+  if (toSave?.length) {
     const params = m.model.params();
     const arrays = await m.model.toArrays();
+    const shapes = new Map([...params].map(([name, t]) => [name, [...t.shape]]));
+    // A tied lm_head is the embedding: a saved one is written under its own name, as PEFT does.
+    if (m.config.tieWordEmbeddings && arrays.has(EMBED_WEIGHT)) {
+      arrays.set(HEAD_WEIGHT, arrays.get(EMBED_WEIGHT)!);
+      shapes.set(HEAD_WEIGHT, shapes.get(EMBED_WEIGHT)!);
+    }
     for (const [name, data] of arrays) {
-      if (toSave.some((mod) => name.startsWith(`${mod}.`))) {
-        saved.set(name, { shape: [...params.get(name)!.shape], data });
-      }
+      if (inSavedModules(name, toSave)) saved.set(name, { shape: shapes.get(name)!, data });
     }
   }
   assertFinite(`${partName(dir)} adapter`, [

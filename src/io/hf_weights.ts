@@ -8,11 +8,11 @@ import { type Dtype, fromFloat32, isFloatDtype, toFloat32 } from "./dtype.ts";
 import type { ModelConfig } from "./hf_config.ts";
 import { elementCount } from "./safetensors.ts";
 
-/** One tensor of a model folder: raw little-endian bytes plus dtype and shape. */
 /** The token embedding's and the output head's tensor names (the head is absent when tied). */
 export const EMBED_WEIGHT = "model.embed_tokens.weight";
 export const HEAD_WEIGHT = "lm_head.weight";
 
+/** One tensor of a model folder: raw little-endian bytes plus dtype and shape. */
 export interface HfTensor {
   dtype: Dtype;
   shape: number[];

@@ -132,6 +132,9 @@ Deno.test("unsupported or malformed adapters are refused, naming the file and fi
     await refuse({ lora_bias: true }, /lora_bias/);
     await refuse({ rank_pattern: { q_proj: 8 } }, /rank_pattern/);
     await refuse({ peft_type: "IA3" }, /peft_type "IA3" is not "LORA"/);
+    await refuse({ init_lora_weights: "pissa_niter_4" }, /init_lora_weights="pissa_niter_4".*base/);
+    await refuse({ init_lora_weights: "olora" }, /path_initial_model_for_weight_conversion/);
+    await refuse({ init_lora_weights: "mica" }, /MiCA/);
     await refuse({ r: 8 }, /lora_A\.weight has 256 values, expected 512/);
     await refuse({ target_modules: ["q_proj"] }, /v_proj\.lora_A\.weight belongs to no targeted/);
     await refuse({ target_modules: ["k_proj", "q_proj", "v_proj"] }, /missing tensor .*k_proj/);

@@ -70,6 +70,16 @@ export function resolveLoraTargets(
   const t = s.targetModules;
   const chosen = t === "all-linear" ? all : all.filter((name) => matches(name, t));
   const exclude = s.excludeModules;
+  // Modules PEFT would adapt too (a Linear head, an Embedding) but this model's adapters do not.
+  for (const other of ["lm_head", "model.embed_tokens"]) {
+    if (t === "all-linear" || !matches(other, t)) continue;
+    if (exclude !== null && matches(other, exclude)) continue;
+    throw new Error(
+      `${what}=${JSON.stringify(t)} selects ${other}, which PEFT would adapt; adapters here go ` +
+        `on the decoder's linear layers only (${LORA_LINEAR_MODULES.join(", ")}); drop it ` +
+        `from ${what}`,
+    );
+  }
   const kept = exclude === null ? chosen : chosen.filter((name) => !matches(name, exclude));
   if (kept.length === 0) {
     throw new Error(
@@ -153,6 +163,18 @@ const REFUSED: [string, (v: unknown) => boolean, string][] = [
   ["lora_bias", (v) => v === true, "LoRA biases (lora_bias) are not supported"],
   ["use_qalora", (v) => v === true, "QALoRA is not supported"],
   ["trainable_token_indices", nonEmpty, "trainable_token_indices is not supported"],
+  [
+    "init_lora_weights",
+    (v) => typeof v === "string" && /^(pissa|olora|corda|loftq)/i.test(v),
+    "this initialisation changes the base weights (peft derives them again when it loads the " +
+    "folder); save the adapter converted to plain LoRA (save_pretrained with " +
+    "path_initial_model_for_weight_conversion) and load that",
+  ],
+  [
+    "init_lora_weights",
+    (v) => typeof v === "string" && v.toLowerCase() === "mica",
+    "MiCA (B frozen, a LoRA variant) is not supported",
+  ],
 ];
 
 function nonEmpty(v: unknown): boolean {

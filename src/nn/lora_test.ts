@@ -53,6 +53,18 @@ Deno.test("target_modules: all-linear, a list of short names, a regex, exclude_m
     () => resolveLoraTargets(config, { targetModules: ["c_attn"], excludeModules: null }),
     /target_modules=\["c_attn"\].*selects no linear module/,
   );
+  // What PEFT would adapt beyond the decoder's linear layers is an error, not dropped.
+  for (const targetModules of [["q_proj", "lm_head"], ["embed_tokens", "v_proj"], ".*"]) {
+    assert.throws(
+      () => resolveLoraTargets(config, { targetModules, excludeModules: null }),
+      /selects (lm_head|model\.embed_tokens), which PEFT would adapt.*drop it from target_modules/,
+    );
+  }
+  const kept = resolveLoraTargets(config, {
+    targetModules: ".*",
+    excludeModules: String.raw`lm_head|.*embed_tokens`,
+  });
+  assert.equal(kept.length, 7 * config.numHiddenLayers);
 });
 
 Deno.test("fresh adapters: A kaiming-uniform within 1/sqrt(in), B zero", () => {

@@ -61,6 +61,12 @@ export async function loadModel(
   const w = await readWeights(path);
   const tokenizer = tokenizerFromFiles(w.tokenizerFiles, path);
   const adapter = options.adapter ? await readAdapterFolder(options.adapter, w.config) : null;
+  if (adapter && adapter.settings.taskType !== "CAUSAL_LM") {
+    throw new Error(
+      `${options.adapter}: task_type ${adapter.settings.taskType} is a critic's adapter; ` +
+        `loadModel loads causal LMs (task_type CAUSAL_LM)`,
+    );
+  }
   const lora = adapter ? { settings: adapter.settings, arrays: adapter.adapters } : undefined;
   // The adapter's modules_to_save tensors stand in for the base's, as in PEFT's adapted model.
   const saved = adapter

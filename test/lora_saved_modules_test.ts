@@ -156,3 +156,19 @@ Deno.test("saved tensors the model lacks or that do not fit are refused; trainin
     Deno.removeSync(tmp, { recursive: true });
   }
 });
+
+gpuTest(
+  "loadModel refuses a critic's adapter (task_type TOKEN_CLS), naming the folder",
+  async () => {
+    const tmp = Deno.makeTempDirSync({ prefix: "webrl_peft_critic_" });
+    try {
+      await writePeftFixture(`${tmp}/critic`, { task_type: "TOKEN_CLS" });
+      await assert.rejects(
+        () => loadModel(BASE, { adapter: `${tmp}/critic` }),
+        /critic: task_type TOKEN_CLS is a critic's adapter; loadModel loads causal LMs/,
+      );
+    } finally {
+      Deno.removeSync(tmp, { recursive: true });
+    }
+  },
+);

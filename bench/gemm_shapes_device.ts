@@ -8,8 +8,8 @@
  * --lora=R times the six thin products of a rank-R adapter on every linear layer instead (f32):
  * u = x A^T, v = u B^T, dB = g^T u, gu = g B, dA = gu^T x, dx = gu A; then the thin ones at each K
  * split count and the adapted layer's forward / input gradient as separate products plus adds
- * against the K-joined GEMMs of `loraLinear` (bench/lora_gemm_paths.ts). --paths-only skips the
- * per-tile part.
+ * against the K-joined GEMMs of `loraLinear` and the base product alone (bench/lora_gemm_paths.ts).
+ * --paths-only skips the per-tile part, --no-thin-splits the thin products' split counts.
  */
 import { initGpu } from "../src/gpu/mod.ts";
 import { matmulTiled, Tensor, type TileConfig, TILES } from "../src/tensor/mod.ts";
@@ -111,7 +111,7 @@ for (const rows of loraRank > 0 ? rowsList : []) {
     const tags = { rows, linear: name, lora: r };
     for (const p of pathsOnly ? [] : products) await timeProduct(p, tags);
     const o = { x, g: gy, low: u, gl: gu, a: A, b: B };
-    await timeThinSplits(o, reps, tags);
+    if (!args.has("no-thin-splits")) await timeThinSplits(o, reps, tags);
     for (const wType of g.hasF16 ? ["f32", "f16"] as const : ["f32"] as const) {
       const w = Tensor.from(rand(outF * inF, 7), [outF, inF], wType);
       await timeLoraPaths(o, w, reps, tags);

@@ -84,7 +84,8 @@ export async function timeThinSplits(
 }
 
 /**
- * The adapted layer's forward and input gradient, old and new sequences, `w` f32 or f16:
+ * The adapted layer's forward and input gradient, old and new sequences, `w` f32 or f16, beside
+ * the base product alone (fwd_base: y = x W^T, dx_base: dx = g W, full fine-tuning's):
  * fwd_old: y = x W^T, u = x A^T, v = u B^T, y += s v; fwd_new: u = x A^T, y = [x | u] @ [W | sB]^T.
  * dx_old: gl = s g B, dx = g W, dx += gl A; dx_new: gl = g B, dx = [g | gl] @ [W ; s A].
  * dAB: dB = s g^T u, dA = s gl^T x (the same dispatches either way).
@@ -97,6 +98,8 @@ export async function timeLoraPaths(
 ): Promise<void> {
   const s = 2;
   const seqs: Record<string, () => void> = {
+    // The base product alone, as full fine-tuning runs it: what the adapter's join costs on top.
+    fwd_base: () => linear(o.x, w).dispose(),
     fwd_old: () => {
       const y = linear(o.x, w), u = linear(o.x, o.a), v = linear(u, o.b);
       accumulate(y, v, s);
@@ -109,6 +112,7 @@ export async function timeLoraPaths(
       });
       for (const t of [y, u]) t.dispose();
     },
+    dx_base: () => matmul(o.g, w).dispose(),
     dx_old: () => {
       const gl = matmul(o.g, o.b);
       scaleInPlace(gl, s);

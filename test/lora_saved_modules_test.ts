@@ -141,6 +141,14 @@ Deno.test("saved tensors the model lacks or that do not fit are refused; trainin
       "lm_head.weight": { shape: [V, C], data: new Float32Array(V * C) },
     });
     const adapter = await readAdapterFolder(`${tmp}/ad`, cfg);
+    // The embedding saved whole without modules_to_save (peft's save_embedding_layers).
+    await writePeftFixture(`${tmp}/resized`, {}, {
+      "model.embed_tokens.weight": { shape: [V, C], data: new Float32Array(V * C) },
+    });
+    await assert.rejects(
+      () => readAdapterFolder(`${tmp}/resized`, cfg),
+      /embed_tokens\.weight is a whole embedding or head outside modules_to_save.*resized/,
+    );
     const keys = {
       lora_rank: 0,
       lora_alpha: 16,

@@ -2,7 +2,7 @@
  * Model and tokenizer interop: safetensors, Hugging Face config.json and model folders, tokenizers
  * with chat templates, and the synthetic tasks' character tokenizer.
  *
- * Browser-safe (no file system): dtype, safetensors, shards, hf_config, generation_config, hf_weights, peft, tokenizer,
+ * Browser-safe (no file system): dtype, safetensors, shards, hf_config, generation_config, hf_weights, peft, peft_saved_modules, tokenizer,
  * char_tokenizer, tool_tokenizer. Deno-only: safetensors_fs, hf_folder and peft_folder.
  */
 export type { ChatMessage, Tokenizer } from "./tokenizer_types.ts";
@@ -35,4 +35,5 @@ export {
 } from "./tool_tokenizer.ts";
 export { architecture, ARCHITECTURES, type ArchitectureSpec } from "./architectures.ts";
 export * from "./peft.ts";
+export * from "./peft_saved_modules.ts";
 export * from "./peft_folder.ts";

@@ -142,3 +142,23 @@ Deno.test("unsupported or malformed adapters are refused, naming the file and fi
     Deno.removeSync(tmp, { recursive: true });
   }
 });
+
+Deno.test("a verl actor checkpoint folder reads the adapter in its lora_adapter/", async () => {
+  const tmp = Deno.makeTempDirSync({ prefix: "webrl_peft_verl_" });
+  try {
+    const cfg = (await readModelFolder(BASE, { tensors: false })).config;
+    // verl writes the whole LoraConfig (inference_mode false, runtime_config, ...) there.
+    await writePeftFixture(`${tmp}/actor/lora_adapter`, {
+      inference_mode: false,
+      runtime_config: { ephemeral_gpu_offload: false },
+    });
+    const adapter = await readAdapterFolder(`${tmp}/actor`, cfg);
+    assert.equal(adapter.adapters.size, 4);
+    await assert.rejects(
+      () => readAdapterFolder(`${tmp}/none`, cfg),
+      /missing .*none\/adapter_config\.json \(nor .*none\/lora_adapter\/adapter_config\.json/,
+    );
+  } finally {
+    Deno.removeSync(tmp, { recursive: true });
+  }
+});

@@ -31,16 +31,26 @@ export interface AdapterFolder {
   saved: Map<string, Float32Array>;
 }
 
-/** Reads a PEFT LoRA folder for `config`'s model; errors name the file and tensor. */
+/** Where verl's trainer saves an actor's adapter inside its checkpoint folder. */
+export const VERL_ADAPTER_SUBFOLDER = "lora_adapter";
+
+/**
+ * Reads a PEFT LoRA folder for `config`'s model; errors name the file and tensor. A verl actor
+ * checkpoint folder (`global_step_N/actor`, whose adapter is in `lora_adapter/`) reads that.
+ */
 export async function readAdapterFolder(dir: string, config: ModelConfig): Promise<AdapterFolder> {
-  const cfgPath = joinPath(dir, ADAPTER_CONFIG_FILE);
-  let text: string;
-  try {
-    text = await Deno.readTextFile(cfgPath);
-  } catch (e) {
-    if (e instanceof Deno.errors.NotFound) throw new Error(`LoRA adapter: missing ${cfgPath}`);
-    throw e;
+  if (!(await isAdapterFolder(dir))) {
+    const inner = joinPath(dir, VERL_ADAPTER_SUBFOLDER);
+    if (!(await isAdapterFolder(inner))) {
+      throw new Error(
+        `LoRA adapter: missing ${joinPath(dir, ADAPTER_CONFIG_FILE)} ` +
+          `(nor ${joinPath(inner, ADAPTER_CONFIG_FILE)}, as in a verl actor checkpoint)`,
+      );
+    }
+    dir = inner;
   }
+  const cfgPath = joinPath(dir, ADAPTER_CONFIG_FILE);
+  const text = await Deno.readTextFile(cfgPath);
   const settings = parseAdapterConfig(text, cfgPath);
   const file = joinPath(dir, ADAPTER_WEIGHTS_FILE);
   const state = new Map<string, Float32Array>();

@@ -128,7 +128,8 @@ async function child(shape: string, rank: number): Promise<void> {
       }
       const groups: Record<string, number> = {};
       for (const r of rows) {
-        groups[kernelRole(r.kernel)] = (groups[kernelRole(r.kernel)] ?? 0) + r.ms;
+        const role = kernelRole(r.kernel);
+        groups[role] = (groups[role] ?? 0) + r.ms;
       }
       for (const k in groups) groups[k] = Math.round(groups[k]);
       console.log(JSON.stringify({ fig: "kernel_roles_ms", shape, mode, ...groups }));

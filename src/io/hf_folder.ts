@@ -10,7 +10,12 @@ import {
   generationConfigToJson,
   parseGenerationConfig,
 } from "./generation_config.ts";
-import { checkModelTensors, expectedTensorShapes, type HfTensor } from "./hf_weights.ts";
+import {
+  checkModelTensors,
+  expectedTensorShapes,
+  HEAD_WEIGHT,
+  type HfTensor,
+} from "./hf_weights.ts";
 import type { RawTensor } from "./safetensors.ts";
 import { joinPath, readSafetensorsFolder, writeSafetensorsFolder } from "./safetensors_fs.ts";
 import {
@@ -185,7 +190,7 @@ export async function writeModelFolder(
   // Model order first, so shards fill layer by layer as transformers' do; extras keep their order.
   const names = [...expected.keys(), ...[...given.keys()].filter((n) => !expected.has(n))];
   // Tied checkpoints carry no lm_head; transformers re-ties it from the embedding.
-  const kept = names.filter((n) => !(config.tieWordEmbeddings && n === "lm_head.weight"));
+  const kept = names.filter((n) => !(config.tieWordEmbeddings && n === HEAD_WEIGHT));
   const raw: RawTensor[] = kept.map((name) => {
     const t = given.get(name)!;
     const dtype = target && isFloatDtype(t.dtype) ? target : t.dtype;

@@ -49,7 +49,7 @@ export function expectedTensorShapes(config: ModelConfig): Map<string, number[]>
   const kv = c.numKeyValueHeads * D;
   const qkNorm = architecture(c.modelType).qkNorm;
   const out = new Map<string, number[]>();
-  out.set("model.embed_tokens.weight", [c.vocabSize, C]);
+  out.set(EMBED_WEIGHT, [c.vocabSize, C]);
   for (let i = 0; i < c.numHiddenLayers; i++) {
     const p = `model.layers.${i}`;
     out.set(`${p}.input_layernorm.weight`, [C]);
@@ -79,7 +79,7 @@ export function expectedTensorShapes(config: ModelConfig): Map<string, number[]>
     }
   }
   out.set("model.norm.weight", [C]);
-  if (!c.tieWordEmbeddings) out.set("lm_head.weight", [c.vocabSize, C]);
+  if (!c.tieWordEmbeddings) out.set(HEAD_WEIGHT, [c.vocabSize, C]);
   return out;
 }
 

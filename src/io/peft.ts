@@ -71,7 +71,7 @@ export function resolveLoraTargets(
   const chosen = t === "all-linear" ? all : all.filter((name) => matches(name, t));
   const exclude = s.excludeModules;
   // Modules PEFT would adapt too (a Linear head, an Embedding) but this model's adapters do not.
-  for (const other of ["lm_head", "model.embed_tokens"]) {
+  for (const other of [HEAD_WEIGHT, EMBED_WEIGHT].map(moduleOf)) {
     if (t === "all-linear" || !matches(other, t)) continue;
     if (exclude !== null && matches(other, exclude)) continue;
     throw new Error(
@@ -102,13 +102,18 @@ export function peftSavedKey(name: string): string {
   return `${PREFIX}${name}`;
 }
 
+/** The module a tensor belongs to: its name without the last part (`.weight`, `.bias`). */
+function moduleOf(name: string): string {
+  return name.replace(/\.[^.]+$/, "");
+}
+
 /**
  * Whether tensor `name` (a model name such as `model.embed_tokens.weight`) belongs to one of
  * `modules` (modules_to_save), by PEFT's rule: its module's name equals an entry or ends in
  * `.entry`.
  */
 export function inSavedModules(name: string, modules: readonly string[] | null): boolean {
-  const module = name.replace(/\.[^.]+$/, "");
+  const module = moduleOf(name);
   return (modules ?? []).some((m) => module === m || module.endsWith(`.${m}`));
 }
 

@@ -7,8 +7,6 @@ import type { ModelConfig } from "./hf_config.ts";
 import { EMBED_WEIGHT, expectedTensorShapes, HEAD_WEIGHT } from "./hf_weights.ts";
 import { peftSavedKey } from "./peft.ts";
 
-const EMBED = EMBED_WEIGHT, HEAD = HEAD_WEIGHT;
-
 /** How a causal LM's tensors change under an adapter's modules_to_save tensors. */
 export interface SavedModules {
   /** The model's config; a tied one comes apart where the embedding or the head was saved. */
@@ -33,14 +31,14 @@ export function savedModules(
   file: string,
   keepTie = false,
 ): SavedModules {
-  const tableSaved = saved.has(EMBED) || saved.has(HEAD);
+  const tableSaved = saved.has(EMBED_WEIGHT) || saved.has(HEAD_WEIGHT);
   const untie = config.tieWordEmbeddings && tableSaved && !keepTie;
   const out = untie ? { ...config, tieWordEmbeddings: false } : config;
   const replace = new Map(saved);
-  if (out.tieWordEmbeddings && saved.has(HEAD)) {
+  if (out.tieWordEmbeddings && saved.has(HEAD_WEIGHT)) {
     // One table serves both: the embedding's copy if saved, else the head's.
-    replace.set(EMBED, saved.get(EMBED) ?? saved.get(HEAD)!);
-    replace.delete(HEAD);
+    replace.set(EMBED_WEIGHT, saved.get(EMBED_WEIGHT) ?? saved.get(HEAD_WEIGHT)!);
+    replace.delete(HEAD_WEIGHT);
   }
   const shapes = expectedTensorShapes(out);
   for (const [name, x] of replace) {
@@ -57,7 +55,7 @@ export function savedModules(
       );
     }
   }
-  return { config: out, replace, headFromEmbedding: untie && !saved.has(HEAD) };
+  return { config: out, replace, headFromEmbedding: untie && !saved.has(HEAD_WEIGHT) };
 }
 
 /**
@@ -71,8 +69,8 @@ export function applySavedModules<T>(
   wrap: (x: Float32Array, like: T) => T,
 ): Map<string, T> {
   const out = new Map(tensors);
-  const like = (name: string) => tensors.get(name) ?? tensors.get(EMBED)!;
-  if (plan.headFromEmbedding) out.set(HEAD, tensors.get(EMBED)!);
+  const like = (name: string) => tensors.get(name) ?? tensors.get(EMBED_WEIGHT)!;
+  if (plan.headFromEmbedding) out.set(HEAD_WEIGHT, tensors.get(EMBED_WEIGHT)!);
   for (const [name, x] of plan.replace) out.set(name, wrap(x, like(name)));
   return out;
 }

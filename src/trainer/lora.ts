@@ -66,9 +66,9 @@ export function loraStart(
     const settings = { ...adapter.settings, taskType: o.taskType ?? adapter.settings.taskType };
     // Training a saved module in full is what a critic does with its value head (`score`); the
     // actor trains its adapters only, so another saved module could be neither trained nor kept.
-    const trainsInFull = settings.taskType === "TOKEN_CLS" ? ["score."] : [];
+    const trainsInFull = settings.taskType === "TOKEN_CLS" ? ["score"] : [];
     for (const name of adapter.saved.keys()) {
-      if (trainsInFull.some((p) => name.startsWith(p))) continue;
+      if (inSavedModules(name, trainsInFull)) continue;
       throw new Error(
         `${o.section}.lora_adapter_path=${keys.lora_adapter_path ?? "(the checkpoint)"}: the ` +
           `adapter's modules_to_save holds ${name}, which training here cannot update in full; ` +
